@@ -1,0 +1,63 @@
+package followgraph
+
+import (
+	"errors"
+	"fmt"
+)
+
+// Error codes, as in API.md. The HTTP layer maps each to a status in one table.
+const (
+	EInvalidID       = "invalid_id"
+	EInvalidArgument = "invalid_argument"
+	EInvalidCursor   = "invalid_cursor"
+	ESelfFollow      = "self_follow"
+	ENotFound        = "not_found"
+	EFollowingLimit  = "following_limit"
+	ETooLarge        = "too_large"
+	ERateLimited     = "rate_limited"
+	EUnavailable     = "unavailable"
+	EInternal        = "internal"
+)
+
+// Error is a domain error: a code from the list above and a message meant
+// for the caller. Errors of any other type are internal.
+type Error struct {
+	Code    string
+	Message string
+}
+
+func (e *Error) Error() string { return e.Code + ": " + e.Message }
+
+// Errorf returns an *Error with the given code and a formatted message.
+func Errorf(code, format string, args ...any) *Error {
+	return &Error{Code: code, Message: fmt.Sprintf(format, args...)}
+}
+
+// ErrorCode returns the code of the *Error in err's chain, "" for nil, and
+// EInternal for any other error.
+func ErrorCode(err error) string {
+	if err == nil {
+		return ""
+	}
+	var e *Error
+	if errors.As(err, &e) {
+		return e.Code
+	}
+	return EInternal
+}
+
+// ErrorMessage returns the caller-facing message of the *Error in err's
+// chain, and a generic text for any other error, so nothing internal leaks.
+func ErrorMessage(err error) string {
+	if err == nil {
+		return ""
+	}
+	var e *Error
+	if errors.As(err, &e) {
+		return e.Message
+	}
+	return "internal error"
+}
+
+// ErrSelfFollow is returned by Follow when user equals target.
+var ErrSelfFollow = &Error{Code: ESelfFollow, Message: "a user cannot follow themselves"}

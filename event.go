@@ -1,0 +1,99 @@
+package followgraph
+
+import (
+	"fmt"
+	"time"
+)
+
+// Version orders the changes of one edge. It is a hybrid logical clock:
+// the high 44 bits are milliseconds since the Unix epoch, the low 20 bits a
+// counter that separates changes within one millisecond. An engine assigns
+// each change a version greater than every version it has issued or
+// applied, so the versions of one edge only grow, across unfollow and
+// refollow too, and a change's time is its version's millisecond part.
+type Version uint64
+
+// VersionCounterBits is the width of the counter part of a Version.
+const VersionCounterBits = 20
+
+// VersionAt returns the smallest version of millisecond ms.
+func VersionAt(ms int64) Version { return Version(uint64(ms) << VersionCounterBits) }
+
+// Millis returns the millisecond part of v.
+func (v Version) Millis() int64 { return int64(uint64(v) >> VersionCounterBits) }
+
+// Time returns the millisecond part of v as a UTC time.
+func (v Version) Time() time.Time { return Millis(v.Millis()) }
+
+// Millis converts milliseconds since the Unix epoch to a UTC time.
+func Millis(ms int64) time.Time { return time.UnixMilli(ms).UTC() }
+
+// Op is the kind of change an Event records.
+type Op uint8
+
+const (
+	OpFollow   Op = 1
+	OpUnfollow Op = 2
+)
+
+// String returns "follow" or "unfollow"; these words also name the
+// operation in event-log subjects.
+func (op Op) String() string {
+	switch op {
+	case OpFollow:
+		return "follow"
+	case OpUnfollow:
+		return "unfollow"
+	}
+	return fmt.Sprintf("op(%d)", uint8(op))
+}
+
+// Event records one effective change of one edge: User started (OpFollow)
+// or stopped (OpUnfollow) following Target at Time, as change Version of
+// that edge. Time is always Version.Time(). Replaying a set of events in
+// any order, with duplicates, and keeping for each edge the event of the
+// highest version, gives the same state as the live graph.
+type Event struct {
+	User    UserID
+	Target  UserID
+	Op      Op
+	Time    time.Time
+	Version Version
+}
+
+// NewEvent returns the event of op on user→target at version v.
+func NewEvent(user, target UserID, op Op, v Version) Event {
+	return Event{User: user, Target: target, Op: op, Time: v.Time(), Version: v}
+}
+
+// ID names the event uniquely: two events with the same ID are the same
+// change, so an event log can drop a repeated publish.
+func (e Event) ID() string {
+	return fmt.Sprintf("%d-%d-%d", e.User, e.Target, e.Version)
+}
+
+// Validate returns an error unless e could have been produced by an engine:
+// valid and distinct ids, a known op, a non-zero version, and a time equal
+// to its version's millisecond part.
+func (e Event) Validate() error {
+	if err := CheckIDs(e.User, e.Target); err != nil {
+		return err
+	}
+	if e.User == e.Target {
+		return ErrSelfFollow
+	}
+	if e.Op != OpFollow && e.Op != OpUnfollow {
+		return Errorf(EInvalidArgument, "event %s: unknown op %d", e.ID(), e.Op)
+	}
+	if e.Version == 0 {
+		return Errorf(EInvalidArgument, "event %s: zero version", e.ID())
+	}
+	if !e.Time.Equal(e.Version.Time()) {
+		return Errorf(EInvalidArgument, "event %s: time %s is not its version's time %s",
+			e.ID(), e.Time.Format(TimeFormat), e.Version.Time().Format(TimeFormat))
+	}
+	return nil
+}
+
+// TimeFormat is how times are written in the API: RFC 3339, UTC, milliseconds.
+const TimeFormat = "2006-01-02T15:04:05.000Z07:00"

@@ -1,0 +1,219 @@
+package followgraph
+
+import (
+	"context"
+	"strings"
+	"time"
+)
+
+// Limits of the API, shared by every engine and the HTTP layer.
+const (
+	DefaultLimit    = 20    // page size when none is asked for
+	MaxLimit        = 1000  // largest page
+	MaxCountIDs     = 1000  // ids in one Counts call
+	MaxRelationIDs  = 10000 // ids in one Relations call
+	MaxSuggestLimit = MaxLimit
+)
+
+// Relation is how a user stands to another user x.
+type Relation string
+
+const (
+	RelationNone      Relation = "none"      // neither follows the other
+	RelationFollowing Relation = "following" // user follows x only
+	RelationFollower  Relation = "follower"  // x follows user only
+	RelationMutual    Relation = "mutual"    // both
+	RelationSelf      Relation = "self"      // x is user
+)
+
+// RelationOf returns the relation given the two directions.
+func RelationOf(following, followedBy bool) Relation {
+	switch {
+	case following && followedBy:
+		return RelationMutual
+	case following:
+		return RelationFollowing
+	case followedBy:
+		return RelationFollower
+	}
+	return RelationNone
+}
+
+// FollowResult is the outcome of Follow.
+type FollowResult struct {
+	Created bool      // false when user already followed target
+	Since   time.Time // when the follow happened (the original time if not Created)
+}
+
+// Edge is the state of user→target as IsFollowing reports it.
+type Edge struct {
+	Following bool
+	Since     time.Time // zero when not following
+}
+
+// Counts are a user's maintained counters.
+type Counts struct {
+	ID             UserID
+	FollowingCount int64
+	FollowerCount  int64
+}
+
+// Entry is one user in a list, with the time of the follow that put it there.
+type Entry struct {
+	ID    UserID
+	Since time.Time
+}
+
+// Key returns the entry's position in newest-first order.
+func (e Entry) Key() Key { return Key{Millis: e.Since.UnixMilli(), ID: e.ID} }
+
+// PageRequest asks for one page of a list. Limit 0 means DefaultLimit;
+// otherwise it must be 1 to MaxLimit. Cursor is "" for the first page, or
+// the Next of the previous page of the same list.
+type PageRequest struct {
+	Limit  int
+	Cursor string
+}
+
+// Size returns the page size asked for, or an EInvalidArgument error.
+func (r PageRequest) Size() (int, error) {
+	switch {
+	case r.Limit == 0:
+		return DefaultLimit, nil
+	case r.Limit < 1 || r.Limit > MaxLimit:
+		return 0, Errorf(EInvalidArgument, "limit %d is out of range: it must be 1 to %d", r.Limit, MaxLimit)
+	}
+	return r.Limit, nil
+}
+
+// Page is one page of a list, newest first (ties: larger id first).
+// Next is "" on the last page.
+type Page struct {
+	Entries []Entry
+	Next    string
+}
+
+// SetPage is one page of a set query, with Count the exact size of the
+// whole result.
+type SetPage struct {
+	Count   int64
+	Entries []Entry
+	Next    string
+}
+
+// RelationInfo is the relation of a viewer to one user, with the times of
+// the two directions (zero where that direction does not exist).
+type RelationInfo struct {
+	ID              UserID
+	Relation        Relation
+	FollowingSince  time.Time // viewer → ID
+	FollowedBySince time.Time // ID → viewer
+}
+
+// Suggestion is a user that the people a user follows also follow.
+// Score is how many of them do; Via names up to three of them.
+type Suggestion struct {
+	ID    UserID
+	Score int64
+	Via   []UserID
+}
+
+// Graph is the follow graph. Every method validates its input before it
+// touches anything: an invalid id returns EInvalidID, a bad limit or too
+// many ids EInvalidArgument, a cursor not issued for that list
+// EInvalidCursor; such calls change nothing. A backend that cannot be
+// reached returns EUnavailable, and then a write changed nothing.
+//
+// Lists are ordered by follow time, newest first, ties by id, larger first,
+// and paged with keyset cursors: paging through a list never returns an
+// entry twice and never skips an entry present the whole time, whatever
+// changes meanwhile. Users with no edges are not an error.
+type Graph interface {
+	// Follow makes user follow target. It is idempotent: when user already
+	// follows target it returns Created false and the original Since, and
+	// changes nothing. Returns ErrSelfFollow when user equals target, and
+	// EFollowingLimit when user already follows the configured maximum.
+	Follow(ctx context.Context, user, target UserID) (FollowResult, error)
+
+	// Unfollow makes user stop following target. It is idempotent: it
+	// returns false when user did not follow target, and changes nothing.
+	Unfollow(ctx context.Context, user, target UserID) (removed bool, err error)
+
+	// IsFollowing reports whether user follows target, and since when.
+	IsFollowing(ctx context.Context, user, target UserID) (Edge, error)
+
+	// Counts returns the counters of each id, in request order (duplicates
+	// repeated). At most MaxCountIDs ids.
+	Counts(ctx context.Context, ids []UserID) ([]Counts, error)
+
+	// Following returns a page of the users that user follows.
+	Following(ctx context.Context, user UserID, req PageRequest) (Page, error)
+
+	// Followers returns a page of the users that follow user.
+	Followers(ctx context.Context, user UserID, req PageRequest) (Page, error)
+
+	// Relations returns the relation of viewer to each id, in request order
+	// (duplicates repeated; the viewer itself is RelationSelf). At most
+	// MaxRelationIDs ids.
+	Relations(ctx context.Context, viewer UserID, ids []UserID) ([]RelationInfo, error)
+
+	// Mutuals returns the users that user follows and that follow user.
+	// Since is when user followed them.
+	Mutuals(ctx context.Context, user UserID, req PageRequest) (SetPage, error)
+
+	// CommonFollowing returns the users that both user and other follow.
+	// Since is when user followed them.
+	CommonFollowing(ctx context.Context, user, other UserID, req PageRequest) (SetPage, error)
+
+	// CommonFollowers returns the users that follow both user and other.
+	// Since is when they followed user.
+	CommonFollowers(ctx context.Context, user, other UserID, req PageRequest) (SetPage, error)
+
+	// KnownFollowers returns the users that user follows and that follow
+	// target ("followed by people you follow"). Since is when user
+	// followed them.
+	KnownFollowers(ctx context.Context, user, target UserID, req PageRequest) (SetPage, error)
+
+	// Suggestions returns up to limit users followed by the people user
+	// follows, excluding user and those user already follows, ordered by
+	// Score, highest first, ties by id, smaller first. limit 0 means
+	// DefaultLimit; otherwise 1 to MaxSuggestLimit. An engine may bound the
+	// work on very large neighbourhoods; it documents how.
+	Suggestions(ctx context.Context, user UserID, limit int) ([]Suggestion, error)
+}
+
+// Applier is implemented by engines that can replay events, from the event
+// log or the durable store.
+type Applier interface {
+	// Apply makes each event's change unless the edge already has a change
+	// of an equal or higher version. It is idempotent, and any order of the
+	// same events, with duplicates, converges to the same state: for each
+	// edge, that of its highest version. Apply produces no new events.
+	// An invalid event returns an error and nothing of the batch is applied.
+	Apply(ctx context.Context, events []Event) error
+}
+
+// Hook receives every effective change before it is acknowledged. An
+// engine calls it after deciding a change and before making it visible;
+// when the hook returns an error the change is dropped, leaving no trace,
+// and the write returns that error. The service's hook makes the event
+// durable in the event log.
+type Hook func(ctx context.Context, e Event) error
+
+// Scope names a list for its cursors, such as Scope("followers", 42), so
+// that a cursor of one list is rejected by another.
+func Scope(list string, ids ...UserID) string {
+	var b strings.Builder
+	b.WriteString(list)
+	for _, id := range ids {
+		b.WriteByte('/')
+		b.WriteString(id.String())
+	}
+	return b.String()
+}
+
+// CheckSuggestLimit returns the number of suggestions asked for, or an
+// EInvalidArgument error.
+func CheckSuggestLimit(limit int) (int, error) {
+	return PageRequest{Limit: limit}.Size()
+}

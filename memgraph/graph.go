@@ -1,0 +1,541 @@
+// Package memgraph is the embedded, in-process follow graph engine: every
+// question of the API answered from memory, for a single machine.
+//
+// Users get dense internal ids (uint32) in order of first appearance. Each
+// user has three sorted sequences, each split into chunks so that no change
+// moves more than one chunk (see chunks.go):
+//
+//   - out: whom the user follows, by internal id, with each edge's version
+//     (whose millisecond part is the follow time): 12 bytes an edge.
+//   - outT: the same ids ordered by (follow time, user id), the following
+//     list, newest last; times are read from out: 4 bytes an edge.
+//   - in: the followers with their follow times, ordered by (time, user
+//     id): 10 bytes an edge.
+//
+// Sets of at least bitmapMin ids also get a roaring bitmap, for membership
+// and intersections. Counters are the sequences' lengths.
+//
+// Users are spread over lock stripes. A change of user→target holds the
+// stripes of both, and everything it touches belongs to one of the two, so
+// changes of unrelated users run in parallel. docs/DESIGN.md says why this
+// layout; docs/BENCHMARKS.md what it costs.
+package memgraph
+
+import (
+	"context"
+	"fmt"
+	"hash/maphash"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/RoaringBitmap/roaring/v2"
+
+	fg "github.com/followgraph/followgraph"
+)
+
+var (
+	_ fg.Graph   = (*Graph)(nil)
+	_ fg.Applier = (*Graph)(nil)
+)
+
+const (
+	// Sets of at least bitmapMin ids get a roaring bitmap; it is dropped
+	// again below bitmapMin/2, so a set near the threshold does not rebuild
+	// it often.
+	bitmapMin = 4096
+
+	stripeCount = 1024 // lock stripes over internal ids
+	idShards    = 64   // shards of the user id → internal id map
+	blockBits   = 12   // nodes are allocated 4096 at a time
+	blockSize   = 1 << blockBits
+)
+
+// Graph is the in-memory engine. It is safe for concurrent use. Each edge
+// is linearizable: a change is visible to every read that starts after it
+// returned, and to none before its hook succeeded. Reads of one user's
+// list, and set queries of two users, see one consistent state of those
+// users.
+type Graph struct {
+	now          func() time.Time
+	hook         fg.Hook
+	maxFollowing int
+
+	clock   atomic.Uint64 // the hybrid logical clock: the greatest version issued or applied
+	seed    maphash.Seed
+	ids     [idShards]idShard
+	dirMu   sync.Mutex                         // serializes growth of dir
+	dir     atomic.Pointer[[]*[blockSize]node] // internal id → node, in stable blocks
+	users   atomic.Uint32                      // internal ids assigned
+	stripes [stripeCount]stripe
+}
+
+type idShard struct {
+	mu sync.RWMutex
+	m  map[fg.UserID]uint32
+	_  [32]byte // keep shards on their own cache lines
+}
+
+// stripe guards the nodes whose internal id is its index modulo
+// stripeCount, and the state of the edges whose follower it guards.
+type stripe struct {
+	mu      sync.RWMutex
+	edges   int                    // live edges whose follower is here
+	tombs   map[edge]fg.Version    // versions of unfollowed edges
+	pending map[edge]chan struct{} // edges whose change awaits its hook
+	pendOut map[uint32]int         // follows awaiting their hook, per follower
+	_       [16]byte
+}
+
+// node holds one user's edges.
+type node struct {
+	ext  fg.UserID
+	out  chunks[outEdge] // by internal id
+	outT chunks[uint32]  // following, by (time, user id)
+	in   chunks[inEdge]  // followers, by (time, user id)
+	bm   *bitmaps        // when out or in is large
+}
+
+type bitmaps struct{ out, in *roaring.Bitmap }
+
+// outEdge is a followee and the version of the follow: 12 bytes.
+type outEdge struct {
+	id     uint32
+	vl, vh uint32
+}
+
+func newOutEdge(id uint32, v fg.Version) outEdge {
+	return outEdge{id: id, vl: uint32(v), vh: uint32(v >> 32)}
+}
+
+func (e outEdge) version() fg.Version { return fg.Version(uint64(e.vh)<<32 | uint64(e.vl)) }
+
+// inEdge is a follower and the follow time in milliseconds (48 bits):
+// 10 bytes.
+type inEdge [5]uint16
+
+func newInEdge(id uint32, ms int64) inEdge {
+	return inEdge{uint16(id), uint16(id >> 16), uint16(ms), uint16(ms >> 16), uint16(ms >> 32)}
+}
+
+func (e inEdge) id() uint32 { return uint32(e[0]) | uint32(e[1])<<16 }
+func (e inEdge) ms() int64  { return int64(e[2]) | int64(e[3])<<16 | int64(e[4])<<32 }
+
+// edge is an edge by internal ids.
+type edge struct{ user, target uint32 }
+
+// Option configures a Graph.
+type Option func(*Graph)
+
+// WithClock sets the clock that gives follow times (default time.Now).
+func WithClock(now func() time.Time) Option { return func(g *Graph) { g.now = now } }
+
+// WithHook sets the hook that receives every change before it is
+// acknowledged (see followgraph.Hook).
+func WithHook(h fg.Hook) Option { return func(g *Graph) { g.hook = h } }
+
+// WithMaxFollowing caps how many users one user may follow (0: no cap).
+func WithMaxFollowing(n int) Option { return func(g *Graph) { g.maxFollowing = n } }
+
+// New returns an empty graph.
+func New(opts ...Option) *Graph {
+	g := &Graph{now: time.Now, seed: maphash.MakeSeed()}
+	for i := range g.ids {
+		g.ids[i].m = make(map[fg.UserID]uint32)
+	}
+	g.dir.Store(new([]*[blockSize]node))
+	for _, o := range opts {
+		o(g)
+	}
+	return g
+}
+
+// Stats describes the size of the graph.
+type Stats struct {
+	Users int // users with an internal id: every user ever named by a change
+	Edges int // live follow edges
+}
+
+// Stats returns the current size of the graph.
+func (g *Graph) Stats() Stats {
+	s := Stats{Users: int(g.users.Load())}
+	for i := range g.stripes {
+		st := &g.stripes[i]
+		st.mu.RLock()
+		s.Edges += st.edges
+		st.mu.RUnlock()
+	}
+	return s
+}
+
+// Follow makes user follow target; see followgraph.Graph.
+func (g *Graph) Follow(ctx context.Context, user, target fg.UserID) (fg.FollowResult, error) {
+	if err := fg.CheckIDs(user, target); err != nil {
+		return fg.FollowResult{}, err
+	}
+	if user == target {
+		return fg.FollowResult{}, fg.ErrSelfFollow
+	}
+	created, v, err := g.change(ctx, user, target, g.intern(user), g.intern(target), fg.OpFollow)
+	return fg.FollowResult{Created: created, Since: v.Time()}, err
+}
+
+// Unfollow makes user stop following target; see followgraph.Graph.
+func (g *Graph) Unfollow(ctx context.Context, user, target fg.UserID) (bool, error) {
+	if err := fg.CheckIDs(user, target); err != nil {
+		return false, err
+	}
+	u, uok := g.internal(user)
+	t, tok := g.internal(target)
+	if !uok || !tok {
+		return false, nil
+	}
+	removed, _, err := g.change(ctx, user, target, u, t, fg.OpUnfollow)
+	return removed, err
+}
+
+// change makes op on user→target (internal ids u, t) unless it would
+// change nothing. It returns whether it changed the edge, and the version
+// of the follow (the new one, or the one already there).
+//
+// With no hook the change is made under the two stripes' locks. With a
+// hook the edge is marked pending (other changes of it wait), the locks are
+// released while the hook runs, and the change is made only once the hook
+// succeeded: no read sees a change its hook refused.
+func (g *Graph) change(ctx context.Context, user, target fg.UserID, u, t uint32, op fg.Op) (bool, fg.Version, error) {
+	k := edge{u, t}
+	su := g.stripe(u)
+	for {
+		g.lock(u, t)
+		if wait, busy := su.pending[k]; busy {
+			g.unlock(u, t)
+			select {
+			case <-wait:
+				continue
+			case <-ctx.Done():
+				return false, 0, fmt.Errorf("memgraph: waiting for a pending change: %w", ctx.Err())
+			}
+		}
+		cur, live := g.lookup(u, t)
+		switch {
+		case op == fg.OpFollow && live:
+			g.unlock(u, t)
+			return false, cur, nil
+		case op == fg.OpUnfollow && !live:
+			g.unlock(u, t)
+			return false, 0, nil
+		case op == fg.OpFollow && g.maxFollowing > 0 && g.node(u).out.len()+su.pendOut[u] >= g.maxFollowing:
+			g.unlock(u, t)
+			return false, 0, fg.Errorf(fg.EFollowingLimit, "user %d already follows the maximum of %d users", user, g.maxFollowing)
+		}
+		e := fg.NewEvent(user, target, op, g.tick())
+		if g.hook == nil {
+			g.applyLocked(e, u, t)
+			g.unlock(u, t)
+			return true, e.Version, nil
+		}
+		wait := make(chan struct{})
+		su.setPending(k, wait, op)
+		g.unlock(u, t)
+
+		err := g.hook(ctx, e)
+
+		g.lock(u, t)
+		su.clearPending(k, op)
+		if err == nil {
+			g.applyLocked(e, u, t)
+		}
+		g.unlock(u, t)
+		close(wait)
+		return err == nil, e.Version, err
+	}
+}
+
+func (s *stripe) setPending(k edge, wait chan struct{}, op fg.Op) {
+	if s.pending == nil {
+		s.pending, s.pendOut = make(map[edge]chan struct{}), make(map[uint32]int)
+	}
+	s.pending[k] = wait
+	if op == fg.OpFollow {
+		s.pendOut[k.user]++
+	}
+}
+
+func (s *stripe) clearPending(k edge, op fg.Op) {
+	delete(s.pending, k)
+	if op == fg.OpFollow {
+		if s.pendOut[k.user]--; s.pendOut[k.user] == 0 {
+			delete(s.pendOut, k.user)
+		}
+	}
+}
+
+// tick returns a new version, greater than every version issued or applied
+// so far and at least the clock's current millisecond.
+func (g *Graph) tick() fg.Version {
+	floor := uint64(fg.VersionAt(g.now().UnixMilli()))
+	for {
+		last := g.clock.Load()
+		v := max(last+1, floor)
+		if g.clock.CompareAndSwap(last, v) {
+			return fg.Version(v)
+		}
+	}
+}
+
+// observe moves the clock to at least v.
+func (g *Graph) observe(v fg.Version) {
+	for {
+		last := g.clock.Load()
+		if last >= uint64(v) || g.clock.CompareAndSwap(last, uint64(v)) {
+			return
+		}
+	}
+}
+
+func (g *Graph) stripe(d uint32) *stripe { return &g.stripes[d%stripeCount] }
+
+// lock takes the write locks of the stripes of a and b, in stripe order.
+func (g *Graph) lock(a, b uint32) {
+	x, y := a%stripeCount, b%stripeCount
+	if x > y {
+		x, y = y, x
+	}
+	g.stripes[x].mu.Lock()
+	if x != y {
+		g.stripes[y].mu.Lock()
+	}
+}
+
+func (g *Graph) unlock(a, b uint32) {
+	x, y := a%stripeCount, b%stripeCount
+	g.stripes[x].mu.Unlock()
+	if x != y {
+		g.stripes[y].mu.Unlock()
+	}
+}
+
+// rlock and runlock are lock and unlock for readers.
+func (g *Graph) rlock(a, b uint32) {
+	x, y := a%stripeCount, b%stripeCount
+	if x > y {
+		x, y = y, x
+	}
+	g.stripes[x].mu.RLock()
+	if x != y {
+		g.stripes[y].mu.RLock()
+	}
+}
+
+func (g *Graph) runlock(a, b uint32) {
+	x, y := a%stripeCount, b%stripeCount
+	g.stripes[x].mu.RUnlock()
+	if x != y {
+		g.stripes[y].mu.RUnlock()
+	}
+}
+
+// node returns the node of internal id d. Nodes never move.
+func (g *Graph) node(d uint32) *node { return &(*g.dir.Load())[d>>blockBits][d&(blockSize-1)] }
+
+// ext returns the user id of internal id d. It never changes, so it may be
+// read without the stripe's lock.
+func (g *Graph) ext(d uint32) fg.UserID { return g.node(d).ext }
+
+func (g *Graph) shard(id fg.UserID) *idShard {
+	return &g.ids[maphash.Comparable(g.seed, id)%idShards]
+}
+
+// internal returns the internal id of id, if it has one.
+func (g *Graph) internal(id fg.UserID) (uint32, bool) {
+	sh := g.shard(id)
+	sh.mu.RLock()
+	d, ok := sh.m[id]
+	sh.mu.RUnlock()
+	return d, ok
+}
+
+// intern returns the internal id of id, assigning one if needed.
+func (g *Graph) intern(id fg.UserID) uint32 {
+	if d, ok := g.internal(id); ok {
+		return d
+	}
+	sh := g.shard(id)
+	sh.mu.Lock()
+	defer sh.mu.Unlock()
+	if d, ok := sh.m[id]; ok {
+		return d
+	}
+	g.dirMu.Lock()
+	d := g.users.Load()
+	if dir := *g.dir.Load(); int(d>>blockBits) == len(dir) {
+		grown := append(dir[:len(dir):len(dir)], new([blockSize]node))
+		g.dir.Store(&grown)
+	}
+	g.node(d).ext = id
+	g.users.Store(d + 1)
+	g.dirMu.Unlock()
+	sh.m[id] = d
+	return d
+}
+
+// lookup returns the version of the live edge u→t. The caller holds u's
+// stripe.
+func (g *Graph) lookup(u, t uint32) (fg.Version, bool) {
+	out := &g.node(u).out
+	p := out.search(func(e outEdge) bool { return e.id < t })
+	if out.isEnd(p) {
+		return 0, false
+	}
+	if e := out.at(p); e.id == t {
+		return e.version(), true
+	}
+	return 0, false
+}
+
+// applyLocked makes event e's change of u→t unless the edge already has a
+// change of an equal or higher version, and moves the clock past e's
+// version. The caller holds the stripes of u and t.
+func (g *Graph) applyLocked(e fg.Event, u, t uint32) {
+	g.observe(e.Version)
+	su, k := g.stripe(u), edge{u, t}
+	cur, live := g.lookup(u, t)
+	if !live {
+		cur = su.tombs[k]
+	}
+	if e.Version <= cur {
+		return
+	}
+	if live {
+		g.unlink(u, t, cur)
+		su.edges--
+	}
+	switch e.Op {
+	case fg.OpFollow:
+		delete(su.tombs, k)
+		g.link(u, t, e.Version)
+		su.edges++
+	case fg.OpUnfollow:
+		if su.tombs == nil {
+			su.tombs = make(map[edge]fg.Version)
+		}
+		su.tombs[k] = e.Version
+	}
+}
+
+// The time sequences are ordered by fg.Key (time, user id) ascending, and
+// read from the end for newest first.
+func keyLess(a, b fg.Key) bool { return a.Millis < b.Millis || a.Millis == b.Millis && a.ID < b.ID }
+
+// outKey is the key of followee t in u's following list.
+func (g *Graph) outKey(u, t uint32) fg.Key {
+	v, _ := g.lookup(u, t)
+	return fg.Key{Millis: v.Millis(), ID: g.ext(t)}
+}
+
+// inKey is the key of a follower in a followers list.
+func (g *Graph) inKey(e inEdge) fg.Key { return fg.Key{Millis: e.ms(), ID: g.ext(e.id())} }
+
+// link adds the live edge u→t of version v.
+func (g *Graph) link(u, t uint32, v fg.Version) {
+	un, tn := g.node(u), g.node(t)
+	un.out.insert(un.out.search(func(e outEdge) bool { return e.id < t }), newOutEdge(t, v))
+	k := fg.Key{Millis: v.Millis(), ID: tn.ext}
+	insertByKey(&un.outT, t, k, func(x uint32) fg.Key { return g.outKey(u, x) })
+	if bm := un.outBM(); bm != nil {
+		bm.Add(t)
+	} else if un.out.len() >= bitmapMin {
+		un.bitmaps().out = roaring.BitmapOf(un.outIDs()...)
+	}
+
+	k = fg.Key{Millis: v.Millis(), ID: un.ext}
+	insertByKey(&tn.in, newInEdge(u, v.Millis()), k, g.inKey)
+	if bm := tn.inBM(); bm != nil {
+		bm.Add(u)
+	} else if tn.in.len() >= bitmapMin {
+		tn.bitmaps().in = roaring.BitmapOf(tn.inIDs()...)
+	}
+}
+
+// unlink removes the live edge u→t of version v.
+func (g *Graph) unlink(u, t uint32, v fg.Version) {
+	un, tn := g.node(u), g.node(t)
+	// outT first: its keys are read from u's out.
+	removeByKey(&un.outT, fg.Key{Millis: v.Millis(), ID: tn.ext}, func(x uint32) fg.Key { return g.outKey(u, x) })
+	removeByKey(&tn.in, fg.Key{Millis: v.Millis(), ID: un.ext}, g.inKey)
+	un.out.remove(un.out.search(func(e outEdge) bool { return e.id < t }))
+	if un.bm != nil && un.bm.out != nil {
+		if un.out.len() < bitmapMin/2 {
+			un.bm.out = nil
+		} else {
+			un.bm.out.Remove(t)
+		}
+	}
+	if tn.bm != nil && tn.bm.in != nil {
+		if tn.in.len() < bitmapMin/2 {
+			tn.bm.in = nil
+		} else {
+			tn.bm.in.Remove(u)
+		}
+	}
+	un.dropEmptyBitmaps()
+	tn.dropEmptyBitmaps()
+}
+
+func insertByKey[E comparable](s *chunks[E], e E, k fg.Key, key func(E) fg.Key) {
+	if last, ok := s.last(); !ok || keyLess(key(last), k) {
+		s.insert(s.end(), e) // the usual case: the newest follow
+		return
+	}
+	s.insert(s.search(func(x E) bool { return keyLess(key(x), k) }), e)
+}
+
+func removeByKey[E comparable](s *chunks[E], k fg.Key, key func(E) fg.Key) {
+	p := s.search(func(x E) bool { return keyLess(key(x), k) })
+	if s.isEnd(p) || key(s.at(p)) != k {
+		panic(fmt.Sprintf("memgraph: key %v missing from its time sequence", k))
+	}
+	s.remove(p)
+}
+
+// bitmaps returns n's bitmaps, allocating the holder.
+func (n *node) bitmaps() *bitmaps {
+	if n.bm == nil {
+		n.bm = new(bitmaps)
+	}
+	return n.bm
+}
+
+func (n *node) dropEmptyBitmaps() {
+	if n.bm != nil && n.bm.out == nil && n.bm.in == nil {
+		n.bm = nil
+	}
+}
+
+func (n *node) outBM() *roaring.Bitmap {
+	if n.bm == nil {
+		return nil
+	}
+	return n.bm.out
+}
+
+func (n *node) inBM() *roaring.Bitmap {
+	if n.bm == nil {
+		return nil
+	}
+	return n.bm.in
+}
+
+// outIDs returns the ids the user follows, in internal id order.
+func (n *node) outIDs() []uint32 {
+	ids := make([]uint32, 0, n.out.len())
+	n.out.each(func(e outEdge) bool { ids = append(ids, e.id); return true })
+	return ids
+}
+
+// inIDs returns the ids of the user's followers, in time order.
+func (n *node) inIDs() []uint32 {
+	ids := make([]uint32, 0, n.in.len())
+	n.in.each(func(e inEdge) bool { ids = append(ids, e.id()); return true })
+	return ids
+}

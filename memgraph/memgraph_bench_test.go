@@ -1,0 +1,324 @@
+package memgraph
+
+import (
+	"context"
+	"iter"
+	"math/rand/v2"
+	"runtime"
+	"slices"
+	"sync"
+	"testing"
+	"time"
+
+	fg "github.com/followgraph/followgraph"
+	"github.com/followgraph/followgraph/graphgen"
+)
+
+// The benchmarks share one graph: the generated 10M-edge power-law graph
+// plus the shapes the targets name, on users of their own:
+//
+//   - pool: 2M users (ids from poolBase), each following a few of the below
+//   - celeb2M: followed by the whole pool
+//   - celebA, celebB: 1M followers each, 100k of them in common (10%)
+//   - heavyA, heavyB: each following 100k of the pool, 10k in common (10%)
+//   - suggester: follows 500 of the pool, each of whom follows 500 others
+const (
+	baseEdges = 10_000_000
+	poolBase  = fg.UserID(1_000_000_000_000)
+	poolSize  = 2_000_000
+	celeb2M   = fg.UserID(2_000_000_000_000)
+	celebA    = celeb2M + 1
+	celebB    = celeb2M + 2
+	heavyA    = celeb2M + 3
+	heavyB    = celeb2M + 4
+	suggester = celeb2M + 5
+)
+
+var (
+	fixtureOnce sync.Once
+	fixture     *Graph
+)
+
+func baseEvents() iter.Seq[fg.Event] {
+	return func(yield func(fg.Event) bool) {
+		for e := range graphgen.Edges(graphgen.Default(baseEdges, 1)) {
+			if !yield(fg.NewEvent(e.Follower, e.Followee, fg.OpFollow, fg.VersionAt(e.Millis))) {
+				return
+			}
+		}
+	}
+}
+
+func shapeEvents() iter.Seq[fg.Event] {
+	return func(yield func(fg.Event) bool) {
+		rng := rand.New(rand.NewPCG(7, 7))
+		ms := time.Date(2025, 6, 1, 0, 0, 0, 0, time.UTC).UnixMilli()
+		follow := func(u, t fg.UserID) bool {
+			ms += int64(rng.IntN(3))
+			return yield(fg.NewEvent(u, t, fg.OpFollow, fg.VersionAt(ms)))
+		}
+		pool := func(i int) fg.UserID { return poolBase + fg.UserID(i) }
+		for i := range poolSize {
+			ok := follow(pool(i), celeb2M)
+			if i < 1_000_000 {
+				ok = ok && follow(pool(i), celebA)
+			}
+			if i >= 900_000 && i < 1_900_000 {
+				ok = ok && follow(pool(i), celebB)
+			}
+			if !ok {
+				return
+			}
+		}
+		for i := range 100_000 {
+			if !follow(heavyA, pool(i)) || !follow(heavyB, pool(90_000+i)) {
+				return
+			}
+		}
+		for i := range 500 {
+			if !follow(suggester, pool(i)) {
+				return
+			}
+			picked := map[int]bool{i: true}
+			r := rand.New(rand.NewPCG(uint64(i), 1))
+			for len(picked) < 501 {
+				j := r.IntN(poolSize)
+				if picked[j] {
+					continue
+				}
+				picked[j] = true
+				if !follow(pool(i), pool(j)) {
+					return
+				}
+			}
+		}
+	}
+}
+
+func benchGraph(b *testing.B) *Graph {
+	b.Helper()
+	fixtureOnce.Do(func() {
+		g := New()
+		all := func(yield func(fg.Event) bool) {
+			for e := range baseEvents() {
+				if !yield(e) {
+					return
+				}
+			}
+			for e := range shapeEvents() {
+				if !yield(e) {
+					return
+				}
+			}
+		}
+		if err := g.Load(context.Background(), all); err != nil {
+			b.Fatal(err)
+		}
+		fixture = g
+	})
+	return fixture
+}
+
+func heapAfterGC() uint64 {
+	runtime.GC()
+	runtime.GC()
+	var m runtime.MemStats
+	runtime.ReadMemStats(&m)
+	return m.HeapAlloc
+}
+
+// BenchmarkMemory reports the heap of the generated 10M-edge graph, both
+// directions with follow times, per edge: after Load, and after building
+// the same graph by Follow calls in random order.
+func BenchmarkMemory(b *testing.B) {
+	ctx := context.Background()
+	b.Run("Load", func(b *testing.B) {
+		for b.Loop() {
+			before := heapAfterGC()
+			g := New()
+			if err := g.Load(ctx, baseEvents()); err != nil {
+				b.Fatal(err)
+			}
+			after := heapAfterGC()
+			edges := g.Stats().Edges
+			b.ReportMetric(float64(after-before)/float64(edges), "bytes/edge")
+			b.ReportMetric(float64(edges), "edges")
+			runtime.KeepAlive(g)
+		}
+	})
+	b.Run("Follow", func(b *testing.B) {
+		var edges [][2]fg.UserID
+		for e := range graphgen.Edges(graphgen.Default(baseEdges, 1)) {
+			edges = append(edges, [2]fg.UserID{e.Follower, e.Followee})
+		}
+		rand.New(rand.NewPCG(1, 1)).Shuffle(len(edges), func(i, j int) { edges[i], edges[j] = edges[j], edges[i] })
+		for b.Loop() {
+			before := heapAfterGC()
+			g := New()
+			for _, e := range edges {
+				if _, err := g.Follow(ctx, e[0], e[1]); err != nil {
+					b.Fatal(err)
+				}
+			}
+			after := heapAfterGC()
+			b.ReportMetric(float64(after-before)/float64(len(edges)), "bytes/edge")
+			runtime.KeepAlive(g)
+		}
+	})
+}
+
+// BenchmarkLoad is the start-up bulk load of the generated 10M edges.
+func BenchmarkLoad(b *testing.B) {
+	events := slices.Collect(baseEvents())
+	b.ResetTimer()
+	for b.Loop() {
+		g := New()
+		if err := g.Load(context.Background(), slices.Values(events)); err != nil {
+			b.Fatal(err)
+		}
+	}
+	b.ReportMetric(float64(len(events))*float64(b.N)/b.Elapsed().Seconds(), "edges/s")
+}
+
+func BenchmarkCommonFollowing(b *testing.B) {
+	g, ctx := benchGraph(b), context.Background()
+	b.Run("100kx100k", func(b *testing.B) {
+		for b.Loop() {
+			p, err := g.CommonFollowing(ctx, heavyA, heavyB, fg.PageRequest{Limit: 50})
+			if err != nil || p.Count != 10_000 || len(p.Entries) != 50 {
+				b.Fatal(p.Count, len(p.Entries), err)
+			}
+		}
+	})
+}
+
+func BenchmarkCommonFollowers(b *testing.B) {
+	g, ctx := benchGraph(b), context.Background()
+	b.Run("1Mx1M", func(b *testing.B) {
+		for b.Loop() {
+			p, err := g.CommonFollowers(ctx, celebA, celebB, fg.PageRequest{Limit: 50})
+			if err != nil || p.Count != 100_000 || len(p.Entries) != 50 {
+				b.Fatal(p.Count, len(p.Entries), err)
+			}
+		}
+	})
+}
+
+// BenchmarkRelations asks the relation of a generated user who follows a
+// few hundred people to 100 ids: a third followed, a third following, a
+// third random.
+func BenchmarkRelations(b *testing.B) {
+	g, ctx := benchGraph(b), context.Background()
+	var viewer fg.UserID
+	for u := fg.UserID(1); ; u++ {
+		c, _ := g.Counts(ctx, []fg.UserID{u})
+		if c[0].FollowingCount >= 300 && c[0].FollowerCount >= 100 {
+			viewer = u
+			break
+		}
+	}
+	following, _ := g.Following(ctx, viewer, fg.PageRequest{Limit: 34})
+	followers, _ := g.Followers(ctx, viewer, fg.PageRequest{Limit: 33})
+	var ids []fg.UserID
+	for _, e := range append(following.Entries, followers.Entries...) {
+		ids = append(ids, e.ID)
+	}
+	rng := rand.New(rand.NewPCG(5, 5))
+	for len(ids) < 100 {
+		ids = append(ids, fg.UserID(1+rng.IntN(baseEdges/50)))
+	}
+	b.Run("100ids", func(b *testing.B) {
+		for b.Loop() {
+			if _, err := g.Relations(ctx, viewer, ids); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
+}
+
+func BenchmarkFollowers(b *testing.B) {
+	g, ctx := benchGraph(b), context.Background()
+	req := fg.PageRequest{Limit: 50}
+	b.Run("2M/first", func(b *testing.B) {
+		for b.Loop() {
+			if p, err := g.Followers(ctx, celeb2M, req); err != nil || len(p.Entries) != 50 {
+				b.Fatal(err)
+			}
+		}
+	})
+	for range 99 {
+		p, _ := g.Followers(ctx, celeb2M, req)
+		req.Cursor = p.Next
+	}
+	b.Run("2M/page100", func(b *testing.B) {
+		for b.Loop() {
+			if p, err := g.Followers(ctx, celeb2M, req); err != nil || len(p.Entries) != 50 {
+				b.Fatal(err)
+			}
+		}
+	})
+}
+
+// BenchmarkFollowUnfollow has new users follow, then unfollow, the user
+// with 2M followers, and reports the latency percentiles of each op.
+func BenchmarkFollowUnfollow(b *testing.B) {
+	g, ctx := benchGraph(b), context.Background()
+	b.Run("2M", func(b *testing.B) {
+		var lat []time.Duration
+		u := fg.UserID(3_000_000_000_000)
+		for b.Loop() {
+			u++
+			t0 := time.Now()
+			if _, err := g.Follow(ctx, u, celeb2M); err != nil {
+				b.Fatal(err)
+			}
+			t1 := time.Now()
+			if _, err := g.Unfollow(ctx, u, celeb2M); err != nil {
+				b.Fatal(err)
+			}
+			lat = append(lat, t1.Sub(t0), time.Since(t1))
+		}
+		slices.Sort(lat)
+		b.ReportMetric(float64(lat[len(lat)/2].Nanoseconds())/1e3, "p50-µs")
+		b.ReportMetric(float64(lat[len(lat)*99/100].Nanoseconds())/1e3, "p99-µs")
+	})
+}
+
+// BenchmarkFollowParallel makes new follows between random generated users
+// from two goroutines (GOMAXPROCS is 2 here) on the 10M-edge graph.
+func BenchmarkFollowParallel(b *testing.B) {
+	g := benchGraph(b)
+	b.SetParallelism(1)
+	var seed sync.Mutex
+	n := uint64(0)
+	b.ResetTimer()
+	b.RunParallel(func(pb *testing.PB) {
+		seed.Lock()
+		n++
+		rng := rand.New(rand.NewPCG(n, 99))
+		seed.Unlock()
+		ctx := context.Background()
+		for pb.Next() {
+			u, t := fg.UserID(1+rng.IntN(baseEdges/50)), fg.UserID(1+rng.IntN(baseEdges/50))
+			if u == t {
+				t++
+			}
+			if _, err := g.Follow(ctx, u, t); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
+	b.ReportMetric(float64(b.N)/b.Elapsed().Seconds(), "follows/s")
+}
+
+func BenchmarkSuggestions(b *testing.B) {
+	g, ctx := benchGraph(b), context.Background()
+	b.Run("500x500", func(b *testing.B) {
+		for b.Loop() {
+			s, err := g.Suggestions(ctx, suggester, 20)
+			if err != nil || len(s) != 20 {
+				b.Fatal(len(s), err)
+			}
+		}
+	})
+}

@@ -1,0 +1,385 @@
+package memgraph
+
+import (
+	"context"
+	"slices"
+
+	"github.com/RoaringBitmap/roaring/v2"
+
+	fg "github.com/followgraph/followgraph"
+)
+
+// IsFollowing reports whether user follows target; see followgraph.Graph.
+func (g *Graph) IsFollowing(_ context.Context, user, target fg.UserID) (fg.Edge, error) {
+	if err := fg.CheckIDs(user, target); err != nil {
+		return fg.Edge{}, err
+	}
+	u, uok := g.internal(user)
+	t, tok := g.internal(target)
+	if !uok || !tok {
+		return fg.Edge{}, nil
+	}
+	su := g.stripe(u)
+	su.mu.RLock()
+	v, live := g.lookup(u, t)
+	su.mu.RUnlock()
+	if !live {
+		return fg.Edge{}, nil
+	}
+	return fg.Edge{Following: true, Since: v.Time()}, nil
+}
+
+// Counts returns the counters of each id; see followgraph.Graph.
+func (g *Graph) Counts(_ context.Context, ids []fg.UserID) ([]fg.Counts, error) {
+	if len(ids) > fg.MaxCountIDs {
+		return nil, fg.Errorf(fg.EInvalidArgument, "%d ids asked for: at most %d", len(ids), fg.MaxCountIDs)
+	}
+	if err := fg.CheckIDs(ids...); err != nil {
+		return nil, err
+	}
+	out := make([]fg.Counts, len(ids))
+	for i, id := range ids {
+		out[i].ID = id
+		if d, ok := g.internal(id); ok {
+			s, n := g.stripe(d), g.node(d)
+			s.mu.RLock()
+			out[i].FollowingCount, out[i].FollowerCount = int64(n.out.len()), int64(n.in.len())
+			s.mu.RUnlock()
+		}
+	}
+	return out, nil
+}
+
+// Following returns a page of the users that user follows.
+func (g *Graph) Following(_ context.Context, user fg.UserID, req fg.PageRequest) (fg.Page, error) {
+	q, err := newQuery(req, "following", user)
+	if err != nil {
+		return fg.Page{}, err
+	}
+	u, ok := g.internal(user)
+	if !ok {
+		return fg.Page{}, nil
+	}
+	g.rlock(u, u)
+	defer g.runlock(u, u)
+	return page(q, &g.node(u).outT, func(t uint32) fg.Key { return g.outKey(u, t) }, nil), nil
+}
+
+// Followers returns a page of the users that follow user.
+func (g *Graph) Followers(_ context.Context, user fg.UserID, req fg.PageRequest) (fg.Page, error) {
+	q, err := newQuery(req, "followers", user)
+	if err != nil {
+		return fg.Page{}, err
+	}
+	u, ok := g.internal(user)
+	if !ok {
+		return fg.Page{}, nil
+	}
+	g.rlock(u, u)
+	defer g.runlock(u, u)
+	return page(q, &g.node(u).in, g.inKey, nil), nil
+}
+
+// Relations returns the relation of viewer to each id. Each direction of
+// each edge is read atomically; the viewer's side in one step.
+func (g *Graph) Relations(_ context.Context, viewer fg.UserID, ids []fg.UserID) ([]fg.RelationInfo, error) {
+	if len(ids) > fg.MaxRelationIDs {
+		return nil, fg.Errorf(fg.EInvalidArgument, "%d ids asked for: at most %d", len(ids), fg.MaxRelationIDs)
+	}
+	if err := fg.CheckIDs(viewer); err != nil {
+		return nil, err
+	}
+	if err := fg.CheckIDs(ids...); err != nil {
+		return nil, err
+	}
+	out := make([]fg.RelationInfo, len(ids))
+	for i, id := range ids {
+		out[i] = fg.RelationInfo{ID: id, Relation: fg.RelationNone}
+		if id == viewer {
+			out[i].Relation = fg.RelationSelf
+		}
+	}
+	v, ok := g.internal(viewer)
+	if !ok {
+		return out, nil
+	}
+	xs := make([]uint32, len(ids))
+	known := make([]bool, len(ids))
+	for i, id := range ids {
+		if id != viewer {
+			xs[i], known[i] = g.internal(id)
+		}
+	}
+	g.rlock(v, v)
+	for i, x := range xs {
+		if known[i] {
+			if fv, ok := g.lookup(v, x); ok {
+				out[i].FollowingSince = fv.Time()
+			}
+		}
+	}
+	g.runlock(v, v)
+	for i, x := range xs {
+		if !known[i] {
+			continue
+		}
+		g.rlock(x, x)
+		bv, ok := g.lookup(x, v)
+		g.runlock(x, x)
+		if ok {
+			out[i].FollowedBySince = bv.Time()
+		}
+		out[i].Relation = fg.RelationOf(!out[i].FollowingSince.IsZero(), ok)
+	}
+	return out, nil
+}
+
+// query is a validated page request.
+type query struct {
+	size  int
+	scope string
+	after fg.Key
+	from  bool // after is set: the page starts after it
+}
+
+func newQuery(req fg.PageRequest, list string, ids ...fg.UserID) (query, error) {
+	if err := fg.CheckIDs(ids...); err != nil {
+		return query{}, err
+	}
+	size, err := req.Size()
+	if err != nil {
+		return query{}, err
+	}
+	q := query{size: size, scope: fg.Scope(list, ids...)}
+	q.after, q.from, err = fg.DecodeCursor(q.scope, req.Cursor)
+	return q, err
+}
+
+// page returns the page of time sequence s, newest first, keeping only the
+// elements that keep accepts (all when keep is nil).
+func page[E any](q query, s *chunks[E], key func(E) fg.Key, keep func(E) bool) fg.Page {
+	from := s.end()
+	if q.from {
+		from = s.search(func(x E) bool { return keyLess(key(x), q.after) })
+	}
+	var p fg.Page
+	s.descend(from, func(x E) bool {
+		if keep != nil && !keep(x) {
+			return true
+		}
+		if len(p.Entries) == q.size {
+			p.Next = fg.EncodeCursor(q.scope, p.Entries[q.size-1].Key())
+			return false
+		}
+		k := key(x)
+		p.Entries = append(p.Entries, fg.Entry{ID: k.ID, Since: fg.Millis(k.Millis)})
+		return true
+	})
+	return p
+}
+
+// pageOf returns the page of the entries with the given keys, newest first.
+func (q query) pageOf(keys []fg.Key) fg.Page {
+	if q.from {
+		keys = slices.DeleteFunc(keys, func(k fg.Key) bool { return !keyLess(k, q.after) })
+	}
+	slices.SortFunc(keys, func(a, b fg.Key) int {
+		if keyLess(b, a) {
+			return -1
+		}
+		return 1
+	})
+	var p fg.Page
+	for i, k := range keys {
+		if i == q.size {
+			p.Next = fg.EncodeCursor(q.scope, p.Entries[q.size-1].Key())
+			break
+		}
+		p.Entries = append(p.Entries, fg.Entry{ID: k.ID, Since: fg.Millis(k.Millis)})
+	}
+	return p
+}
+
+// set is one side of an intersection: the ids of a user's following or
+// followers, with a way to test membership.
+type set struct {
+	n   int
+	bm  *roaring.Bitmap // nil when the set is small
+	ids func() []uint32 // every id, any order (used when small)
+	has func(uint32) bool
+}
+
+// outSet is whom u follows. The caller holds u's stripe.
+func (g *Graph) outSet(u uint32) set {
+	n := g.node(u)
+	s := set{n: n.out.len(), bm: n.outBM(), ids: n.outIDs}
+	s.has = func(t uint32) bool { _, ok := g.lookup(u, t); return ok }
+	if s.bm != nil {
+		s.has = s.bm.Contains
+	}
+	return s
+}
+
+// inSet is who follows u. The caller holds u's stripe.
+func (g *Graph) inSet(u uint32) set {
+	n := g.node(u)
+	s := set{n: n.in.len(), bm: n.inBM(), ids: n.inIDs}
+	if s.bm != nil {
+		s.has = s.bm.Contains
+		return s
+	}
+	var sorted []uint32 // made on first use
+	s.has = func(f uint32) bool {
+		if sorted == nil {
+			sorted = n.inIDs()
+			slices.Sort(sorted)
+		}
+		_, ok := slices.BinarySearch(sorted, f)
+		return ok
+	}
+	return s
+}
+
+// intersect answers a set query under the caller's locks: the elements of
+// time sequence seq (whose ids are the set s) whose ids are also in other,
+// newest first.
+//
+// The exact count comes from the bitmaps when both sets are large, else
+// from walking the smaller set, which is then below bitmapMin. The page
+// comes from whichever is cheaper: walking seq from the cursor, testing
+// each id against other (about size × |s| / count tests), or sorting the
+// keys of every member. memberKey gives a member's key, if the caller can
+// under its locks; if not, and seq is too long to walk whole, intersect
+// returns the members as unresolved for the caller to look up.
+func intersect[E any](q query, seq *chunks[E], key func(E) fg.Key, id func(E) uint32, s, other set, memberKey func(uint32) fg.Key) (count int, p fg.Page, unresolved []uint32) {
+	var members []uint32
+	if s.bm != nil && other.bm != nil {
+		count = int(s.bm.AndCardinality(other.bm))
+	} else {
+		small, big := s, other
+		if big.n < small.n {
+			small, big = big, small
+		}
+		for _, x := range small.ids() {
+			if big.has(x) {
+				members = append(members, x)
+			}
+		}
+		count = len(members)
+	}
+	switch {
+	case count == 0:
+		return 0, fg.Page{}, nil
+	case members == nil && (q.size+1)*s.n/count <= 4*count:
+		return count, page(q, seq, key, func(e E) bool { return other.has(id(e)) }), nil
+	case members == nil:
+		members = roaring.And(s.bm, other.bm).ToArray()
+	}
+	keys := make([]fg.Key, 0, len(members))
+	switch {
+	case memberKey != nil:
+		for _, x := range members {
+			keys = append(keys, memberKey(x))
+		}
+	case seq.len() <= 4*bitmapMin:
+		slices.Sort(members)
+		seq.each(func(e E) bool {
+			if _, ok := slices.BinarySearch(members, id(e)); ok {
+				keys = append(keys, key(e))
+			}
+			return true
+		})
+	default:
+		return count, fg.Page{}, members
+	}
+	return count, q.pageOf(keys), nil
+}
+
+func outID(t uint32) uint32 { return t }
+
+// Mutuals returns the users that user follows and that follow user.
+func (g *Graph) Mutuals(_ context.Context, user fg.UserID, req fg.PageRequest) (fg.SetPage, error) {
+	q, err := newQuery(req, "mutuals", user)
+	if err != nil {
+		return fg.SetPage{}, err
+	}
+	u, ok := g.internal(user)
+	if !ok {
+		return fg.SetPage{}, nil
+	}
+	g.rlock(u, u)
+	defer g.runlock(u, u)
+	return g.outQuery(q, u, g.inSet(u)), nil
+}
+
+// CommonFollowing returns the users that both user and other follow.
+func (g *Graph) CommonFollowing(_ context.Context, user, other fg.UserID, req fg.PageRequest) (fg.SetPage, error) {
+	q, err := newQuery(req, "common-following", user, other)
+	if err != nil {
+		return fg.SetPage{}, err
+	}
+	u, uok := g.internal(user)
+	o, ook := g.internal(other)
+	if !uok || !ook {
+		return fg.SetPage{}, nil
+	}
+	g.rlock(u, o)
+	defer g.runlock(u, o)
+	return g.outQuery(q, u, g.outSet(o)), nil
+}
+
+// KnownFollowers returns the users that user follows and that follow target.
+func (g *Graph) KnownFollowers(_ context.Context, user, target fg.UserID, req fg.PageRequest) (fg.SetPage, error) {
+	q, err := newQuery(req, "known-followers", user, target)
+	if err != nil {
+		return fg.SetPage{}, err
+	}
+	u, uok := g.internal(user)
+	t, tok := g.internal(target)
+	if !uok || !tok {
+		return fg.SetPage{}, nil
+	}
+	g.rlock(u, t)
+	defer g.runlock(u, t)
+	return g.outQuery(q, u, g.inSet(t)), nil
+}
+
+// outQuery is a set query over whom u follows: the since is when u
+// followed. The caller holds the stripes of u and of other's owner.
+func (g *Graph) outQuery(q query, u uint32, other set) fg.SetPage {
+	key := func(t uint32) fg.Key { return g.outKey(u, t) }
+	count, p, _ := intersect(q, &g.node(u).outT, key, outID, g.outSet(u), other, key)
+	return fg.SetPage{Count: int64(count), Entries: p.Entries, Next: p.Next}
+}
+
+// CommonFollowers returns the users that follow both user and other. When
+// the page must be built from few members of a long followers list, their
+// follow times are read from each member after the two users' locks are
+// released: each is then the time of a follow that existed at that moment.
+func (g *Graph) CommonFollowers(_ context.Context, user, other fg.UserID, req fg.PageRequest) (fg.SetPage, error) {
+	q, err := newQuery(req, "common-followers", user, other)
+	if err != nil {
+		return fg.SetPage{}, err
+	}
+	u, uok := g.internal(user)
+	o, ook := g.internal(other)
+	if !uok || !ook {
+		return fg.SetPage{}, nil
+	}
+	g.rlock(u, o)
+	count, p, unresolved := intersect(q, &g.node(u).in, g.inKey, inEdge.id, g.inSet(u), g.inSet(o), nil)
+	g.runlock(u, o)
+	if unresolved != nil {
+		keys := make([]fg.Key, 0, len(unresolved))
+		for _, f := range unresolved {
+			g.rlock(f, f)
+			v, ok := g.lookup(f, u)
+			g.runlock(f, f)
+			if ok {
+				keys = append(keys, fg.Key{Millis: v.Millis(), ID: g.ext(f)})
+			}
+		}
+		p = q.pageOf(keys)
+	}
+	return fg.SetPage{Count: int64(count), Entries: p.Entries, Next: p.Next}, nil
+}
