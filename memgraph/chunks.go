@@ -10,38 +10,79 @@ const chunkMax = 512
 // chunks is a sorted sequence split into chunks of at most chunkMax
 // elements. The order is the caller's: every method that needs it takes a
 // less function. The zero value is an empty sequence.
+//
+// Most lists fit in one chunk, held in one; longer ones move to many.
+// Keeping the single chunk inline saves an allocation and a pointer chase
+// for most users, at the same 32 bytes of header.
 type chunks[E any] struct {
+	one  []E
+	many *multi[E]
+}
+
+type multi[E any] struct {
 	c [][]E
 	n int
 }
 
 // pos is a position in a chunks: chunk index and offset within it. The end
-// is {len(c), 0}.
+// is {count(), 0}.
 type pos struct{ c, i int }
 
-func (s *chunks[E]) len() int         { return s.n }
-func (s *chunks[E]) end() pos         { return pos{len(s.c), 0} }
-func (s *chunks[E]) at(p pos) E       { return s.c[p.c][p.i] }
-func (s *chunks[E]) isEnd(p pos) bool { return p.c >= len(s.c) }
+func (s *chunks[E]) len() int {
+	if s.many != nil {
+		return s.many.n
+	}
+	return len(s.one)
+}
+
+// count returns the number of chunks.
+func (s *chunks[E]) count() int {
+	switch {
+	case s.many != nil:
+		return len(s.many.c)
+	case len(s.one) > 0:
+		return 1
+	}
+	return 0
+}
+
+func (s *chunks[E]) chunk(c int) []E {
+	if s.many != nil {
+		return s.many.c[c]
+	}
+	return s.one
+}
+
+func (s *chunks[E]) setChunk(c int, ch []E) {
+	if s.many != nil {
+		s.many.c[c] = ch
+	} else {
+		s.one = ch
+	}
+}
+
+func (s *chunks[E]) end() pos         { return pos{s.count(), 0} }
+func (s *chunks[E]) isEnd(p pos) bool { return p.c >= s.count() }
+func (s *chunks[E]) at(p pos) E       { return s.chunk(p.c)[p.i] }
 
 // search returns the first position whose element is not less than the
 // target, where less(e) reports whether e is less than the target; the end
 // if there is none. It calls less O(log n) times.
 func (s *chunks[E]) search(less func(E) bool) pos {
-	lo, hi := 0, len(s.c)
+	lo, hi := 0, s.count()
 	for lo < hi {
 		m := int(uint(lo+hi) >> 1)
-		ch := s.c[m]
+		ch := s.chunk(m)
 		if less(ch[len(ch)-1]) {
 			lo = m + 1
 		} else {
 			hi = m
 		}
 	}
-	if lo == len(s.c) {
+	if lo == s.count() {
 		return s.end()
 	}
-	ch := s.c[lo]
+	ch := s.chunk(lo)
 	i, j := 0, len(ch)-1 // the last element is known not to be less
 	for i < j {
 		m := int(uint(i+j) >> 1)
@@ -56,32 +97,40 @@ func (s *chunks[E]) search(less func(E) bool) pos {
 
 // last returns the greatest element.
 func (s *chunks[E]) last() (e E, ok bool) {
-	if s.n == 0 {
+	n := s.count()
+	if n == 0 {
 		return e, false
 	}
-	ch := s.c[len(s.c)-1]
+	ch := s.chunk(n - 1)
 	return ch[len(ch)-1], true
 }
 
 // insert puts e at p, which must keep the sequence sorted.
 func (s *chunks[E]) insert(p pos, e E) {
-	s.n++
-	if len(s.c) == 0 {
-		s.c = [][]E{{e}}
+	n := s.count()
+	if n == 0 {
+		s.one = append(s.one, e)
 		return
 	}
-	if p.c == len(s.c) { // the end: the end of the last chunk
-		p = pos{len(s.c) - 1, len(s.c[len(s.c)-1])}
+	if p.c == n { // the end: the end of the last chunk
+		p = pos{n - 1, len(s.chunk(n - 1))}
 	}
-	ch := s.c[p.c]
+	if s.many != nil {
+		s.many.n++
+	}
+	ch := s.chunk(p.c)
 	if len(ch) < chunkMax {
-		s.c[p.c] = slices.Insert(ch, p.i, e)
+		s.setChunk(p.c, slices.Insert(ch, p.i, e))
 		return
 	}
-	if p.c == len(s.c)-1 && p.i == len(ch) {
+	if s.many == nil {
+		s.many = &multi[E]{c: [][]E{s.one}, n: len(s.one) + 1}
+		s.one = nil
+	}
+	if p.c == n-1 && p.i == len(ch) {
 		// Appending past a full last chunk, the usual case of a new
 		// follow: start a new chunk and leave the full one full.
-		s.c = append(s.c, []E{e})
+		s.many.c = append(s.many.c, []E{e})
 		return
 	}
 	half := len(ch) / 2
@@ -93,42 +142,46 @@ func (s *chunks[E]) insert(p pos, e E) {
 	} else {
 		right = slices.Insert(right, p.i-half, e)
 	}
-	s.c[p.c] = left
-	s.c = slices.Insert(s.c, p.c+1, right)
+	s.many.c[p.c] = left
+	s.many.c = slices.Insert(s.many.c, p.c+1, right)
 }
 
 // remove deletes the element at p. A chunk that becomes small is merged
 // with its successor so chunks stay at least a quarter full on average.
 func (s *chunks[E]) remove(p pos) {
-	s.n--
-	ch := slices.Delete(s.c[p.c], p.i, p.i+1)
-	switch {
-	case len(ch) == 0:
-		s.c = slices.Delete(s.c, p.c, p.c+1)
-		if len(s.c) == 0 {
-			s.c = nil
+	ch := slices.Delete(s.chunk(p.c), p.i, p.i+1)
+	if s.many == nil {
+		s.one = ch
+		if len(ch) == 0 {
+			s.one = nil
 		}
 		return
-	case len(ch) < chunkMax/4 && p.c+1 < len(s.c) && len(ch)+len(s.c[p.c+1]) <= chunkMax/2:
-		ch = append(ch, s.c[p.c+1]...)
-		s.c = slices.Delete(s.c, p.c+1, p.c+2)
 	}
-	s.c[p.c] = ch
+	m := s.many
+	m.n--
+	switch {
+	case len(ch) == 0:
+		m.c = slices.Delete(m.c, p.c, p.c+1)
+	case len(ch) < chunkMax/4 && p.c+1 < len(m.c) && len(ch)+len(m.c[p.c+1]) <= chunkMax/2:
+		m.c[p.c] = append(ch, m.c[p.c+1]...)
+		m.c = slices.Delete(m.c, p.c+1, p.c+2)
+	default:
+		m.c[p.c] = ch
+	}
+	if len(m.c) == 1 {
+		s.one, s.many = m.c[0], nil
+	}
 }
 
 // descend calls yield for the elements before p, greatest first, until
 // yield returns false.
 func (s *chunks[E]) descend(p pos, yield func(E) bool) {
 	c, i := p.c, p.i
-	if c >= len(s.c) {
-		c, i = len(s.c)-1, -1
-		if c < 0 {
-			return
-		}
-		i = len(s.c[c])
+	if n := s.count(); c >= n {
+		c, i = n-1, -1
 	}
-	for ; c >= 0; c-- {
-		ch := s.c[c]
+	for ; c >= 0; c, i = c-1, -1 {
+		ch := s.chunk(c)
 		if i < 0 {
 			i = len(ch)
 		}
@@ -142,8 +195,8 @@ func (s *chunks[E]) descend(p pos, yield func(E) bool) {
 
 // each calls yield for every element in order until yield returns false.
 func (s *chunks[E]) each(yield func(E) bool) {
-	for _, ch := range s.c {
-		for _, e := range ch {
+	for c := range s.count() {
+		for _, e := range s.chunk(c) {
 			if !yield(e) {
 				return
 			}
@@ -154,15 +207,18 @@ func (s *chunks[E]) each(yield func(E) bool) {
 // fill replaces the contents with sorted, which is copied into full chunks
 // of exactly the size needed.
 func (s *chunks[E]) fill(sorted []E) {
-	s.n = len(sorted)
-	s.c = nil
-	if len(sorted) == 0 {
+	s.one, s.many = nil, nil
+	if len(sorted) <= chunkMax {
+		s.one = slices.Clip(slices.Clone(sorted))
+		if len(sorted) == 0 {
+			s.one = nil
+		}
 		return
 	}
-	s.c = make([][]E, 0, (len(sorted)+chunkMax-1)/chunkMax)
+	s.many = &multi[E]{c: make([][]E, 0, (len(sorted)+chunkMax-1)/chunkMax), n: len(sorted)}
 	for len(sorted) > 0 {
 		k := min(len(sorted), chunkMax)
-		s.c = append(s.c, slices.Clone(sorted[:k]))
+		s.many.c = append(s.many.c, slices.Clone(sorted[:k]))
 		sorted = sorted[k:]
 	}
 }

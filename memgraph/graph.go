@@ -46,7 +46,7 @@ const (
 	bitmapMin = 4096
 
 	stripeCount = 1024 // lock stripes over internal ids
-	idShards    = 64   // shards of the user id → internal id map
+	idShardBits = 6    // 64 shards of the user id → internal id table
 	blockBits   = 12   // nodes are allocated 4096 at a time
 	blockSize   = 1 << blockBits
 )
@@ -63,7 +63,7 @@ type Graph struct {
 
 	clock   atomic.Uint64 // the hybrid logical clock: the greatest version issued or applied
 	seed    maphash.Seed
-	ids     [idShards]idShard
+	ids     [1 << idShardBits]idShard
 	dirMu   sync.Mutex                         // serializes growth of dir
 	dir     atomic.Pointer[[]*[blockSize]node] // internal id → node, in stable blocks
 	users   atomic.Uint32                      // internal ids assigned
@@ -72,8 +72,8 @@ type Graph struct {
 
 type idShard struct {
 	mu sync.RWMutex
-	m  map[fg.UserID]uint32
-	_  [32]byte // keep shards on their own cache lines
+	t  idTable
+	_  [24]byte // keep shards on their own cache lines
 }
 
 // stripe guards the nodes whose internal id is its index modulo
@@ -140,9 +140,6 @@ func WithMaxFollowing(n int) Option { return func(g *Graph) { g.maxFollowing = n
 // New returns an empty graph.
 func New(opts ...Option) *Graph {
 	g := &Graph{now: time.Now, seed: maphash.MakeSeed()}
-	for i := range g.ids {
-		g.ids[i].m = make(map[fg.UserID]uint32)
-	}
 	g.dir.Store(new([]*[blockSize]node))
 	for _, o := range opts {
 		o(g)
@@ -216,7 +213,7 @@ func (g *Graph) change(ctx context.Context, user, target fg.UserID, u, t uint32,
 				return false, 0, fmt.Errorf("memgraph: waiting for a pending change: %w", ctx.Err())
 			}
 		}
-		cur, live := g.lookup(u, t)
+		at, cur, live := g.find(u, t)
 		switch {
 		case op == fg.OpFollow && live:
 			g.unlock(u, t)
@@ -230,7 +227,7 @@ func (g *Graph) change(ctx context.Context, user, target fg.UserID, u, t uint32,
 		}
 		e := fg.NewEvent(user, target, op, g.tick())
 		if g.hook == nil {
-			g.applyLocked(e, u, t)
+			g.applyAt(e, u, t, at, cur, live)
 			g.unlock(u, t)
 			return true, e.Version, nil
 		}
@@ -342,15 +339,18 @@ func (g *Graph) node(d uint32) *node { return &(*g.dir.Load())[d>>blockBits][d&(
 // read without the stripe's lock.
 func (g *Graph) ext(d uint32) fg.UserID { return g.node(d).ext }
 
-func (g *Graph) shard(id fg.UserID) *idShard {
-	return &g.ids[maphash.Comparable(g.seed, id)%idShards]
+// shard returns the shard of id and id's hash. The shard is chosen by the
+// hash's top bits, the slot by its low bits.
+func (g *Graph) shard(id fg.UserID) (*idShard, uint64) {
+	h := hashID(g.seed, id)
+	return &g.ids[h>>(64-idShardBits)], h
 }
 
 // internal returns the internal id of id, if it has one.
 func (g *Graph) internal(id fg.UserID) (uint32, bool) {
-	sh := g.shard(id)
+	sh, h := g.shard(id)
 	sh.mu.RLock()
-	d, ok := sh.m[id]
+	d, ok := sh.t.get(h, id)
 	sh.mu.RUnlock()
 	return d, ok
 }
@@ -360,10 +360,10 @@ func (g *Graph) intern(id fg.UserID) uint32 {
 	if d, ok := g.internal(id); ok {
 		return d
 	}
-	sh := g.shard(id)
+	sh, h := g.shard(id)
 	sh.mu.Lock()
 	defer sh.mu.Unlock()
-	if d, ok := sh.m[id]; ok {
+	if d, ok := sh.t.get(h, id); ok {
 		return d
 	}
 	g.dirMu.Lock()
@@ -375,31 +375,42 @@ func (g *Graph) intern(id fg.UserID) uint32 {
 	g.node(d).ext = id
 	g.users.Store(d + 1)
 	g.dirMu.Unlock()
-	sh.m[id] = d
+	sh.t.put(g.seed, h, id, d)
 	return d
 }
 
 // lookup returns the version of the live edge u→t. The caller holds u's
 // stripe.
 func (g *Graph) lookup(u, t uint32) (fg.Version, bool) {
+	_, v, ok := g.find(u, t)
+	return v, ok
+}
+
+// find returns where t is or would be in u's out, and the version of the
+// live edge u→t. The caller holds u's stripe.
+func (g *Graph) find(u, t uint32) (pos, fg.Version, bool) {
 	out := &g.node(u).out
 	p := out.search(func(e outEdge) bool { return e.id < t })
-	if out.isEnd(p) {
-		return 0, false
+	if !out.isEnd(p) {
+		if e := out.at(p); e.id == t {
+			return p, e.version(), true
+		}
 	}
-	if e := out.at(p); e.id == t {
-		return e.version(), true
-	}
-	return 0, false
+	return p, 0, false
 }
 
 // applyLocked makes event e's change of u→t unless the edge already has a
 // change of an equal or higher version, and moves the clock past e's
 // version. The caller holds the stripes of u and t.
 func (g *Graph) applyLocked(e fg.Event, u, t uint32) {
+	at, cur, live := g.find(u, t)
+	g.applyAt(e, u, t, at, cur, live)
+}
+
+// applyAt is applyLocked given what find(u, t) returned.
+func (g *Graph) applyAt(e fg.Event, u, t uint32, at pos, cur fg.Version, live bool) {
 	g.observe(e.Version)
 	su, k := g.stripe(u), edge{u, t}
-	cur, live := g.lookup(u, t)
 	if !live {
 		cur = su.tombs[k]
 	}
@@ -407,13 +418,13 @@ func (g *Graph) applyLocked(e fg.Event, u, t uint32) {
 		return
 	}
 	if live {
-		g.unlink(u, t, cur)
+		g.unlink(u, t, cur, at)
 		su.edges--
 	}
 	switch e.Op {
 	case fg.OpFollow:
 		delete(su.tombs, k)
-		g.link(u, t, e.Version)
+		g.link(u, t, e.Version, at)
 		su.edges++
 	case fg.OpUnfollow:
 		if su.tombs == nil {
@@ -436,20 +447,20 @@ func (g *Graph) outKey(u, t uint32) fg.Key {
 // inKey is the key of a follower in a followers list.
 func (g *Graph) inKey(e inEdge) fg.Key { return fg.Key{Millis: e.ms(), ID: g.ext(e.id())} }
 
-// link adds the live edge u→t of version v.
-func (g *Graph) link(u, t uint32, v fg.Version) {
+// link adds the live edge u→t of version v; t belongs at position at of
+// u's out.
+func (g *Graph) link(u, t uint32, v fg.Version, at pos) {
 	un, tn := g.node(u), g.node(t)
-	un.out.insert(un.out.search(func(e outEdge) bool { return e.id < t }), newOutEdge(t, v))
-	k := fg.Key{Millis: v.Millis(), ID: tn.ext}
-	insertByKey(&un.outT, t, k, func(x uint32) fg.Key { return g.outKey(u, x) })
+	ms := v.Millis()
+	un.out.insert(at, newOutEdge(t, v))
+	insertByKey(&un.outT, t, g.outLess(u, ms, tn.ext))
 	if bm := un.outBM(); bm != nil {
 		bm.Add(t)
 	} else if un.out.len() >= bitmapMin {
 		un.bitmaps().out = roaring.BitmapOf(un.outIDs()...)
 	}
 
-	k = fg.Key{Millis: v.Millis(), ID: un.ext}
-	insertByKey(&tn.in, newInEdge(u, v.Millis()), k, g.inKey)
+	insertByKey(&tn.in, newInEdge(u, ms), g.inLess(ms, un.ext))
 	if bm := tn.inBM(); bm != nil {
 		bm.Add(u)
 	} else if tn.in.len() >= bitmapMin {
@@ -457,13 +468,14 @@ func (g *Graph) link(u, t uint32, v fg.Version) {
 	}
 }
 
-// unlink removes the live edge u→t of version v.
-func (g *Graph) unlink(u, t uint32, v fg.Version) {
+// unlink removes the live edge u→t of version v, at position at of u's out.
+func (g *Graph) unlink(u, t uint32, v fg.Version, at pos) {
 	un, tn := g.node(u), g.node(t)
-	// outT first: its keys are read from u's out.
-	removeByKey(&un.outT, fg.Key{Millis: v.Millis(), ID: tn.ext}, func(x uint32) fg.Key { return g.outKey(u, x) })
-	removeByKey(&tn.in, fg.Key{Millis: v.Millis(), ID: un.ext}, g.inKey)
-	un.out.remove(un.out.search(func(e outEdge) bool { return e.id < t }))
+	ms := v.Millis()
+	// outT first: its order is read from u's out.
+	removeByKey(&un.outT, t, g.outLess(u, ms, tn.ext))
+	removeByKey(&tn.in, newInEdge(u, ms), g.inLess(ms, un.ext))
+	un.out.remove(at)
 	if un.bm != nil && un.bm.out != nil {
 		if un.out.len() < bitmapMin/2 {
 			un.bm.out = nil
@@ -482,18 +494,39 @@ func (g *Graph) unlink(u, t uint32, v fg.Version) {
 	tn.dropEmptyBitmaps()
 }
 
-func insertByKey[E comparable](s *chunks[E], e E, k fg.Key, key func(E) fg.Key) {
-	if last, ok := s.last(); !ok || keyLess(key(last), k) {
+// outLess reports whether followee x comes before the key (ms, id) in u's
+// following list. The user id is read only on a tie of times.
+func (g *Graph) outLess(u uint32, ms int64, id fg.UserID) func(uint32) bool {
+	return func(x uint32) bool {
+		v, _ := g.lookup(u, x)
+		m := v.Millis()
+		return m < ms || m == ms && g.ext(x) < id
+	}
+}
+
+// inLess reports whether a follower comes before the key (ms, id) in a
+// followers list. The user id is read only on a tie of times.
+func (g *Graph) inLess(ms int64, id fg.UserID) func(inEdge) bool {
+	return func(e inEdge) bool {
+		m := e.ms()
+		return m < ms || m == ms && g.ext(e.id()) < id
+	}
+}
+
+// insertByKey inserts e where less stops holding.
+func insertByKey[E comparable](s *chunks[E], e E, less func(E) bool) {
+	if last, ok := s.last(); !ok || less(last) {
 		s.insert(s.end(), e) // the usual case: the newest follow
 		return
 	}
-	s.insert(s.search(func(x E) bool { return keyLess(key(x), k) }), e)
+	s.insert(s.search(less), e)
 }
 
-func removeByKey[E comparable](s *chunks[E], k fg.Key, key func(E) fg.Key) {
-	p := s.search(func(x E) bool { return keyLess(key(x), k) })
-	if s.isEnd(p) || key(s.at(p)) != k {
-		panic(fmt.Sprintf("memgraph: key %v missing from its time sequence", k))
+// removeByKey removes e, found where less stops holding.
+func removeByKey[E comparable](s *chunks[E], e E, less func(E) bool) {
+	p := s.search(less)
+	if s.isEnd(p) || s.at(p) != e {
+		panic(fmt.Sprintf("memgraph: %v missing from its time sequence", e))
 	}
 	s.remove(p)
 }

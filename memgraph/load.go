@@ -61,7 +61,7 @@ func (g *Graph) Load(ctx context.Context, events iter.Seq[fg.Event]) error {
 func (g *Graph) reset() {
 	for i := range g.ids {
 		g.ids[i].mu.Lock()
-		g.ids[i].m = make(map[fg.UserID]uint32)
+		g.ids[i].t = idTable{}
 		g.ids[i].mu.Unlock()
 	}
 	g.dirMu.Lock()

@@ -7,6 +7,7 @@ import (
 	"runtime"
 	"slices"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -37,6 +38,7 @@ const (
 var (
 	fixtureOnce sync.Once
 	fixture     *Graph
+	followSeed  atomic.Uint64
 )
 
 func baseEvents() iter.Seq[fg.Event] {
@@ -289,14 +291,9 @@ func BenchmarkFollowUnfollow(b *testing.B) {
 func BenchmarkFollowParallel(b *testing.B) {
 	g := benchGraph(b)
 	b.SetParallelism(1)
-	var seed sync.Mutex
-	n := uint64(0)
 	b.ResetTimer()
 	b.RunParallel(func(pb *testing.PB) {
-		seed.Lock()
-		n++
-		rng := rand.New(rand.NewPCG(n, 99))
-		seed.Unlock()
+		rng := rand.New(rand.NewPCG(followSeed.Add(1), 99)) // new edges on every run
 		ctx := context.Background()
 		for pb.Next() {
 			u, t := fg.UserID(1+rng.IntN(baseEdges/50)), fg.UserID(1+rng.IntN(baseEdges/50))

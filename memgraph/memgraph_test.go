@@ -372,9 +372,9 @@ func TestChunks(t *testing.T) {
 	if !slices.Equal(down, ref) {
 		t.Fatal("descend differs from the model")
 	}
-	for _, ch := range s.c {
-		if len(ch) == 0 || len(ch) > chunkMax {
-			t.Fatalf("chunk of %d elements", len(ch))
+	for c := range s.count() {
+		if ch := s.chunk(c); len(ch) == 0 || len(ch) > chunkMax {
+			t.Fatalf("chunk %d of %d elements", c, len(ch))
 		}
 	}
 }
