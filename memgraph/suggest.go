@@ -40,7 +40,11 @@ func (g *Graph) Suggestions(_ context.Context, user fg.UserID, limit int) ([]fg.
 		return len(via) < suggestFollowees
 	})
 	g.runlock(u, u)
-	var cands []uint32
+	hint := 0 // the candidates to expect, so cands grows once
+	for _, f := range via {
+		hint += min(g.followingCount(f), suggestPerFollowee)
+	}
+	cands := make([]uint32, 0, hint)
 	for _, f := range via {
 		n, fn := 0, g.node(f)
 		g.rlock(f, f)
@@ -97,6 +101,13 @@ func (g *Graph) Suggestions(_ context.Context, user fg.UserID, limit int) ([]fg.
 		}
 	}
 	return out, nil
+}
+
+// followingCount returns how many users u follows.
+func (g *Graph) followingCount(u uint32) int {
+	g.rlock(u, u)
+	defer g.runlock(u, u)
+	return g.node(u).out.len()
 }
 
 // follows reports whether u follows t, under u's stripe lock.

@@ -1,0 +1,71 @@
+package followgraph_test
+
+import (
+	"strings"
+	"testing"
+
+	fg "github.com/followgraph/followgraph"
+)
+
+func TestCursor(t *testing.T) {
+	k := fg.Key{Millis: 1_764_000_000_123, ID: 42}
+	c := fg.EncodeCursor("followers/1", k)
+	got, ok, err := fg.DecodeCursor("followers/1", c)
+	if err != nil || !ok || got != k {
+		t.Fatalf("round trip: %v %v %v, want %v", got, ok, err, k)
+	}
+	if _, ok, err := fg.DecodeCursor("followers/1", ""); ok || err != nil {
+		t.Fatalf("empty cursor: ok %v err %v, want the start of the list", ok, err)
+	}
+	flipped := []byte(c)
+	flipped[5] ^= 1
+	bad := []struct{ name, scope, cursor string }{
+		{"OtherList", "followers/2", c},
+		{"OtherKind", "following/1", c},
+		{"Truncated", "followers/1", c[:len(c)-1]},
+		{"Extended", "followers/1", c + "A"},
+		{"Flipped", "followers/1", string(flipped)},
+		{"Padded", "followers/1", c + "="},
+		{"Garbage", "followers/1", "hello"},
+		{"Offset", "followers/1", "20"},
+		{"Long", "followers/1", strings.Repeat("A", 5000)},
+	}
+	for _, tt := range bad {
+		t.Run(tt.name, func(t *testing.T) {
+			if _, _, err := fg.DecodeCursor(tt.scope, tt.cursor); fg.ErrorCode(err) != fg.EInvalidCursor {
+				t.Fatalf("DecodeCursor(%q, %q): %v, want %s", tt.scope, tt.cursor, err, fg.EInvalidCursor)
+			}
+		})
+	}
+}
+
+// FuzzDecodeCursor checks that the decoder never panics, accepts only
+// cursors that encode back to the same string, and never yields an
+// invalid key.
+func FuzzDecodeCursor(f *testing.F) {
+	f.Add("followers/1", fg.EncodeCursor("followers/1", fg.Key{Millis: 1, ID: 1}))
+	f.Add("mutuals/7", fg.EncodeCursor("mutuals/7", fg.Key{Millis: 1_764_000_000_000, ID: fg.MaxUserID}))
+	f.Add("followers/1", "")
+	f.Add("followers/1", "AQAAAaItPr_OAAAAAAAAB8lBlUh3j64JDw")
+	f.Add("x", "////")
+	f.Fuzz(func(t *testing.T, scope, c string) {
+		k, ok, err := fg.DecodeCursor(scope, c)
+		switch {
+		case err != nil:
+			if fg.ErrorCode(err) != fg.EInvalidCursor || ok {
+				t.Fatalf("DecodeCursor(%q, %q): ok %v, error %v", scope, c, ok, err)
+			}
+		case c == "":
+			if ok {
+				t.Fatal("the empty cursor decoded to a position")
+			}
+		default:
+			if !ok || !k.ID.Valid() || k.Millis < 0 {
+				t.Fatalf("DecodeCursor(%q, %q) = %v, %v", scope, c, k, ok)
+			}
+			if again := fg.EncodeCursor(scope, k); again != c {
+				t.Fatalf("accepted %q, which encodes back as %q", c, again)
+			}
+		}
+	})
+}
