@@ -109,7 +109,7 @@ func (s *chunks[E]) last() (e E, ok bool) {
 func (s *chunks[E]) insert(p pos, e E) {
 	n := s.count()
 	if n == 0 {
-		s.one = append(s.one, e)
+		s.one = []E{e}
 		return
 	}
 	if p.c == n { // the end: the end of the last chunk
@@ -120,7 +120,7 @@ func (s *chunks[E]) insert(p pos, e E) {
 	}
 	ch := s.chunk(p.c)
 	if len(ch) < chunkMax {
-		s.setChunk(p.c, slices.Insert(ch, p.i, e))
+		s.setChunk(p.c, insertAt(ch, p.i, e))
 		return
 	}
 	if s.many == nil {
@@ -134,13 +134,11 @@ func (s *chunks[E]) insert(p pos, e E) {
 		return
 	}
 	half := len(ch) / 2
-	right := make([]E, len(ch)-half, chunkMax)
-	copy(right, ch[half:])
-	left := ch[:half]
+	left, right := slices.Clone(ch[:half]), slices.Clone(ch[half:])
 	if p.i <= half {
-		left = slices.Insert(left, p.i, e)
+		left = insertAt(left, p.i, e)
 	} else {
-		right = slices.Insert(right, p.i-half, e)
+		right = insertAt(right, p.i-half, e)
 	}
 	s.many.c[p.c] = left
 	s.many.c = slices.Insert(s.many.c, p.c+1, right)
@@ -150,6 +148,9 @@ func (s *chunks[E]) insert(p pos, e E) {
 // with its successor so chunks stay at least a quarter full on average.
 func (s *chunks[E]) remove(p pos) {
 	ch := slices.Delete(s.chunk(p.c), p.i, p.i+1)
+	if len(ch) < cap(ch)/2 {
+		ch = slices.Clone(ch) // give back what unfollows freed
+	}
 	if s.many == nil {
 		s.one = ch
 		if len(ch) == 0 {
@@ -163,7 +164,7 @@ func (s *chunks[E]) remove(p pos) {
 	case len(ch) == 0:
 		m.c = slices.Delete(m.c, p.c, p.c+1)
 	case len(ch) < chunkMax/4 && p.c+1 < len(m.c) && len(ch)+len(m.c[p.c+1]) <= chunkMax/2:
-		m.c[p.c] = append(ch, m.c[p.c+1]...)
+		m.c[p.c] = slices.Concat(ch, m.c[p.c+1])
 		m.c = slices.Delete(m.c, p.c+1, p.c+2)
 	default:
 		m.c[p.c] = ch
@@ -171,6 +172,18 @@ func (s *chunks[E]) remove(p pos) {
 	if len(m.c) == 1 {
 		s.one, s.many = m.c[0], nil
 	}
+}
+
+// insertAt inserts e at i, growing a full chunk by an eighth rather than
+// doubling it: memory, not copying, is what a graph of billions of edges
+// runs out of, and a chunk is at most a few KiB to copy.
+func insertAt[E any](ch []E, i int, e E) []E {
+	if len(ch) == cap(ch) {
+		grown := make([]E, len(ch), len(ch)+max(2, len(ch)/8))
+		copy(grown, ch)
+		ch = grown
+	}
+	return slices.Insert(ch, i, e)
 }
 
 // descend calls yield for the elements before p, greatest first, until

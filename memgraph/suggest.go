@@ -4,6 +4,7 @@ import (
 	"container/heap"
 	"context"
 	"slices"
+	"sync"
 
 	fg "github.com/followgraph/followgraph"
 )
@@ -44,7 +45,9 @@ func (g *Graph) Suggestions(_ context.Context, user fg.UserID, limit int) ([]fg.
 	for _, f := range via {
 		hint += min(g.followingCount(f), suggestPerFollowee)
 	}
-	cands := make([]uint32, 0, hint)
+	sc := scratchPool.Get().(*scratch)
+	defer scratchPool.Put(sc)
+	cands := slices.Grow(sc.cands[:0], hint)
 	for _, f := range via {
 		n, fn := 0, g.node(f)
 		g.rlock(f, f)
@@ -55,7 +58,9 @@ func (g *Graph) Suggestions(_ context.Context, user fg.UserID, limit int) ([]fg.
 		})
 		g.runlock(f, f)
 	}
-	radixSort(cands)
+	sc.buf = slices.Grow(sc.buf[:0], len(cands))[:len(cands)]
+	radixSort(cands, sc.buf)
+	sc.cands = cands
 
 	// The best size candidates: a min-heap whose root is the worst kept.
 	best := &scoreHeap{g: g}
@@ -147,15 +152,21 @@ func (h *scoreHeap) Pop() any {
 	return x
 }
 
-// radixSort sorts a in place, three passes of 11 bits: linear time, a few
-// nanoseconds per element, where a comparison sort of a million ids takes
-// tens of milliseconds.
-func radixSort(a []uint32) {
+// scratch holds a suggestion's candidates and the radix sort's buffer
+// between calls: a megabyte or two each, not worth giving to the collector
+// on every request.
+type scratch struct{ cands, buf []uint32 }
+
+var scratchPool = sync.Pool{New: func() any { return new(scratch) }}
+
+// radixSort sorts a in place using buf (as long as a), three passes of 11
+// bits: linear time, a few nanoseconds per element, where a comparison sort
+// of a million ids takes tens of milliseconds.
+func radixSort(a, buf []uint32) {
 	if len(a) < 256 {
 		slices.Sort(a)
 		return
 	}
-	buf := make([]uint32, len(a))
 	src, dst := a, buf
 	for shift := 0; shift < 33; shift += 11 {
 		var count [1 << 11]int

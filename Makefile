@@ -1,0 +1,20 @@
+# make test: what CI runs (also .ci/run). make bench: the figures of
+# docs/BENCHMARKS.md. make lint: gofmt, go vet, staticcheck when installed.
+
+.PHONY: test bench lint fuzz
+
+test:
+	go test -race ./...
+
+bench:
+	cd memgraph && go test -run '^$$' -bench 'Common|Relations|Followers|FollowUnfollow|FollowParallel|Suggestions' -count 5 .
+	cd memgraph && go test -run '^$$' -bench 'Memory|Load' -benchtime 1x -count 3 .
+
+lint:
+	@test -z "$$(gofmt -l $$(git ls-files '*.go'))" || (gofmt -l $$(git ls-files '*.go'); exit 1)
+	go vet ./...
+	@if command -v staticcheck >/dev/null; then staticcheck ./...; else echo "staticcheck not installed: go install honnef.co/go/tools/cmd/staticcheck@latest"; fi
+
+fuzz:
+	go test -run '^$$' -fuzz '^FuzzParseUserID$$' -fuzztime 60s .
+	go test -run '^$$' -fuzz '^FuzzDecodeCursor$$' -fuzztime 60s .
