@@ -7,16 +7,17 @@ import (
 
 // Error codes, as in API.md. The HTTP layer maps each to a status in one table.
 const (
-	EInvalidID       = "invalid_id"
-	EInvalidArgument = "invalid_argument"
-	EInvalidCursor   = "invalid_cursor"
-	ESelfFollow      = "self_follow"
-	ENotFound        = "not_found"
-	EFollowingLimit  = "following_limit"
-	ETooLarge        = "too_large"
-	ERateLimited     = "rate_limited"
-	EUnavailable     = "unavailable"
-	EInternal        = "internal"
+	EInvalidID        = "invalid_id"
+	EInvalidArgument  = "invalid_argument"
+	EInvalidCursor    = "invalid_cursor"
+	ESelfFollow       = "self_follow"
+	ENotFound         = "not_found"
+	EMethodNotAllowed = "method_not_allowed"
+	EFollowingLimit   = "following_limit"
+	ETooLarge         = "too_large"
+	ERateLimited      = "rate_limited"
+	EUnavailable      = "unavailable"
+	EInternal         = "internal"
 )
 
 // Error is a domain error: a code from the list above and a message meant
@@ -47,13 +48,14 @@ func ErrorCode(err error) string {
 }
 
 // ErrorMessage returns the caller-facing message of the *Error in err's
-// chain, and a generic text for any other error, so nothing internal leaks.
+// chain, and a generic text for an internal error of any kind, so nothing
+// internal leaks.
 func ErrorMessage(err error) string {
 	if err == nil {
 		return ""
 	}
 	var e *Error
-	if errors.As(err, &e) {
+	if errors.As(err, &e) && e.Code != EInternal {
 		return e.Message
 	}
 	return "internal error"

@@ -200,7 +200,19 @@ type Applier interface {
 // durable in the event log.
 type Hook func(ctx context.Context, e Event) error
 
-// Scope names a list for its cursors, such as Scope("followers", 42), so
+// The lists that take cursors, by the name their scope starts with (they
+// are also the last segment of their API paths). Every engine and the HTTP
+// layer name them the same, so a cursor is valid on any node and engine.
+const (
+	ListFollowing       = "following"
+	ListFollowers       = "followers"
+	ListMutuals         = "mutuals"
+	ListCommonFollowing = "common-following"
+	ListCommonFollowers = "common-followers"
+	ListKnownFollowers  = "known-followers"
+)
+
+// Scope names a list for its cursors, such as Scope(ListFollowers, 42), so
 // that a cursor of one list is rejected by another.
 func Scope(list string, ids ...UserID) string {
 	var b strings.Builder

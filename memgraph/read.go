@@ -52,7 +52,7 @@ func (g *Graph) Counts(_ context.Context, ids []fg.UserID) ([]fg.Counts, error) 
 
 // Following returns a page of the users that user follows.
 func (g *Graph) Following(_ context.Context, user fg.UserID, req fg.PageRequest) (fg.Page, error) {
-	q, err := newQuery(req, "following", user)
+	q, err := newQuery(req, fg.ListFollowing, user)
 	if err != nil {
 		return fg.Page{}, err
 	}
@@ -67,7 +67,7 @@ func (g *Graph) Following(_ context.Context, user fg.UserID, req fg.PageRequest)
 
 // Followers returns a page of the users that follow user.
 func (g *Graph) Followers(_ context.Context, user fg.UserID, req fg.PageRequest) (fg.Page, error) {
-	q, err := newQuery(req, "followers", user)
+	q, err := newQuery(req, fg.ListFollowers, user)
 	if err != nil {
 		return fg.Page{}, err
 	}
@@ -299,7 +299,7 @@ func outID(t uint32) uint32 { return t }
 
 // Mutuals returns the users that user follows and that follow user.
 func (g *Graph) Mutuals(_ context.Context, user fg.UserID, req fg.PageRequest) (fg.SetPage, error) {
-	q, err := newQuery(req, "mutuals", user)
+	q, err := newQuery(req, fg.ListMutuals, user)
 	if err != nil {
 		return fg.SetPage{}, err
 	}
@@ -314,7 +314,7 @@ func (g *Graph) Mutuals(_ context.Context, user fg.UserID, req fg.PageRequest) (
 
 // CommonFollowing returns the users that both user and other follow.
 func (g *Graph) CommonFollowing(_ context.Context, user, other fg.UserID, req fg.PageRequest) (fg.SetPage, error) {
-	q, err := newQuery(req, "common-following", user, other)
+	q, err := newQuery(req, fg.ListCommonFollowing, user, other)
 	if err != nil {
 		return fg.SetPage{}, err
 	}
@@ -330,7 +330,7 @@ func (g *Graph) CommonFollowing(_ context.Context, user, other fg.UserID, req fg
 
 // KnownFollowers returns the users that user follows and that follow target.
 func (g *Graph) KnownFollowers(_ context.Context, user, target fg.UserID, req fg.PageRequest) (fg.SetPage, error) {
-	q, err := newQuery(req, "known-followers", user, target)
+	q, err := newQuery(req, fg.ListKnownFollowers, user, target)
 	if err != nil {
 		return fg.SetPage{}, err
 	}
@@ -357,7 +357,7 @@ func (g *Graph) outQuery(q query, u uint32, other set) fg.SetPage {
 // follow times are read from each member after the two users' locks are
 // released: each is then the time of a follow that existed at that moment.
 func (g *Graph) CommonFollowers(_ context.Context, user, other fg.UserID, req fg.PageRequest) (fg.SetPage, error) {
-	q, err := newQuery(req, "common-followers", user, other)
+	q, err := newQuery(req, fg.ListCommonFollowers, user, other)
 	if err != nil {
 		return fg.SetPage{}, err
 	}

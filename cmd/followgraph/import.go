@@ -1,0 +1,117 @@
+package main
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	fg "github.com/followgraph/followgraph"
+	"github.com/followgraph/followgraph/store/sqlite"
+)
+
+func newImport() *cobra.Command {
+	var data string
+	cmd := &cobra.Command{
+		Use:   "import FILE",
+		Short: "Bulk-load an edge list into the data folder (the service must not be running)",
+		Long: `Bulk-load an edge list into the durable store of the data folder, in one
+transaction. Each line is "follower followee unix_ms" (as written by gen) or a
+two-column "follower followee" edge list (SNAP style; the follow time is then the
+import's start). Fields are separated by tabs or spaces; lines starting with #
+are comments. A repeated edge keeps its last line. The next "serve" loads it.`,
+		Args: cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			if err := envDefaults(cmd.Flags()); err != nil {
+				return err
+			}
+			f, err := os.Open(args[0])
+			if err != nil {
+				return err
+			}
+			defer f.Close()
+			if err := os.MkdirAll(data, 0o755); err != nil {
+				return err
+			}
+			store, err := sqlite.Open(cmd.Context(), filepath.Join(data, "followgraph.db"))
+			if err != nil {
+				return err
+			}
+			defer store.Close()
+			start := time.Now()
+			n, err := importEdges(cmd.Context(), store, f, start.UnixMilli())
+			if err != nil {
+				return err
+			}
+			fmt.Fprintf(cmd.OutOrStdout(), "imported %d edges in %s\n", n, time.Since(start).Round(time.Millisecond))
+			return nil
+		},
+	}
+	cmd.Flags().StringVar(&data, "data", "./data", "folder for embedded data")
+	return cmd
+}
+
+// importEdges parses r and imports its edges; defaultMs is the follow time
+// of two-column lines.
+func importEdges(ctx context.Context, store *sqlite.Store, r io.Reader, defaultMs int64) (int, error) {
+	var parseErr error
+	seq := func(yield func(fg.Event) bool) {
+		sc := bufio.NewScanner(r)
+		sc.Buffer(make([]byte, 1<<16), 1<<20)
+		for line := 1; sc.Scan(); line++ {
+			e, ok, err := parseEdge(sc.Bytes(), defaultMs)
+			if err != nil {
+				parseErr = fmt.Errorf("line %d: %w", line, err)
+				return
+			}
+			if ok && !yield(e) {
+				return
+			}
+		}
+		parseErr = sc.Err()
+	}
+	n, err := store.Import(ctx, seq)
+	if parseErr != nil {
+		return 0, fmt.Errorf("import: %w (nothing was imported)", parseErr)
+	}
+	return n, err
+}
+
+// parseEdge reads one line; ok is false for blank lines and comments.
+func parseEdge(line []byte, defaultMs int64) (e fg.Event, ok bool, err error) {
+	fields := bytes.Fields(line)
+	if len(fields) == 0 || fields[0][0] == '#' {
+		return e, false, nil
+	}
+	if len(fields) != 2 && len(fields) != 3 {
+		return e, false, fmt.Errorf("want 2 or 3 fields, got %d", len(fields))
+	}
+	u, err := fg.ParseUserID(string(fields[0]))
+	if err != nil {
+		return e, false, err
+	}
+	t, err := fg.ParseUserID(string(fields[1]))
+	if err != nil {
+		return e, false, err
+	}
+	if u == t {
+		return e, false, fmt.Errorf("%d follows itself", u)
+	}
+	ms := defaultMs
+	if len(fields) == 3 {
+		v, err := fg.ParseUserID(string(fields[2])) // a positive decimal integer
+		if err != nil {
+			return e, false, fmt.Errorf("unix_ms %q: want positive milliseconds since 1970", fields[2])
+		}
+		if ms = int64(v); ms >= 1<<43 {
+			return e, false, fmt.Errorf("unix_ms %d is after the year 2248", ms)
+		}
+	}
+	return fg.NewEvent(u, t, fg.OpFollow, fg.VersionAt(ms)), true, nil
+}

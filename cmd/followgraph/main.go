@@ -1,0 +1,20 @@
+// Command followgraph is the follow graph service and its operator tools:
+// serve, import, gen, version. See the README for the flags.
+package main
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"os/signal"
+	"syscall"
+)
+
+func main() {
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	if err := newRoot().ExecuteContext(ctx); err != nil {
+		fmt.Fprintln(os.Stderr, "followgraph:", err)
+		os.Exit(1)
+	}
+}

@@ -1,0 +1,359 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"iter"
+	"log/slog"
+	"net"
+	"net/http"
+	"net/http/pprof"
+	"os"
+	"path/filepath"
+	"sync/atomic"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/collectors"
+	"github.com/spf13/cobra"
+
+	fg "github.com/followgraph/followgraph"
+	"github.com/followgraph/followgraph/eventlog"
+	"github.com/followgraph/followgraph/httpapi"
+	"github.com/followgraph/followgraph/memgraph"
+	"github.com/followgraph/followgraph/pipeline"
+	"github.com/followgraph/followgraph/store/sqlite"
+)
+
+// Config is everything `followgraph serve` is told.
+type Config struct {
+	Addr  string
+	Data  string
+	Redis string
+	NATS  string
+	DB    string
+
+	Fsync        string  // always | interval
+	PersistRate  float64 // rows per second into the durable store; 0 = unlimited
+	PersistBatch int     // most events per batch
+	PersistWait  time.Duration
+	MaxFollowing int
+	WriteRate    float64 // writes per second per user; 0 = unlimited
+	WriteBurst   int
+	Pprof        bool
+	LogLevel     string
+}
+
+// Validate reports a configuration that cannot run.
+func (c Config) Validate() error {
+	switch {
+	case c.Redis != "":
+		return errors.New("--redis: the Redis engine is not yet supported (issue #4)")
+	case c.DB != "":
+		return errors.New("--db: PostgreSQL and MySQL stores are not yet supported (issue #5)")
+	case c.Fsync != "always" && c.Fsync != "interval":
+		return fmt.Errorf("--fsync %q: want always or interval", c.Fsync)
+	case c.PersistBatch < 1:
+		return fmt.Errorf("--persist-batch %d: want at least 1", c.PersistBatch)
+	case c.PersistRate < 0 || c.WriteRate < 0:
+		return errors.New("rates cannot be negative")
+	case c.MaxFollowing < 0:
+		return errors.New("--max-following cannot be negative")
+	}
+	return nil
+}
+
+func newServe() *cobra.Command {
+	var cfg Config
+	cmd := &cobra.Command{
+		Use:   "serve",
+		Short: "Serve the HTTP API (with no flags: embedded everything under ./data)",
+		Args:  cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			if err := envDefaults(cmd.Flags()); err != nil {
+				return err
+			}
+			if err := cfg.Validate(); err != nil {
+				return err
+			}
+			return serve(cmd.Context(), cfg)
+		},
+	}
+	f := cmd.Flags()
+	f.StringVar(&cfg.Addr, "addr", "127.0.0.1:8080", "listen address")
+	f.StringVar(&cfg.Data, "data", "./data", "folder for embedded data")
+	f.StringVar(&cfg.Redis, "redis", "", "Redis URL; replaces the embedded graph engine")
+	f.StringVar(&cfg.NATS, "nats", "", "NATS URL for the event log; replaces the embedded NATS server")
+	f.StringVar(&cfg.DB, "db", "", "postgres:// or mysql:// durable store; replaces embedded SQLite")
+	f.StringVar(&cfg.Fsync, "fsync", "interval", "event log sync: interval (the default: survives a killed process) or always (also survives power loss, ~10x slower writes)")
+	f.Float64Var(&cfg.PersistRate, "persist-rate", 0, "rows per second into the durable store (0: unlimited)")
+	f.IntVar(&cfg.PersistBatch, "persist-batch", 1000, "most events the persister writes in one transaction")
+	f.DurationVar(&cfg.PersistWait, "persist-wait", 50*time.Millisecond, "longest the persister waits to fill a batch")
+	f.IntVar(&cfg.MaxFollowing, "max-following", 0, "most users one user may follow (0: no limit)")
+	f.Float64Var(&cfg.WriteRate, "write-rate", 0, "writes per second per user (0: unlimited)")
+	f.IntVar(&cfg.WriteBurst, "write-burst", 20, "burst of writes per user over --write-rate")
+	f.BoolVar(&cfg.Pprof, "pprof", false, "serve /debug/pprof/")
+	f.StringVar(&cfg.LogLevel, "log-level", "info", "debug, info, warn or error")
+	return cmd
+}
+
+func newLogger(level string) (*slog.Logger, error) {
+	var l slog.Level
+	if err := l.UnmarshalText([]byte(level)); err != nil {
+		return nil, fmt.Errorf("--log-level: %w", err)
+	}
+	return slog.New(slog.NewJSONHandler(os.Stderr, &slog.HandlerOptions{Level: l})), nil
+}
+
+// serve runs the service until ctx ends, then shuts down in order: stop
+// taking requests and finish those in flight, let the persister drain the
+// log into the store, close the log, close the store.
+func serve(ctx context.Context, cfg Config) error {
+	logger, err := newLogger(cfg.LogLevel)
+	if err != nil {
+		return err
+	}
+	if err := os.MkdirAll(cfg.Data, 0o755); err != nil {
+		return err
+	}
+	dbPath := filepath.Join(cfg.Data, "followgraph.db")
+	store, err := sqlite.Open(ctx, dbPath)
+	if err != nil {
+		return err
+	}
+	defer store.Close()
+
+	sync := eventlog.SyncAlways
+	if cfg.Fsync == "interval" {
+		sync = eventlog.SyncInterval
+	}
+	elog, err := eventlog.Open(ctx, eventlog.Config{Dir: filepath.Join(cfg.Data, "nats"), URL: cfg.NATS, Sync: sync, Logger: logger})
+	if err != nil {
+		return err
+	}
+	defer elog.Close()
+
+	g := memgraph.New(memgraph.WithHook(durable(elog)), memgraph.WithMaxFollowing(cfg.MaxFollowing))
+
+	reg := prometheus.NewRegistry()
+	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+	registerEngineMetrics(reg, g)
+	registerLagMetrics(reg, elog)
+	var ready atomic.Bool
+	api := httpapi.NewServer(g,
+		httpapi.WithRegistry(reg),
+		httpapi.WithLogger(logger),
+		httpapi.WithWriteRate(cfg.WriteRate, cfg.WriteBurst),
+		httpapi.WithReadiness("recovery", func(context.Context) error {
+			if !ready.Load() {
+				return errors.New("loading the graph")
+			}
+			return nil
+		}),
+		httpapi.WithReadiness("eventlog", elog.Ready),
+		httpapi.WithReadiness("store", store.Ready),
+	)
+	mux := http.NewServeMux()
+	mux.Handle("/", gate(&ready, api))
+	if cfg.Pprof {
+		mux.HandleFunc("/debug/pprof/", pprof.Index)
+		mux.HandleFunc("/debug/pprof/profile", pprof.Profile)
+		mux.HandleFunc("/debug/pprof/trace", pprof.Trace)
+		mux.HandleFunc("/debug/pprof/symbol", pprof.Symbol)
+	}
+	ln, err := net.Listen("tcp", cfg.Addr)
+	if err != nil {
+		return err
+	}
+	srv := &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second}
+	served := make(chan error, 1)
+	go func() { served <- srv.Serve(ln) }()
+
+	natsDesc := "embedded at " + filepath.Join(cfg.Data, "nats")
+	if cfg.NATS != "" {
+		natsDesc = cfg.NATS
+	}
+	logger.Info("followgraph serving", "addr", ln.Addr().String(), "engine", "memgraph (in-process)",
+		"eventlog", "nats jetstream "+natsDesc, "store", "sqlite "+dbPath, "fsync", cfg.Fsync, "version", version())
+
+	// Recovery: the record, then the log's tail after what the record has.
+	start := time.Now()
+	if err := recoverGraph(ctx, g, store, elog); err != nil {
+		srv.Close()
+		return err
+	}
+	stats := g.Stats()
+	logger.Info("followgraph ready", "users", stats.Users, "edges", stats.Edges, "recovery", time.Since(start).String())
+
+	persister := pipeline.New(store, reg, pipeline.WithRate(cfg.PersistRate, max(cfg.PersistBatch, int(cfg.PersistRate))), pipeline.WithLogger(logger))
+	pctx, stopPersister := context.WithCancel(context.Background())
+	persisted := make(chan error, 1)
+	go func() {
+		persisted <- elog.Consume(pctx, "persister", cfg.PersistBatch, cfg.PersistWait, func(ctx context.Context, batch []eventlog.Message) error {
+			return persister.Handle(ctx, messages(batch))
+		})
+	}()
+	ready.Store(true)
+
+	select {
+	case <-ctx.Done():
+	case err := <-served:
+		stopPersister()
+		return fmt.Errorf("http: %w", err)
+	}
+	logger.Info("followgraph stopping")
+	shutdown, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	if err := srv.Shutdown(shutdown); err != nil {
+		logger.Error("http shutdown", "err", err)
+	}
+	drain(shutdown, elog, logger)
+	stopPersister()
+	if err := <-persisted; err != nil && !errors.Is(err, context.Canceled) {
+		logger.Error("persister", "err", err)
+	}
+	logger.Info("followgraph stopped")
+	return nil
+}
+
+// publishTimeout bounds how long a write waits for the event log.
+const publishTimeout = 10 * time.Second
+
+// durable is the engine's hook: a change is acknowledged only once its
+// event is stored in the log. The wait does not end when the client goes
+// away: an event already sent may still be stored, and the engine must not
+// drop a change the log keeps. Only the log's own failure or the timeout
+// ends it early; then the write answers 503 and its outcome is unknown, as
+// for any write that was not acknowledged (a repeat of it is idempotent).
+func durable(elog *eventlog.Log) fg.Hook {
+	return func(ctx context.Context, e fg.Event) error {
+		ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), publishTimeout)
+		defer cancel()
+		return elog.Publish(ctx, e)
+	}
+}
+
+// gate answers 503 to API requests until the graph is loaded; health,
+// readiness and metrics are served from the start.
+func gate(ready *atomic.Bool, api http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		switch r.URL.Path {
+		case "/healthz", "/readyz", "/metrics":
+		default:
+			if !ready.Load() {
+				w.Header().Set("Content-Type", "application/json")
+				w.Header().Set("Retry-After", "1")
+				w.WriteHeader(http.StatusServiceUnavailable)
+				fmt.Fprintln(w, `{"error":{"code":"unavailable","message":"the graph is still loading"}}`)
+				return
+			}
+		}
+		api.ServeHTTP(w, r)
+	})
+}
+
+// recoverGraph loads the durable store into g, then applies the events
+// still in the log. The log keeps an event until the persister has stored
+// it (work-queue retention), so what it holds is exactly what the store may
+// lack; it is replayed whole rather than from the store's last sequence,
+// which a log that lost its unsynced tail in a power cut could reissue.
+// Events the store already has change nothing (versions).
+func recoverGraph(ctx context.Context, g *memgraph.Graph, store *sqlite.Store, elog *eventlog.Log) error {
+	var loadErr error
+	if err := g.Load(ctx, events(store.Events(ctx), &loadErr)); err != nil {
+		return fmt.Errorf("recovery: load: %w", err)
+	}
+	if loadErr != nil {
+		return fmt.Errorf("recovery: read store: %w", loadErr)
+	}
+	batch := make([]fg.Event, 0, 4096)
+	err := elog.Replay(ctx, 0, func(m eventlog.Message) error {
+		if batch = append(batch, m.Event); len(batch) == cap(batch) {
+			err := g.Apply(ctx, batch)
+			batch = batch[:0]
+			return err
+		}
+		return nil
+	})
+	if err == nil {
+		err = g.Apply(ctx, batch)
+	}
+	if err != nil {
+		return fmt.Errorf("recovery: replay the log: %w", err)
+	}
+	return nil
+}
+
+// events adapts a fallible sequence, stopping at and keeping the first error.
+func events(seq iter.Seq2[fg.Event, error], errp *error) iter.Seq[fg.Event] {
+	return func(yield func(fg.Event) bool) {
+		for e, err := range seq {
+			if err != nil {
+				*errp = err
+				return
+			}
+			if !yield(e) {
+				return
+			}
+		}
+	}
+}
+
+func messages(batch []eventlog.Message) []pipeline.Message {
+	out := make([]pipeline.Message, len(batch))
+	for i, m := range batch {
+		out[i] = pipeline.Message{Seq: m.Seq, Event: m.Event}
+	}
+	return out
+}
+
+// drain waits until the persister has taken everything in the log, or ctx
+// ends; what is left stays in the log for the next start.
+func drain(ctx context.Context, elog *eventlog.Log, logger *slog.Logger) {
+	for {
+		n, _, err := elog.Pending(ctx, "persister")
+		if err != nil || n == 0 {
+			return
+		}
+		select {
+		case <-ctx.Done():
+			logger.Warn("stopping with events not yet in the store; they stay in the log", "events", n)
+			return
+		case <-time.After(20 * time.Millisecond):
+		}
+	}
+}
+
+func registerEngineMetrics(reg prometheus.Registerer, g *memgraph.Graph) {
+	reg.MustRegister(
+		prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "followgraph_engine_users", Help: "Users known to the graph engine."},
+			func() float64 { return float64(g.Stats().Users) }),
+		prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "followgraph_engine_edges", Help: "Live follow edges in the graph engine."},
+			func() float64 { return float64(g.Stats().Edges) }),
+	)
+}
+
+// registerLagMetrics exports how far the durable store is behind the log.
+func registerLagMetrics(reg prometheus.Registerer, elog *eventlog.Log) {
+	pending := func() (uint64, time.Time) {
+		ctx, cancel := context.WithTimeout(context.Background(), time.Second)
+		defer cancel()
+		n, oldest, err := elog.Pending(ctx, "persister")
+		if err != nil {
+			return 0, time.Time{}
+		}
+		return n, oldest
+	}
+	reg.MustRegister(
+		prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "followgraph_persister_pending_events", Help: "Events in the log not yet in the durable store."},
+			func() float64 { n, _ := pending(); return float64(n) }),
+		prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "followgraph_persister_pending_seconds", Help: "Age of the oldest event not yet in the durable store (0 when none)."},
+			func() float64 {
+				if n, oldest := pending(); n > 0 && !oldest.IsZero() {
+					return time.Since(oldest).Seconds()
+				}
+				return 0
+			}),
+	)
+}

@@ -1,0 +1,91 @@
+package eventlog
+
+import (
+	"encoding/json"
+	"fmt"
+	"strconv"
+	"time"
+
+	"github.com/followgraph/followgraph"
+)
+
+// wire is the JSON form of an event in the log. Ids and the version are
+// decimal strings, as in the HTTP API, because JSON numbers lose precision
+// above 2^53 in many readers.
+type wire struct {
+	User    string `json:"user"`
+	Target  string `json:"target"`
+	Op      string `json:"op"`
+	Time    string `json:"time"`
+	Version string `json:"version"`
+}
+
+// encode returns the message body of e. It builds the JSON by hand (every
+// value is digits, a fixed word or a formatted time, none needs escaping),
+// which keeps reflection off the write path; TestEncode proves it equal to
+// json.Marshal of wire.
+func encode(e followgraph.Event) []byte {
+	b := make([]byte, 0, 128)
+	b = append(b, `{"user":"`...)
+	b = strconv.AppendInt(b, int64(e.User), 10)
+	b = append(b, `","target":"`...)
+	b = strconv.AppendInt(b, int64(e.Target), 10)
+	b = append(b, `","op":"`...)
+	b = append(b, e.Op.String()...)
+	b = append(b, `","time":"`...)
+	b = e.Time.UTC().AppendFormat(b, followgraph.TimeFormat)
+	b = append(b, `","version":"`...)
+	b = strconv.AppendUint(b, uint64(e.Version), 10)
+	b = append(b, `"}`...)
+	return b
+}
+
+// decode parses a message body stored on subject under prefix. It accepts
+// only what an engine could have produced: the event must pass
+// Event.Validate, and the subject must name the event's op.
+func decode(prefix, subject string, data []byte) (followgraph.Event, error) {
+	var w wire
+	if err := json.Unmarshal(data, &w); err != nil {
+		return followgraph.Event{}, fmt.Errorf("not an event: %w", err)
+	}
+	user, err := followgraph.ParseUserID(w.User)
+	if err != nil {
+		return followgraph.Event{}, fmt.Errorf("user: %w", err)
+	}
+	target, err := followgraph.ParseUserID(w.Target)
+	if err != nil {
+		return followgraph.Event{}, fmt.Errorf("target: %w", err)
+	}
+	var op followgraph.Op
+	switch w.Op {
+	case "follow":
+		op = followgraph.OpFollow
+	case "unfollow":
+		op = followgraph.OpUnfollow
+	default:
+		return followgraph.Event{}, fmt.Errorf("unknown op %q", w.Op)
+	}
+	v, err := strconv.ParseUint(w.Version, 10, 64)
+	if err != nil {
+		return followgraph.Event{}, fmt.Errorf("version %q is not a decimal integer", w.Version)
+	}
+	t, err := time.Parse(time.RFC3339Nano, w.Time)
+	if err != nil {
+		return followgraph.Event{}, fmt.Errorf("time: %w", err)
+	}
+	e := followgraph.Event{User: user, Target: target, Op: op, Time: t, Version: followgraph.Version(v)}
+	if err := e.Validate(); err != nil {
+		return followgraph.Event{}, err
+	}
+	e.Time = e.Version.Time() // the same instant, in its canonical form
+	if want := subjectOf(prefix, op); subject != want {
+		return followgraph.Event{}, fmt.Errorf("event %s stored on subject %q, want %q", e.ID(), subject, want)
+	}
+	return e, nil
+}
+
+// subjectOf returns the subject of events of op: "<prefix>.follow" or
+// "<prefix>.unfollow".
+func subjectOf(prefix string, op followgraph.Op) string {
+	return prefix + "." + op.String()
+}

@@ -1,0 +1,96 @@
+package eventlog
+
+import (
+	"encoding/json"
+	"strings"
+	"testing"
+	"time"
+
+	fg "github.com/followgraph/followgraph"
+)
+
+func TestEncode(t *testing.T) {
+	ms := time.Date(2026, 11, 30, 15, 4, 5, 123e6, time.UTC).UnixMilli()
+	e := fg.NewEvent(1, 2, fg.OpFollow, fg.VersionAt(ms)+7)
+	got := string(encode(e))
+	want := `{"user":"1","target":"2","op":"follow","time":"2026-11-30T15:04:05.123Z","version":"` +
+		uintString(uint64(fg.VersionAt(ms)+7)) + `"}`
+	if got != want {
+		t.Fatalf("encode = %s\nwant     %s", got, want)
+	}
+	// The hand-built JSON is what encoding/json makes of wire.
+	for _, e := range []fg.Event{e, fg.NewEvent(fg.MaxUserID, 1, fg.OpUnfollow, 1<<64-1)} {
+		j, err := json.Marshal(wire{
+			User: e.User.String(), Target: e.Target.String(), Op: e.Op.String(),
+			Time: e.Time.Format(fg.TimeFormat), Version: uintString(uint64(e.Version)),
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if string(j) != string(encode(e)) {
+			t.Errorf("encode = %s, json.Marshal = %s", encode(e), j)
+		}
+		back, err := decode("p", subjectOf("p", e.Op), encode(e))
+		if err != nil || back != e {
+			t.Errorf("decode(encode(%+v)) = %+v, %v", e, back, err)
+		}
+	}
+}
+
+func uintString(v uint64) string {
+	b, _ := json.Marshal(v)
+	return string(b)
+}
+
+func TestDecode_Rejects(t *testing.T) {
+	v := fg.VersionAt(1_700_000_000_000) + 3
+	good := string(encode(fg.NewEvent(1, 2, fg.OpFollow, v)))
+	replace := func(old, new string) string { return strings.Replace(good, old, new, 1) }
+	tests := []struct {
+		name, subject, data string
+	}{
+		{"NotJSON", "p.follow", "follow 1 2"},
+		{"NumberID", "p.follow", replace(`"user":"1"`, `"user":1`)},
+		{"BadID", "p.follow", replace(`"user":"1"`, `"user":"01"`)},
+		{"ZeroTarget", "p.follow", replace(`"target":"2"`, `"target":"0"`)},
+		{"SelfFollow", "p.follow", replace(`"target":"2"`, `"target":"1"`)},
+		{"UnknownOp", "p.follow", replace(`"op":"follow"`, `"op":"block"`)},
+		{"ZeroVersion", "p.follow", replace(uintString(uint64(v)), "0")},
+		{"NegativeVersion", "p.follow", replace(uintString(uint64(v)), "-3")},
+		{"TimeNotVersion", "p.follow", replace("2023-11-14T22:13:20.000Z", "2023-11-14T22:13:21.000Z")},
+		{"BadTime", "p.follow", replace("2023-11-14T22:13:20.000Z", "yesterday")},
+		{"WrongSubject", "p.unfollow", good},
+		{"OtherPrefix", "q.follow", good},
+	}
+	if _, err := decode("p", "p.follow", []byte(good)); err != nil {
+		t.Fatalf("decode(%s): %v", good, err)
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			if e, err := decode("p", tt.subject, []byte(tt.data)); err == nil {
+				t.Fatalf("decode(%q, %s) = %+v, want an error", tt.subject, tt.data, e)
+			}
+		})
+	}
+}
+
+// FuzzDecode: decode never panics, and what it accepts is a valid event
+// that encodes back to a message decoding to the same event.
+func FuzzDecode(f *testing.F) {
+	f.Add("p.follow", string(encode(fg.NewEvent(1, 2, fg.OpFollow, fg.VersionAt(1_700_000_000_000)))))
+	f.Add("p.unfollow", `{"user":"9223372036854775807","target":"5","op":"unfollow","time":"2023-11-14T22:13:20.000Z","version":"1782579200000000000"}`)
+	f.Add("p.follow", `{}`)
+	f.Fuzz(func(t *testing.T, subject, data string) {
+		e, err := decode("p", subject, []byte(data))
+		if err != nil {
+			return
+		}
+		if err := e.Validate(); err != nil {
+			t.Fatalf("decode accepted an invalid event %+v: %v", e, err)
+		}
+		back, err := decode("p", subject, encode(e))
+		if err != nil || back != e {
+			t.Fatalf("round trip of %+v: %+v, %v", e, back, err)
+		}
+	})
+}

@@ -1,0 +1,421 @@
+package eventlog
+
+import (
+	"cmp"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"slices"
+	"strconv"
+	"sync"
+	"time"
+
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
+
+	"github.com/followgraph/followgraph"
+)
+
+// Message is an event with its stream sequence. Sequences grow in the
+// order the log stored the events.
+type Message struct {
+	Seq   uint64
+	Event followgraph.Event
+}
+
+// Back-off of Consume after a failed batch: the batch is redelivered after
+// retryBase, doubling with each consecutive failure up to retryMax.
+const (
+	retryBase = 250 * time.Millisecond
+	retryMax  = 30 * time.Second
+)
+
+// ackTimeout bounds the wait for the confirmation of a batch's acks.
+const ackTimeout = 10 * time.Second
+
+func retryDelay(failures int) time.Duration {
+	d := retryBase
+	for i := 1; i < failures && d < retryMax; i++ {
+		d *= 2
+	}
+	return min(d, retryMax)
+}
+
+// Consume runs the durable pull consumer named durable until ctx ends,
+// then returns nil. It delivers the stream's events to handle in batches
+// of up to max events, or of whatever arrived within wait; it does not
+// call handle with an empty batch. Batches follow stream order, and each
+// is sorted by sequence, except that a redelivered event comes after
+// events delivered before its redelivery.
+//
+// When handle returns nil the whole batch is acknowledged (even if ctx
+// ended meanwhile), and the stream (workqueue retention) removes those
+// events; Consume waits up to 10s for the server to confirm the
+// acknowledgements before going on. When handle returns an error nothing
+// of the batch is acknowledged: the server redelivers it after a back-off
+// of 250ms, doubling with each consecutive failure up to 30s, and
+// delivers nothing newer meanwhile (one batch is in flight at a time). A
+// batch that is never answered (the process died) is redelivered 30s
+// after its delivery. While handle runs, Consume tells the server the
+// batch is in progress, so a slow handle is not redelivered meanwhile.
+// Delivery is at least once: handle must be idempotent (the persister's
+// versioned upserts are).
+//
+// The stream admits one consumer: a second durable name is refused.
+// Several processes may run Consume with the same durable name; they take
+// turns with the batches. A message that is not a valid event is logged,
+// counted (see Undecodable) and acknowledged without reaching handle.
+//
+// Consume returns an error when its arguments are invalid, when the
+// consumer cannot be created, or when the log is closed.
+func (l *Log) Consume(ctx context.Context, durable string, max int, wait time.Duration, handle func(ctx context.Context, batch []Message) error) error {
+	switch {
+	case !validName(durable):
+		return fmt.Errorf("eventlog: consume: invalid durable name %q", durable)
+	case max < 1:
+		return fmt.Errorf("eventlog: consume: max %d must be at least 1", max)
+	case wait <= 0:
+		return fmt.Errorf("eventlog: consume: wait %s must be positive", wait)
+	}
+	op := "consume " + durable
+	if l.closed.Load() {
+		return unavailable(op, errClosed)
+	}
+	cons, err := l.stream.CreateOrUpdateConsumer(ctx, jetstream.ConsumerConfig{
+		Durable:       durable,
+		Description:   "followgraph persister",
+		DeliverPolicy: jetstream.DeliverAllPolicy,
+		AckPolicy:     jetstream.AckExplicitPolicy,
+		AckWait:       l.ackWait,
+		MaxDeliver:    -1,
+		// One batch in flight: a failing batch is retried before anything
+		// newer is delivered, instead of the log draining around it.
+		MaxAckPending: max,
+	})
+	if err != nil {
+		if ctx.Err() != nil {
+			return nil
+		}
+		if errors.Is(err, jetstream.ErrConsumerNameAlreadyInUse) || isWQNotUnique(err) {
+			return fmt.Errorf("eventlog: %s: the stream already has another consumer, and a workqueue stream has exactly one persister: %w", op, err)
+		}
+		return unavailable(op, err)
+	}
+	failures := 0
+	for {
+		raw, err := l.fetch(ctx, cons, max, wait)
+		if ctx.Err() != nil {
+			return nil
+		}
+		if err != nil {
+			if l.closed.Load() || l.nc.IsClosed() {
+				return unavailable(op, err)
+			}
+			failures++
+			l.log.Warn("fetch failed", "consumer", durable, "err", err)
+			sleep(ctx, retryDelay(failures))
+			continue
+		}
+		if len(raw) == 0 {
+			continue
+		}
+		if l.handleBatch(ctx, durable, raw, handle, failures+1) {
+			failures = 0
+		} else {
+			failures++
+		}
+	}
+}
+
+// isWQNotUnique reports the server's refusal of a second consumer on a
+// workqueue stream (errors 10099 and 10100, which nats.go does not name).
+func isWQNotUnique(err error) bool {
+	var apiErr *jetstream.APIError
+	return errors.As(err, &apiErr) && (apiErr.ErrorCode == 10099 || apiErr.ErrorCode == 10100)
+}
+
+// fetch returns the messages that arrive within wait, up to max. The
+// server ends the pull after wait and the client reads until that end, so
+// that no message is delivered to a pull the client has given up on (it
+// would stay unacknowledged until the ack wait, 30s, and with one batch
+// in flight hold up the consumer as long). When ctx ends first, what
+// arrived and what still arrives is handed back to the server at once.
+func (l *Log) fetch(ctx context.Context, cons jetstream.Consumer, max int, wait time.Duration) ([]jetstream.Msg, error) {
+	b, err := cons.Fetch(max, jetstream.FetchMaxWait(wait))
+	if err != nil {
+		return nil, err
+	}
+	var raw []jetstream.Msg
+	msgs := b.Messages()
+	for {
+		select {
+		case m, ok := <-msgs:
+			if !ok {
+				return raw, b.Error()
+			}
+			raw = append(raw, m)
+		case <-ctx.Done():
+			for _, m := range raw {
+				_ = m.Nak()
+			}
+			go func() {
+				for m := range msgs {
+					_ = m.Nak()
+				}
+			}()
+			return nil, ctx.Err()
+		}
+	}
+}
+
+// handleBatch decodes raw, hands the events to handle, and acknowledges
+// or naks them. It reports whether handle succeeded.
+func (l *Log) handleBatch(ctx context.Context, durable string, raw []jetstream.Msg, handle func(context.Context, []Message) error, attempt int) bool {
+	type item struct {
+		m   jetstream.Msg
+		seq uint64
+		ok  bool // decoded: e is the event
+		e   followgraph.Event
+	}
+	items := make([]item, len(raw))
+	for i, m := range raw {
+		items[i].m = m
+		md, err := m.Metadata()
+		if err != nil { // not from a consumer: cannot happen with Fetch
+			l.log.Error("message without metadata", "subject", m.Subject(), "err", err)
+			continue
+		}
+		items[i].seq = md.Sequence.Stream
+		e, err := decode(l.cfg.Subject, m.Subject(), m.Data())
+		if err != nil {
+			l.skipUndecodable(md.Sequence.Stream, m.Subject(), m.Data(), err)
+			continue
+		}
+		items[i].e, items[i].ok = e, true
+	}
+	// Redelivered messages can come back out of order: sort by sequence.
+	slices.SortFunc(items, func(a, b item) int { return cmp.Compare(a.seq, b.seq) })
+	batch := make([]Message, 0, len(items))
+	var good, bad []jetstream.Msg
+	for _, it := range items {
+		if !it.ok {
+			bad = append(bad, it.m)
+			continue
+		}
+		batch = append(batch, Message{Seq: it.seq, Event: it.e})
+		good = append(good, it.m)
+	}
+	var err error
+	if len(batch) > 0 {
+		err = l.runHandle(ctx, good, batch, handle)
+	}
+	if err != nil {
+		delay := retryDelay(attempt)
+		if ctx.Err() != nil {
+			delay = 0 // shutting down: let another instance take it at once
+		}
+		for _, m := range good {
+			_ = m.NakWithDelay(delay) // if lost, the ack wait redelivers
+		}
+		if ctx.Err() == nil {
+			l.log.Warn("batch failed; it will be redelivered", "consumer", durable, "events", len(batch),
+				"first_seq", batch[0].Seq, "retry_in", delay, "err", err)
+		}
+		raw = bad // undecodable messages never get better: acknowledge them anyway
+	}
+	l.ack(durable, raw)
+	return err == nil
+}
+
+// ack acknowledges msgs and waits for the server to confirm the last: it
+// processes a consumer's acks in order, so then all are done. It does so
+// even when Consume's context has ended, as handle's work is done.
+func (l *Log) ack(durable string, msgs []jetstream.Msg) {
+	if len(msgs) == 0 {
+		return
+	}
+	for _, m := range msgs[:len(msgs)-1] {
+		_ = m.Ack()
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), ackTimeout)
+	defer cancel()
+	if err := msgs[len(msgs)-1].DoubleAck(ctx); err != nil {
+		// Harmless for the stored data: unconfirmed events are redelivered.
+		l.log.Warn("acknowledging a batch failed; it may be redelivered", "consumer", durable, "err", err)
+	}
+}
+
+// runHandle calls handle, telling the server every third of the ack wait
+// that the batch is still being worked on.
+func (l *Log) runHandle(ctx context.Context, msgs []jetstream.Msg, batch []Message, handle func(context.Context, []Message) error) error {
+	done := make(chan struct{})
+	var wg sync.WaitGroup
+	wg.Go(func() {
+		t := time.NewTicker(l.ackWait / 3)
+		defer t.Stop()
+		for {
+			select {
+			case <-done:
+				return
+			case <-t.C:
+				for _, m := range msgs {
+					_ = m.InProgress()
+				}
+			}
+		}
+	})
+	err := handle(ctx, batch)
+	close(done)
+	wg.Wait()
+	return err
+}
+
+func (l *Log) skipUndecodable(seq uint64, subject string, data []byte, err error) {
+	l.undecodable.Add(1)
+	const max = 256
+	if len(data) > max {
+		data = data[:max]
+	}
+	l.log.Error("message in the event log is not an event; skipped, never applied",
+		"seq", seq, "subject", subject, "data", string(data), "err", err)
+}
+
+func sleep(ctx context.Context, d time.Duration) {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-ctx.Done():
+	case <-t.C:
+	}
+}
+
+// replayBatch is how many messages Replay asks for at a time.
+const replayBatch = 1024
+
+// Replay calls fn with every event in the stream of sequence greater than
+// after, in order, up to the last sequence stored when Replay started, and
+// returns nil. Under workqueue retention the stream holds exactly the
+// events the persister has not acknowledged, so Replay(ctx, 0, apply)
+// after loading the durable store brings an engine up to date — provided
+// the persister does not run meanwhile (an event it moves from the log to
+// the store after the store was loaded would be missed).
+//
+// A message that is not a valid event is logged, counted and skipped.
+// Replay stops at the first error of fn and returns it wrapped; a log that
+// cannot be read returns EUnavailable.
+func (l *Log) Replay(ctx context.Context, after uint64, fn func(Message) error) error {
+	if l.closed.Load() {
+		return unavailable("replay", errClosed)
+	}
+	info, err := l.stream.Info(ctx)
+	if err != nil {
+		return unavailable("replay", err)
+	}
+	last := info.State.LastSeq
+	next := max(after+1, info.State.FirstSeq)
+	for next <= last {
+		raw, err := l.directGet(ctx, next)
+		if err != nil {
+			return unavailable("replay", err)
+		}
+		if len(raw) == 0 {
+			return nil
+		}
+		for _, r := range raw {
+			if r.seq > last {
+				return nil
+			}
+			next = r.seq + 1
+			e, err := decode(l.cfg.Subject, r.subject, r.data)
+			if err != nil {
+				l.skipUndecodable(r.seq, r.subject, r.data, err)
+				continue
+			}
+			if err := fn(Message{Seq: r.seq, Event: e}); err != nil {
+				return fmt.Errorf("eventlog: replay: at seq %d: %w", r.seq, err)
+			}
+		}
+	}
+	return nil
+}
+
+type rawMsg struct {
+	seq     uint64
+	subject string
+	data    []byte
+}
+
+// directGet reads up to replayBatch messages from sequence from on, with
+// one batched direct get (ADR-31, stream AllowDirect). It reads without a
+// consumer, which a workqueue stream would refuse beside the persister's.
+// Servers before 2.11 answer one message per request: Replay still works,
+// at one round trip per event.
+func (l *Log) directGet(ctx context.Context, from uint64) ([]rawMsg, error) {
+	req, err := json.Marshal(struct {
+		Seq     uint64 `json:"seq"`
+		NextFor string `json:"next_by_subj"`
+		Batch   int    `json:"batch"`
+	}{from, l.subject, replayBatch})
+	if err != nil {
+		return nil, err
+	}
+	inbox := l.nc.NewInbox()
+	sub, err := l.nc.SubscribeSync(inbox)
+	if err != nil {
+		return nil, err
+	}
+	defer sub.Unsubscribe()
+	if err := l.nc.PublishRequest("$JS.API.DIRECT.GET."+l.cfg.Stream, inbox, req); err != nil {
+		return nil, err
+	}
+	ctx, cancel := context.WithTimeout(ctx, 30*time.Second)
+	defer cancel()
+	var out []rawMsg
+	for {
+		m, err := sub.NextMsgWithContext(ctx)
+		if err != nil {
+			return nil, fmt.Errorf("direct get from seq %d: %w", from, err)
+		}
+		if status := m.Header.Get("Status"); status != "" {
+			switch status {
+			case "204", "404": // end of batch; nothing at or after from
+				return out, nil
+			case "503":
+				return nil, nats.ErrNoResponders
+			}
+			return nil, fmt.Errorf("direct get from seq %d: status %s %s", from, status, m.Header.Get("Description"))
+		}
+		seq, err := strconv.ParseUint(m.Header.Get(jetstream.SequenceHeader), 10, 64)
+		if err != nil {
+			return nil, fmt.Errorf("direct get from seq %d: bad sequence header %q", from, m.Header.Get(jetstream.SequenceHeader))
+		}
+		out = append(out, rawMsg{seq: seq, subject: m.Header.Get(jetstream.SubjectHeader), data: m.Data})
+		if m.Header.Get("Nats-Num-Pending") == "" {
+			// A server before 2.11 ignores batch and answers with one
+			// message and no end-of-batch marker.
+			return out, nil
+		}
+	}
+}
+
+// Pending returns how many events the persister has not yet
+// acknowledged, and the time the oldest of them was stored (zero when
+// there are none): the persister's lag, for metrics. Under workqueue
+// retention that is the stream's content, whatever the consumer's state,
+// so the figure is right before the consumer named durable exists, too;
+// durable is accepted for the API's sake. Returns EUnavailable when the
+// log cannot be read.
+func (l *Log) Pending(ctx context.Context, durable string) (events uint64, oldest time.Time, err error) {
+	if l.closed.Load() {
+		return 0, time.Time{}, unavailable("pending", errClosed)
+	}
+	info, err := l.stream.Info(ctx)
+	if err != nil {
+		return 0, time.Time{}, unavailable("pending", err)
+	}
+	if info.State.Msgs == 0 {
+		return 0, time.Time{}, nil
+	}
+	return info.State.Msgs, info.State.FirstTime, nil
+}

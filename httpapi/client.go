@@ -1,0 +1,366 @@
+package httpapi
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"net/url"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/followgraph/followgraph"
+)
+
+// Client is a followgraph.Graph served by a followgraph server over HTTP.
+// It checks nothing itself: the server validates every call, and its
+// errors come back as *followgraph.Error with the server's code and
+// message. A server that cannot be reached, or answers with a gateway
+// error, gives code unavailable, with the cause wrapped.
+type Client struct {
+	base string
+	hc   *http.Client
+}
+
+var _ followgraph.Graph = (*Client)(nil)
+
+// maxResponseBytes bounds the answers the client reads. The largest the
+// server sends, 10000 relations, is about 1.5 MB.
+const maxResponseBytes = 64 << 20
+
+// NewClient returns a client of the server at baseURL, such as
+// "http://127.0.0.1:8080", that sends its requests with hc
+// (http.DefaultClient when nil).
+func NewClient(baseURL string, hc *http.Client) *Client {
+	if hc == nil {
+		hc = http.DefaultClient
+	}
+	return &Client{base: strings.TrimRight(baseURL, "/"), hc: hc}
+}
+
+// Follow makes user follow target; see followgraph.Graph. Besides the
+// errors of the Graph, it returns code rate_limited when the server limits
+// the writes of user.
+func (c *Client) Follow(ctx context.Context, user, target followgraph.UserID) (followgraph.FollowResult, error) {
+	var out followJSON
+	if err := c.do(ctx, http.MethodPut, userPath(user, "following", target.String()), "", nil, &out); err != nil {
+		return followgraph.FollowResult{}, err
+	}
+	since, err := parseTime(out.Since)
+	if err != nil {
+		return followgraph.FollowResult{}, malformed(http.MethodPut, "follow", err)
+	}
+	return followgraph.FollowResult{Created: out.Created, Since: since}, nil
+}
+
+// Unfollow makes user stop following target; see followgraph.Graph and
+// Follow.
+func (c *Client) Unfollow(ctx context.Context, user, target followgraph.UserID) (bool, error) {
+	var out unfollowJSON
+	if err := c.do(ctx, http.MethodDelete, userPath(user, "following", target.String()), "", nil, &out); err != nil {
+		return false, err
+	}
+	return out.Removed, nil
+}
+
+// IsFollowing reports whether user follows target; see followgraph.Graph.
+func (c *Client) IsFollowing(ctx context.Context, user, target followgraph.UserID) (followgraph.Edge, error) {
+	var out edgeJSON
+	if err := c.do(ctx, http.MethodGet, userPath(user, "following", target.String()), "", nil, &out); err != nil {
+		return followgraph.Edge{}, err
+	}
+	since, err := parseNullTime(out.Since)
+	if err != nil || out.Following == since.IsZero() {
+		return followgraph.Edge{}, malformed(http.MethodGet, "is following", err)
+	}
+	return followgraph.Edge{Following: out.Following, Since: since}, nil
+}
+
+// Counts returns the counters of each id; see followgraph.Graph. One id
+// is asked for with GET /v1/users/{user}, others with GET /v1/users?ids=.
+func (c *Client) Counts(ctx context.Context, ids []followgraph.UserID) ([]followgraph.Counts, error) {
+	var list []countsJSON
+	if len(ids) == 1 {
+		var out countsJSON
+		if err := c.do(ctx, http.MethodGet, userPath(ids[0]), "", nil, &out); err != nil {
+			return nil, err
+		}
+		list = []countsJSON{out}
+	} else {
+		var out countsListJSON
+		if err := c.do(ctx, http.MethodGet, "/v1/users", idsQuery(ids), nil, &out); err != nil {
+			return nil, err
+		}
+		list = out.Users
+	}
+	if len(list) != len(ids) {
+		return nil, malformed(http.MethodGet, "counts", fmt.Errorf("%d counts for %d ids", len(list), len(ids)))
+	}
+	cs := make([]followgraph.Counts, len(list))
+	for i, x := range list {
+		id, err := followgraph.ParseUserID(x.ID)
+		if err != nil {
+			return nil, malformed(http.MethodGet, "counts", err)
+		}
+		cs[i] = followgraph.Counts{ID: id, FollowingCount: x.FollowingCount, FollowerCount: x.FollowerCount}
+	}
+	return cs, nil
+}
+
+// Following returns a page of the users that user follows; see
+// followgraph.Graph.
+func (c *Client) Following(ctx context.Context, user followgraph.UserID, req followgraph.PageRequest) (followgraph.Page, error) {
+	return c.list(ctx, userPath(user, "following"), req)
+}
+
+// Followers returns a page of the users that follow user; see
+// followgraph.Graph.
+func (c *Client) Followers(ctx context.Context, user followgraph.UserID, req followgraph.PageRequest) (followgraph.Page, error) {
+	return c.list(ctx, userPath(user, "followers"), req)
+}
+
+func (c *Client) list(ctx context.Context, path string, req followgraph.PageRequest) (followgraph.Page, error) {
+	var out listJSON
+	if err := c.do(ctx, http.MethodGet, path, pageQuery(req), nil, &out); err != nil {
+		return followgraph.Page{}, err
+	}
+	entries, err := entriesOf(len(out.Users), func(i int) (string, string) { return out.Users[i].ID, out.Users[i].Since })
+	if err != nil {
+		return followgraph.Page{}, malformed(http.MethodGet, path, err)
+	}
+	return followgraph.Page{Entries: entries, Next: deref(out.NextCursor)}, nil
+}
+
+// Relations returns the relation of viewer to each id; see
+// followgraph.Graph. Up to 1000 ids are asked for with GET, more with POST.
+func (c *Client) Relations(ctx context.Context, viewer followgraph.UserID, ids []followgraph.UserID) ([]followgraph.RelationInfo, error) {
+	var out relationsJSON
+	var err error
+	if len(ids) > maxQueryIDs {
+		err = c.do(ctx, http.MethodPost, userPath(viewer, "relations"), "", relationsRequest{IDs: idStrings(ids)}, &out)
+	} else {
+		err = c.do(ctx, http.MethodGet, userPath(viewer, "relations"), idsQuery(ids), nil, &out)
+	}
+	if err != nil {
+		return nil, err
+	}
+	if len(out.Relations) != len(ids) {
+		return nil, malformed(http.MethodGet, "relations", fmt.Errorf("%d relations for %d ids", len(out.Relations), len(ids)))
+	}
+	rels := make([]followgraph.RelationInfo, len(out.Relations))
+	for i, x := range out.Relations {
+		id, err := followgraph.ParseUserID(x.ID)
+		if err != nil {
+			return nil, malformed(http.MethodGet, "relations", err)
+		}
+		following, err1 := parseNullTime(x.FollowingSince)
+		followedBy, err2 := parseNullTime(x.FollowedBySince)
+		if err := errors.Join(err1, err2); err != nil {
+			return nil, malformed(http.MethodGet, "relations", err)
+		}
+		rels[i] = followgraph.RelationInfo{ID: id, Relation: followgraph.Relation(x.Relation), FollowingSince: following, FollowedBySince: followedBy}
+	}
+	return rels, nil
+}
+
+// Mutuals returns the users that user follows and that follow user; see
+// followgraph.Graph.
+func (c *Client) Mutuals(ctx context.Context, user followgraph.UserID, req followgraph.PageRequest) (followgraph.SetPage, error) {
+	return c.set(ctx, userPath(user, "mutuals"), req)
+}
+
+// CommonFollowing returns the users that both user and other follow; see
+// followgraph.Graph.
+func (c *Client) CommonFollowing(ctx context.Context, user, other followgraph.UserID, req followgraph.PageRequest) (followgraph.SetPage, error) {
+	return c.set(ctx, userPath(user, "common-following", other.String()), req)
+}
+
+// CommonFollowers returns the users that follow both user and other; see
+// followgraph.Graph.
+func (c *Client) CommonFollowers(ctx context.Context, user, other followgraph.UserID, req followgraph.PageRequest) (followgraph.SetPage, error) {
+	return c.set(ctx, userPath(user, "common-followers", other.String()), req)
+}
+
+// KnownFollowers returns the users that user follows and that follow
+// target; see followgraph.Graph.
+func (c *Client) KnownFollowers(ctx context.Context, user, target followgraph.UserID, req followgraph.PageRequest) (followgraph.SetPage, error) {
+	return c.set(ctx, userPath(user, "known-followers", target.String()), req)
+}
+
+func (c *Client) set(ctx context.Context, path string, req followgraph.PageRequest) (followgraph.SetPage, error) {
+	var out setJSON
+	if err := c.do(ctx, http.MethodGet, path, pageQuery(req), nil, &out); err != nil {
+		return followgraph.SetPage{}, err
+	}
+	entries, err := entriesOf(len(out.Users), func(i int) (string, string) { return out.Users[i].ID, out.Users[i].Since })
+	if err != nil {
+		return followgraph.SetPage{}, malformed(http.MethodGet, path, err)
+	}
+	return followgraph.SetPage{Count: out.Count, Entries: entries, Next: deref(out.NextCursor)}, nil
+}
+
+// Suggestions returns people user may want to follow; see
+// followgraph.Graph.
+func (c *Client) Suggestions(ctx context.Context, user followgraph.UserID, limit int) ([]followgraph.Suggestion, error) {
+	var q string
+	if limit != 0 {
+		q = "limit=" + strconv.Itoa(limit)
+	}
+	var out suggestionsJSON
+	if err := c.do(ctx, http.MethodGet, userPath(user, "suggestions"), q, nil, &out); err != nil {
+		return nil, err
+	}
+	ss := make([]followgraph.Suggestion, len(out.Users))
+	for i, x := range out.Users {
+		id, err := followgraph.ParseUserID(x.ID)
+		if err != nil {
+			return nil, malformed(http.MethodGet, "suggestions", err)
+		}
+		via := make([]followgraph.UserID, len(x.Via))
+		for j, v := range x.Via {
+			if via[j], err = followgraph.ParseUserID(v); err != nil {
+				return nil, malformed(http.MethodGet, "suggestions", err)
+			}
+		}
+		ss[i] = followgraph.Suggestion{ID: id, Score: x.Score, Via: via}
+	}
+	return ss, nil
+}
+
+// do sends a request and decodes a 200 answer into out. Any other answer
+// becomes an error: the *followgraph.Error of its body, or one made from
+// its status when it has none.
+func (c *Client) do(ctx context.Context, method, path, rawQuery string, body, out any) error {
+	target := c.base + path
+	if rawQuery != "" {
+		target += "?" + rawQuery
+	}
+	var rd io.Reader
+	if body != nil {
+		b, err := json.Marshal(body)
+		if err != nil {
+			return fmt.Errorf("httpapi: %s %s: %w", method, path, err)
+		}
+		rd = bytes.NewReader(b)
+	}
+	req, err := http.NewRequestWithContext(ctx, method, target, rd)
+	if err != nil {
+		return fmt.Errorf("httpapi: %s %s: %w", method, path, err)
+	}
+	req.Header.Set("Accept", "application/json")
+	if body != nil {
+		req.Header.Set("Content-Type", "application/json")
+	}
+	resp, err := c.hc.Do(req)
+	if err != nil {
+		return unreachable(method, path, err)
+	}
+	defer resp.Body.Close()
+	data, err := io.ReadAll(io.LimitReader(resp.Body, maxResponseBytes))
+	if err != nil {
+		return unreachable(method, path, err)
+	}
+	if resp.StatusCode != http.StatusOK {
+		return fmt.Errorf("httpapi: %s %s: %w", method, path, errorOf(resp.StatusCode, data))
+	}
+	if err := json.Unmarshal(data, out); err != nil {
+		return malformed(method, path, err)
+	}
+	return nil
+}
+
+// errorOf returns the error of an answer with a status other than 200.
+func errorOf(status int, body []byte) *followgraph.Error {
+	var e errorJSON
+	if json.Unmarshal(body, &e) == nil && e.Error.Code != "" {
+		return &followgraph.Error{Code: e.Error.Code, Message: e.Error.Message}
+	}
+	// Not an answer of a followgraph server: a proxy's, perhaps.
+	code := followgraph.EInternal
+	switch status {
+	case http.StatusBadGateway, http.StatusServiceUnavailable, http.StatusGatewayTimeout:
+		code = followgraph.EUnavailable
+	case http.StatusTooManyRequests:
+		code = followgraph.ERateLimited
+	case http.StatusRequestEntityTooLarge:
+		code = followgraph.ETooLarge
+	}
+	return followgraph.Errorf(code, "the server answered %d %s", status, http.StatusText(status))
+}
+
+// unreachable returns the error of a request that got no answer: code
+// unavailable, wrapping the cause.
+func unreachable(method, path string, err error) error {
+	return fmt.Errorf("httpapi: %s %s: %w: %w", method, path,
+		followgraph.Errorf(followgraph.EUnavailable, "the followgraph server did not answer"), err)
+}
+
+// malformed returns the error of an answer that is not what API.md says:
+// an internal error.
+func malformed(method, what string, err error) error {
+	if err == nil {
+		err = errors.New("inconsistent fields")
+	}
+	return fmt.Errorf("httpapi: %s %s: malformed answer: %w", method, what, err)
+}
+
+// userPath returns /v1/users/{user}, followed by the given segments.
+func userPath(user followgraph.UserID, segments ...string) string {
+	return "/v1/users/" + user.String() + strings.Join(append([]string{""}, segments...), "/")
+}
+
+func idsQuery(ids []followgraph.UserID) string {
+	if len(ids) == 0 {
+		return ""
+	}
+	return "ids=" + strings.Join(idStrings(ids), ",")
+}
+
+func pageQuery(req followgraph.PageRequest) string {
+	q := url.Values{}
+	if req.Limit != 0 {
+		q.Set("limit", strconv.Itoa(req.Limit))
+	}
+	if req.Cursor != "" {
+		q.Set("cursor", req.Cursor)
+	}
+	return q.Encode()
+}
+
+func entriesOf(n int, entry func(i int) (id, since string)) ([]followgraph.Entry, error) {
+	entries := make([]followgraph.Entry, n)
+	for i := range entries {
+		id, since := entry(i)
+		var err error
+		if entries[i].ID, err = followgraph.ParseUserID(id); err != nil {
+			return nil, err
+		}
+		if entries[i].Since, err = parseTime(since); err != nil {
+			return nil, err
+		}
+	}
+	return entries, nil
+}
+
+func parseTime(s string) (time.Time, error) {
+	t, err := time.Parse(time.RFC3339Nano, s)
+	return t.UTC(), err
+}
+
+func parseNullTime(s *string) (time.Time, error) {
+	if s == nil {
+		return time.Time{}, nil
+	}
+	return parseTime(*s)
+}
+
+func deref(s *string) string {
+	if s == nil {
+		return ""
+	}
+	return *s
+}

@@ -1,0 +1,174 @@
+package httpapi_test
+
+import (
+	"context"
+	"errors"
+	"net"
+	"net/http"
+	"net/http/httptest"
+	"sync"
+	"testing"
+
+	"github.com/followgraph/followgraph"
+	"github.com/followgraph/followgraph/httpapi"
+)
+
+// methodRecorder is a RoundTripper that records the method of each request.
+type methodRecorder struct {
+	mu      sync.Mutex
+	methods []string
+	next    http.RoundTripper
+}
+
+func (m *methodRecorder) RoundTrip(req *http.Request) (*http.Response, error) {
+	m.mu.Lock()
+	m.methods = append(m.methods, req.Method+" "+req.URL.Path)
+	m.mu.Unlock()
+	return m.next.RoundTrip(req)
+}
+
+// client returns a Client of the fixture's server whose exchanges are
+// checked against api/openapi.yaml, and a record of its requests.
+func (f *fixture) client() (*httpapi.Client, *methodRecorder) {
+	rec := &methodRecorder{next: &specTransport{tb: f.tb, spec: specOf(f.tb), next: f.srv.Client().Transport}}
+	return httpapi.NewClient(f.srv.URL+"/", &http.Client{Transport: rec}), rec
+}
+
+func TestClient_Relations(t *testing.T) {
+	f := newFixture(t, fixtureConfig{})
+	f.follow(1, 2)
+	c, rec := f.client()
+	for _, tt := range []struct {
+		n      int
+		method string
+	}{
+		{0, "GET"},
+		{1, "GET"},
+		{1000, "GET"},
+		{1001, "POST"},
+		{followgraph.MaxRelationIDs, "POST"},
+	} {
+		ids := make([]followgraph.UserID, tt.n)
+		for i := range ids {
+			ids[i] = followgraph.UserID(i + 2)
+		}
+		rec.methods = nil
+		rels, err := c.Relations(t.Context(), 1, ids)
+		if err != nil || len(rels) != tt.n {
+			t.Errorf("Relations of %d ids: %d relations, %v", tt.n, len(rels), err)
+			continue
+		}
+		if want := tt.method + " /v1/users/1/relations"; len(rec.methods) != 1 || rec.methods[0] != want {
+			t.Errorf("Relations of %d ids sent %v, want %s", tt.n, rec.methods, want)
+		}
+		if tt.n > 0 && (rels[0].ID != 2 || rels[0].Relation != followgraph.RelationFollowing || !rels[0].FollowingSince.Equal(t0)) {
+			t.Errorf("Relations of %d ids: the first is %+v", tt.n, rels[0])
+		}
+	}
+}
+
+func TestClient_Counts(t *testing.T) {
+	f := newFixture(t, fixtureConfig{})
+	f.follow(1, 2)
+	c, rec := f.client()
+	for _, tt := range []struct {
+		ids  []followgraph.UserID
+		sent string
+		want []followgraph.Counts
+	}{
+		{nil, "GET /v1/users", []followgraph.Counts{}},
+		{[]followgraph.UserID{2}, "GET /v1/users/2", []followgraph.Counts{{ID: 2, FollowerCount: 1}}},
+		{[]followgraph.UserID{1, 2}, "GET /v1/users", []followgraph.Counts{{ID: 1, FollowingCount: 1}, {ID: 2, FollowerCount: 1}}},
+	} {
+		rec.methods = nil
+		got, err := c.Counts(t.Context(), tt.ids)
+		if err != nil || len(got) != len(tt.want) || (len(got) > 0 && got[len(got)-1] != tt.want[len(got)-1]) {
+			t.Errorf("Counts(%v) = %v, %v; want %v", tt.ids, got, err, tt.want)
+		}
+		if len(rec.methods) != 1 || rec.methods[0] != tt.sent {
+			t.Errorf("Counts(%v) sent %v, want %s", tt.ids, rec.methods, tt.sent)
+		}
+	}
+}
+
+// TestClient_ServerErrors checks that the server's errors come back as
+// *followgraph.Error with the server's code and message.
+func TestClient_ServerErrors(t *testing.T) {
+	f := newFixture(t, fixtureConfig{opts: []httpapi.Option{httpapi.WithWriteRate(0.001, 1)}})
+	c, _ := f.client()
+	ctx := t.Context()
+
+	_, err := c.Follow(ctx, 1, 1)
+	var e *followgraph.Error
+	if !errors.As(err, &e) || e.Code != followgraph.ESelfFollow || e.Message != followgraph.ErrSelfFollow.Message {
+		t.Errorf("Follow(1, 1): %v, want %v", err, followgraph.ErrSelfFollow)
+	}
+	if _, err := c.Follow(ctx, 1, 2); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := c.Unfollow(ctx, 1, 2); followgraph.ErrorCode(err) != followgraph.ERateLimited {
+		t.Errorf("a write over the rate: %v, want code %s", err, followgraph.ERateLimited)
+	}
+	if _, err := c.Followers(ctx, 1, followgraph.PageRequest{Cursor: "nope"}); followgraph.ErrorCode(err) != followgraph.EInvalidCursor {
+		t.Errorf("Followers with a bad cursor: %v, want code %s", err, followgraph.EInvalidCursor)
+	}
+}
+
+func TestClient_Unreachable(t *testing.T) {
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	addr := l.Addr().String()
+	l.Close() // nothing listens there now
+	c := httpapi.NewClient("http://"+addr, nil)
+	_, err = c.Follow(t.Context(), 1, 2)
+	var op *net.OpError
+	if followgraph.ErrorCode(err) != followgraph.EUnavailable || !errors.As(err, &op) {
+		t.Errorf("Follow with no server: %v, want code unavailable wrapping a *net.OpError", err)
+	}
+
+	ctx, cancel := context.WithCancel(t.Context())
+	cancel()
+	f := newFixture(t, fixtureConfig{})
+	c, _ = f.client()
+	_, err = c.Followers(ctx, 1, followgraph.PageRequest{})
+	if followgraph.ErrorCode(err) != followgraph.EUnavailable || !errors.Is(err, context.Canceled) {
+		t.Errorf("Followers with a canceled context: %v, want code unavailable wrapping context.Canceled", err)
+	}
+}
+
+// TestClient_NotOurServer checks the answers of something that is not a
+// followgraph server, such as a proxy in between.
+func TestClient_NotOurServer(t *testing.T) {
+	tests := []struct {
+		name   string
+		status int
+		body   string
+		code   string
+	}{
+		{"BadGateway", 502, "<html>bad gateway</html>", followgraph.EUnavailable},
+		{"ServiceUnavailable", 503, "", followgraph.EUnavailable},
+		{"GatewayTimeout", 504, "timeout", followgraph.EUnavailable},
+		{"TooManyRequests", 429, "slow down", followgraph.ERateLimited},
+		{"InternalServerError", 500, "oops", followgraph.EInternal},
+		{"NotFound", 404, "404 page not found", followgraph.EInternal},
+		{"OtherErrorShape", 400, `{"error": "bad"}`, followgraph.EInternal},
+		{"GarbageOK", 200, "not json", followgraph.EInternal},
+		{"WrongOK", 200, `{"users": [{"id": 7, "since": "yesterday"}], "next_cursor": null}`, followgraph.EInternal},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+				w.WriteHeader(tt.status)
+				w.Write([]byte(tt.body))
+			}))
+			defer srv.Close()
+			c := httpapi.NewClient(srv.URL, srv.Client())
+			_, err := c.Followers(t.Context(), 1, followgraph.PageRequest{})
+			if followgraph.ErrorCode(err) != tt.code {
+				t.Errorf("%d %q: %v (code %q), want code %q", tt.status, tt.body, err, followgraph.ErrorCode(err), tt.code)
+			}
+		})
+	}
+}

@@ -1,0 +1,99 @@
+package httpapi
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net/http"
+	"strconv"
+
+	"github.com/followgraph/followgraph"
+)
+
+// statusOf is the one table from error codes to HTTP statuses. A code
+// that is not in it is a bug, answered as internal.
+var statusOf = map[string]int{
+	followgraph.EInvalidID:        http.StatusBadRequest,
+	followgraph.EInvalidArgument:  http.StatusBadRequest,
+	followgraph.EInvalidCursor:    http.StatusBadRequest,
+	followgraph.ESelfFollow:       http.StatusBadRequest,
+	followgraph.ENotFound:         http.StatusNotFound,
+	followgraph.EMethodNotAllowed: http.StatusMethodNotAllowed,
+	followgraph.EFollowingLimit:   http.StatusConflict,
+	followgraph.ETooLarge:         http.StatusRequestEntityTooLarge,
+	followgraph.ERateLimited:      http.StatusTooManyRequests,
+	followgraph.EUnavailable:      http.StatusServiceUnavailable,
+	followgraph.EInternal:         http.StatusInternalServerError,
+}
+
+// statusCode returns the status and code under which err is answered.
+func statusCode(err error) (int, string) {
+	code := followgraph.ErrorCode(err)
+	status, ok := statusOf[code]
+	if !ok {
+		return http.StatusInternalServerError, followgraph.EInternal
+	}
+	return status, code
+}
+
+const (
+	internalMessage = "internal error"
+	tooLargeMessage = "the request body is over the limit of 1 MiB"
+)
+
+// rateLimitedError is a rate_limited error with the number of seconds
+// after which the write may succeed, for the Retry-After header.
+type rateLimitedError struct {
+	err        *followgraph.Error
+	retryAfter int
+}
+
+func (e *rateLimitedError) Error() string { return e.err.Error() }
+func (e *rateLimitedError) Unwrap() error { return e.err }
+
+// writeError answers err. An internal error (one that is not a
+// *followgraph.Error, or has a code not in statusOf) is answered with a
+// message that says nothing internal, and logged; so is an unavailable
+// backend, at warning level.
+func (s *Server) writeError(w http.ResponseWriter, r *http.Request, err error) {
+	status, code := statusCode(err)
+	msg := followgraph.ErrorMessage(err)
+	switch ctxErr := r.Context().Err(); {
+	case ctxErr != nil && errors.Is(err, ctxErr):
+		// The client went away or timed out: nobody reads the answer,
+		// and nothing is wrong with the server.
+		status, code, msg = http.StatusServiceUnavailable, followgraph.EUnavailable, "the request was canceled"
+	case code == followgraph.EInternal:
+		msg = internalMessage
+		s.log.Error("httpapi: internal error", "method", r.Method, "route", r.Pattern, "err", err)
+	case code == followgraph.EUnavailable:
+		s.log.Warn("httpapi: backend unavailable", "method", r.Method, "route", r.Pattern, "err", err)
+	}
+	var rl *rateLimitedError
+	if errors.As(err, &rl) {
+		w.Header().Set("Retry-After", strconv.Itoa(rl.retryAfter))
+	}
+	writeError(w, status, code, msg)
+}
+
+func writeError(w http.ResponseWriter, status int, code, message string) {
+	var body errorJSON
+	body.Error.Code, body.Error.Message = code, message
+	writeJSON(w, status, body)
+}
+
+// writeJSON answers v as JSON with the given status.
+func writeJSON(w http.ResponseWriter, status int, v any) {
+	b, err := json.Marshal(v)
+	if err != nil {
+		// Every value written is one of this package's types, which
+		// always marshal: a bug, which ServeHTTP recovers and logs.
+		panic(fmt.Sprintf("httpapi: encoding a %T: %v", v, err))
+	}
+	b = append(b, '\n')
+	h := w.Header()
+	h.Set("Content-Type", "application/json")
+	h.Set("Content-Length", strconv.Itoa(len(b)))
+	w.WriteHeader(status)
+	w.Write(b)
+}

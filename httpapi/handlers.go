@@ -1,0 +1,272 @@
+package httpapi
+
+import (
+	"context"
+	"net/http"
+	"time"
+
+	"github.com/followgraph/followgraph"
+)
+
+// maxQueryIDs is the most ids GET /v1/users/{user}/relations takes in its
+// query string; up to followgraph.MaxRelationIDs go in the body of a POST.
+const maxQueryIDs = 1000
+
+func (s *Server) follow(r *http.Request) (any, error) {
+	const op = "follow"
+	ids, err := pathIDs(r, "user", "target")
+	if err != nil {
+		return nil, s.writeFailed(op, err)
+	}
+	user, target := ids[0], ids[1]
+	if user == target {
+		return nil, s.writeFailed(op, followgraph.ErrSelfFollow)
+	}
+	if err := s.allowWrite(user); err != nil {
+		return nil, s.writeFailed(op, err)
+	}
+	res, err := s.g.Follow(r.Context(), user, target)
+	if err != nil {
+		return nil, s.writeFailed(op, err)
+	}
+	s.metrics.write(op, outcome(res.Created, "created"))
+	return followJSON{User: user.String(), Target: target.String(), Following: true, Created: res.Created, Since: formatTime(res.Since)}, nil
+}
+
+func (s *Server) unfollow(r *http.Request) (any, error) {
+	const op = "unfollow"
+	ids, err := pathIDs(r, "user", "target")
+	if err != nil {
+		return nil, s.writeFailed(op, err)
+	}
+	user, target := ids[0], ids[1]
+	if err := s.allowWrite(user); err != nil {
+		return nil, s.writeFailed(op, err)
+	}
+	removed, err := s.g.Unfollow(r.Context(), user, target)
+	if err != nil {
+		return nil, s.writeFailed(op, err)
+	}
+	s.metrics.write(op, outcome(removed, "removed"))
+	return unfollowJSON{User: user.String(), Target: target.String(), Following: false, Removed: removed}, nil
+}
+
+func outcome(changed bool, change string) string {
+	if changed {
+		return change
+	}
+	return "unchanged"
+}
+
+// writeFailed counts a failed write under its error code, and returns err.
+func (s *Server) writeFailed(op string, err error) error {
+	_, code := statusCode(err)
+	s.metrics.write(op, code)
+	return err
+}
+
+// allowWrite returns a rate_limited error when user is over the write rate.
+func (s *Server) allowWrite(user followgraph.UserID) error {
+	if s.limiter == nil {
+		return nil
+	}
+	wait := s.limiter.reserve(user, time.Now())
+	if wait <= 0 {
+		return nil
+	}
+	secs := int((wait + time.Second - 1) / time.Second)
+	return &rateLimitedError{
+		err:        followgraph.Errorf(followgraph.ERateLimited, "too many writes by user %d: retry after %d s", user, secs),
+		retryAfter: secs,
+	}
+}
+
+func (s *Server) isFollowing(r *http.Request) (any, error) {
+	ids, err := pathIDs(r, "user", "target")
+	if err != nil {
+		return nil, err
+	}
+	e, err := s.g.IsFollowing(r.Context(), ids[0], ids[1])
+	if err != nil {
+		return nil, err
+	}
+	return edgeJSON{User: ids[0].String(), Target: ids[1].String(), Following: e.Following, Since: nullTime(e.Since)}, nil
+}
+
+func (s *Server) counts(r *http.Request) (any, error) {
+	ids, err := pathIDs(r, "user")
+	if err != nil {
+		return nil, err
+	}
+	cs, err := s.g.Counts(r.Context(), ids)
+	if err != nil {
+		return nil, err
+	}
+	return countsJSONOf(cs[0]), nil
+}
+
+func (s *Server) countsOf(r *http.Request) (any, error) {
+	q, err := query(r)
+	if err != nil {
+		return nil, err
+	}
+	ids, err := queryIDs(q, followgraph.MaxCountIDs)
+	if err != nil {
+		return nil, err
+	}
+	cs, err := s.g.Counts(r.Context(), ids)
+	if err != nil {
+		return nil, err
+	}
+	out := countsListJSON{Users: make([]countsJSON, len(cs))}
+	for i, c := range cs {
+		out.Users[i] = countsJSONOf(c)
+	}
+	return out, nil
+}
+
+func (s *Server) following(r *http.Request) (any, error) {
+	return s.list(r, followgraph.ListFollowing, s.g.Following)
+}
+
+func (s *Server) followers(r *http.Request) (any, error) {
+	return s.list(r, followgraph.ListFollowers, s.g.Followers)
+}
+
+// list answers a page of the following or the followers list, with the
+// viewer's relation to each user when the request names a viewer.
+func (s *Server) list(r *http.Request, name string, read func(context.Context, followgraph.UserID, followgraph.PageRequest) (followgraph.Page, error)) (any, error) {
+	ids, err := pathIDs(r, "user")
+	if err != nil {
+		return nil, err
+	}
+	q, err := query(r)
+	if err != nil {
+		return nil, err
+	}
+	v, hasViewer, err := viewer(q)
+	if err != nil {
+		return nil, err
+	}
+	req, err := pageRequest(q, followgraph.Scope(name, ids[0]))
+	if err != nil {
+		return nil, err
+	}
+	p, err := read(r.Context(), ids[0], req)
+	if err != nil {
+		return nil, err
+	}
+	var rels []followgraph.RelationInfo
+	if hasViewer {
+		listed := make([]followgraph.UserID, len(p.Entries))
+		for i, e := range p.Entries {
+			listed[i] = e.ID
+		}
+		if rels, err = s.g.Relations(r.Context(), v, listed); err != nil {
+			return nil, err
+		}
+	}
+	return listJSONOf(p, rels), nil
+}
+
+func (s *Server) relations(r *http.Request) (any, error) {
+	ids, err := pathIDs(r, "user")
+	if err != nil {
+		return nil, err
+	}
+	q, err := query(r)
+	if err != nil {
+		return nil, err
+	}
+	of, err := queryIDs(q, maxQueryIDs)
+	if err != nil {
+		return nil, err
+	}
+	return s.relationsAnswer(r.Context(), ids[0], of)
+}
+
+func (s *Server) relationsOf(r *http.Request) (any, error) {
+	ids, err := pathIDs(r, "user")
+	if err != nil {
+		return nil, err
+	}
+	of, err := bodyIDs(r.Body, followgraph.MaxRelationIDs)
+	if err != nil {
+		return nil, err
+	}
+	return s.relationsAnswer(r.Context(), ids[0], of)
+}
+
+func (s *Server) relationsAnswer(ctx context.Context, user followgraph.UserID, of []followgraph.UserID) (any, error) {
+	rels, err := s.g.Relations(ctx, user, of)
+	if err != nil {
+		return nil, err
+	}
+	return relationsJSONOf(rels), nil
+}
+
+// setQuery answers a page of a set query about the users in the path
+// wildcards names.
+func (s *Server) setQuery(r *http.Request, name string, names []string, read func(ctx context.Context, ids []followgraph.UserID, req followgraph.PageRequest) (followgraph.SetPage, error)) (any, error) {
+	ids, err := pathIDs(r, names...)
+	if err != nil {
+		return nil, err
+	}
+	q, err := query(r)
+	if err != nil {
+		return nil, err
+	}
+	req, err := pageRequest(q, followgraph.Scope(name, ids...))
+	if err != nil {
+		return nil, err
+	}
+	p, err := read(r.Context(), ids, req)
+	if err != nil {
+		return nil, err
+	}
+	return setJSONOf(p), nil
+}
+
+func (s *Server) mutuals(r *http.Request) (any, error) {
+	return s.setQuery(r, followgraph.ListMutuals, []string{"user"}, func(ctx context.Context, ids []followgraph.UserID, req followgraph.PageRequest) (followgraph.SetPage, error) {
+		return s.g.Mutuals(ctx, ids[0], req)
+	})
+}
+
+func (s *Server) commonFollowing(r *http.Request) (any, error) {
+	return s.setQuery(r, followgraph.ListCommonFollowing, []string{"user", "other"}, func(ctx context.Context, ids []followgraph.UserID, req followgraph.PageRequest) (followgraph.SetPage, error) {
+		return s.g.CommonFollowing(ctx, ids[0], ids[1], req)
+	})
+}
+
+func (s *Server) commonFollowers(r *http.Request) (any, error) {
+	return s.setQuery(r, followgraph.ListCommonFollowers, []string{"user", "other"}, func(ctx context.Context, ids []followgraph.UserID, req followgraph.PageRequest) (followgraph.SetPage, error) {
+		return s.g.CommonFollowers(ctx, ids[0], ids[1], req)
+	})
+}
+
+func (s *Server) knownFollowers(r *http.Request) (any, error) {
+	return s.setQuery(r, followgraph.ListKnownFollowers, []string{"user", "target"}, func(ctx context.Context, ids []followgraph.UserID, req followgraph.PageRequest) (followgraph.SetPage, error) {
+		return s.g.KnownFollowers(ctx, ids[0], ids[1], req)
+	})
+}
+
+func (s *Server) suggestions(r *http.Request) (any, error) {
+	ids, err := pathIDs(r, "user")
+	if err != nil {
+		return nil, err
+	}
+	q, err := query(r)
+	if err != nil {
+		return nil, err
+	}
+	n, err := limit(q)
+	if err != nil {
+		return nil, err
+	}
+	ss, err := s.g.Suggestions(r.Context(), ids[0], n)
+	if err != nil {
+		return nil, err
+	}
+	return suggestionsJSONOf(ss), nil
+}

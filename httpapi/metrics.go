@@ -1,0 +1,60 @@
+package httpapi
+
+import (
+	"errors"
+	"strconv"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+)
+
+// metrics are the server's Prometheus metrics. Their labels take few
+// values: route patterns, statuses, and the outcomes of writes.
+type metrics struct {
+	requests *prometheus.CounterVec
+	latency  *prometheus.HistogramVec
+	writes   *prometheus.CounterVec
+}
+
+func newMetrics(reg prometheus.Registerer) *metrics {
+	return &metrics{
+		requests: register(reg, prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "followgraph_http_requests_total",
+			Help: "HTTP requests answered, by route pattern and status.",
+		}, []string{"route", "code"})),
+		latency: register(reg, prometheus.NewHistogramVec(prometheus.HistogramOpts{
+			Name:    "followgraph_http_request_duration_seconds",
+			Help:    "Time to answer an HTTP request, by route pattern and status.",
+			Buckets: []float64{.0001, .00025, .0005, .001, .0025, .005, .01, .025, .05, .1, .25, .5, 1, 2.5},
+		}, []string{"route", "code"})),
+		writes: register(reg, prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "followgraph_writes_total",
+			Help: "Follows and unfollows by outcome: created, removed, unchanged, or the error code.",
+		}, []string{"op", "outcome"})),
+	}
+}
+
+// register registers c in reg, or returns the collector already registered
+// under its name, so that several servers can share one registry.
+func register[C prometheus.Collector](reg prometheus.Registerer, c C) C {
+	if err := reg.Register(c); err != nil {
+		var are prometheus.AlreadyRegisteredError
+		if errors.As(err, &are) {
+			if existing, ok := are.ExistingCollector.(C); ok {
+				return existing
+			}
+		}
+		panic("httpapi: registering metrics: " + err.Error())
+	}
+	return c
+}
+
+func (m *metrics) observe(route string, status int, d time.Duration) {
+	code := strconv.Itoa(status)
+	m.requests.WithLabelValues(route, code).Inc()
+	m.latency.WithLabelValues(route, code).Observe(d.Seconds())
+}
+
+func (m *metrics) write(op, outcome string) {
+	m.writes.WithLabelValues(op, outcome).Inc()
+}

@@ -1,0 +1,154 @@
+package httpapi_test
+
+import (
+	"context"
+	"errors"
+	"io"
+	"net/http"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/followgraph/followgraph/httpapi"
+)
+
+func TestServer_Healthz(t *testing.T) {
+	f := newFixture(t, fixtureConfig{opts: []httpapi.Option{
+		httpapi.WithReadiness("redis", func(context.Context) error { return errors.New("down") }),
+	}})
+	// Health says the process serves, whatever its backends.
+	checkJSON(t, "healthz", f.get("/healthz"), `{"status": "ok"}`)
+}
+
+func TestServer_Readyz(t *testing.T) {
+	ok := func(context.Context) error { return nil }
+	down := func(context.Context) error { return errors.New("dial tcp 10.0.0.7:4222: connection refused") }
+	slow := func(ctx context.Context) error { <-ctx.Done(); return ctx.Err() }
+	tests := []struct {
+		name    string
+		checks  map[string]func(context.Context) error
+		order   []string
+		status  int
+		message string
+	}{
+		{"NoChecks", nil, nil, 200, ""},
+		{"AllReady", map[string]func(context.Context) error{"nats": ok, "sqlite": ok}, []string{"nats", "sqlite"}, 200, ""},
+		{"OneDown", map[string]func(context.Context) error{"nats": down, "sqlite": ok}, []string{"nats", "sqlite"}, 503, "not ready: nats"},
+		{"TwoDown", map[string]func(context.Context) error{"redis": down, "nats": ok, "postgres": down}, []string{"redis", "nats", "postgres"}, 503, "not ready: redis, postgres"},
+		{"Hangs", map[string]func(context.Context) error{"redis": slow, "nats": ok}, []string{"redis", "nats"}, 503, "not ready: redis"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			var opts []httpapi.Option
+			for _, name := range tt.order {
+				opts = append(opts, httpapi.WithReadiness(name, tt.checks[name]))
+			}
+			f := newFixture(t, fixtureConfig{opts: opts})
+			start := time.Now()
+			a := f.get("/readyz")
+			if d := time.Since(start); d > 5*time.Second {
+				t.Errorf("readyz took %v", d)
+			}
+			if tt.status == 200 {
+				checkJSON(t, "readyz", a, `{"status": "ready"}`)
+				return
+			}
+			if a.status != tt.status || a.errorCode() != "unavailable" || a.errorMessage() != tt.message {
+				t.Errorf("readyz: %d %s, want %d unavailable %q", a.status, a.body, tt.status, tt.message)
+			}
+			if strings.Contains(string(a.body), "10.0.0.7") {
+				t.Errorf("readyz tells the cause: %s", a.body)
+			}
+			if !strings.Contains(f.log.String(), "connection refused") && tt.name != "Hangs" {
+				t.Errorf("the cause is not logged:\n%s", f.log.String())
+			}
+		})
+	}
+}
+
+func TestServer_Metrics(t *testing.T) {
+	reg := prometheus.NewRegistry()
+	f := newFixture(t, fixtureConfig{maxFollowing: 1, opts: []httpapi.Option{httpapi.WithRegistry(reg)}})
+	f.do(request{method: "PUT", target: "/v1/users/1/following/2"})    // created
+	f.do(request{method: "PUT", target: "/v1/users/1/following/2"})    // unchanged
+	f.do(request{method: "PUT", target: "/v1/users/1/following/3"})    // following_limit
+	f.do(request{method: "PUT", target: "/v1/users/1/following/1"})    // self_follow
+	f.do(request{method: "DELETE", target: "/v1/users/1/following/2"}) // removed
+	f.do(request{method: "DELETE", target: "/v1/users/0/following/2"}) // invalid_id
+	f.get("/v1/users/1/followers")
+	f.get("/nowhere")
+
+	text := f.metrics()
+	for _, want := range []string{
+		`followgraph_http_requests_total{code="200",route="PUT /v1/users/{user}/following/{target}"} 2`,
+		`followgraph_http_requests_total{code="409",route="PUT /v1/users/{user}/following/{target}"} 1`,
+		`followgraph_http_requests_total{code="200",route="GET /v1/users/{user}/followers"} 1`,
+		`followgraph_http_requests_total{code="404",route="unmatched"} 1`,
+		`followgraph_http_request_duration_seconds_bucket{code="200",route="DELETE /v1/users/{user}/following/{target}",le="+Inf"} 1`,
+		`followgraph_http_request_duration_seconds_count{code="400",route="PUT /v1/users/{user}/following/{target}"} 1`,
+		`followgraph_writes_total{op="follow",outcome="created"} 1`,
+		`followgraph_writes_total{op="follow",outcome="unchanged"} 1`,
+		`followgraph_writes_total{op="follow",outcome="following_limit"} 1`,
+		`followgraph_writes_total{op="follow",outcome="self_follow"} 1`,
+		`followgraph_writes_total{op="unfollow",outcome="removed"} 1`,
+		`followgraph_writes_total{op="unfollow",outcome="invalid_id"} 1`,
+	} {
+		if !strings.Contains(text, want) {
+			t.Errorf("/metrics has no line %s", want)
+		}
+	}
+	// The registry is the one given, and serves at /metrics as it is.
+	if mfs, err := reg.Gather(); err != nil || len(mfs) != 3 {
+		t.Errorf("the registry has %d metric families (%v), want the server's 3", len(mfs), err)
+	}
+
+	// Two servers can share a registry.
+	g := newFixture(t, fixtureConfig{opts: []httpapi.Option{httpapi.WithRegistry(reg)}})
+	g.get("/v1/users/1/followers")
+	if mfs, err := reg.Gather(); err != nil || len(mfs) != 3 {
+		t.Errorf("the shared registry has %d metric families (%v), want 3", len(mfs), err)
+	}
+}
+
+// TestServer_DefaultMetrics checks that a server with no registry given
+// serves its own, with the Go runtime's metrics.
+func TestServer_DefaultMetrics(t *testing.T) {
+	f := newFixture(t, fixtureConfig{})
+	f.get("/healthz")
+	text := f.metrics()
+	for _, want := range []string{`followgraph_http_requests_total{code="200",route="GET /healthz"} 1`, "go_goroutines "} {
+		if !strings.Contains(text, want) {
+			t.Errorf("/metrics has no %s", want)
+		}
+	}
+}
+
+// metrics returns the text of /metrics, checked against api/openapi.yaml.
+func (f *fixture) metrics() string {
+	f.tb.Helper()
+	req, err := http.NewRequest(http.MethodGet, f.srv.URL+"/metrics", nil)
+	if err != nil {
+		f.tb.Fatal(err)
+	}
+	resp, err := f.srv.Client().Do(req)
+	if err != nil {
+		f.tb.Fatal(err)
+	}
+	defer resp.Body.Close()
+	b, err := io.ReadAll(resp.Body)
+	if err != nil {
+		f.tb.Fatal(err)
+	}
+	if ct := resp.Header.Get("Content-Type"); resp.StatusCode != http.StatusOK || !strings.HasPrefix(ct, "text/plain") {
+		f.tb.Fatalf("/metrics: %d, Content-Type %q", resp.StatusCode, ct)
+	}
+	// The document says text/plain; the answer has parameters too.
+	h := resp.Header.Clone()
+	h.Set("Content-Type", "text/plain")
+	if _, err := specOf(f.tb).check(context.Background(), req, nil, resp.StatusCode, h, b); err != nil {
+		f.tb.Error(err)
+	}
+	return string(b)
+}

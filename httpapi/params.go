@@ -1,0 +1,177 @@
+package httpapi
+
+import (
+	"encoding/json"
+	"errors"
+	"io"
+	"net/http"
+	"net/url"
+	"strconv"
+	"strings"
+
+	"github.com/followgraph/followgraph"
+)
+
+// Parsing of what a request carries. Everything is checked here, before
+// the graph is called: ids first (invalid_id wins over other errors, as in
+// the engines), then counts, limits and cursors.
+
+// pathIDs returns the user ids in the path wildcards names, in that order.
+func pathIDs(r *http.Request, names ...string) ([]followgraph.UserID, error) {
+	ids := make([]followgraph.UserID, len(names))
+	for i, name := range names {
+		id, err := followgraph.ParseUserID(r.PathValue(name))
+		if err != nil {
+			return nil, err
+		}
+		ids[i] = id
+	}
+	return ids, nil
+}
+
+// query returns the query parameters of r. A malformed query string, or a
+// parameter given more than once, is invalid_argument.
+func query(r *http.Request) (url.Values, error) {
+	q, err := url.ParseQuery(r.URL.RawQuery)
+	if err != nil {
+		return nil, followgraph.Errorf(followgraph.EInvalidArgument, "malformed query string: %v", err)
+	}
+	for name, vs := range q {
+		if len(vs) > 1 {
+			return nil, followgraph.Errorf(followgraph.EInvalidArgument, "query parameter %q is given %d times: give it once", truncate(name), len(vs))
+		}
+	}
+	return q, nil
+}
+
+// queryIDs parses the comma-separated ids of parameter "ids", at most max
+// of them. Absent or empty is none.
+func queryIDs(q url.Values, max int) ([]followgraph.UserID, error) {
+	s := q.Get("ids")
+	if s == "" {
+		return []followgraph.UserID{}, nil
+	}
+	if n := strings.Count(s, ",") + 1; n > max {
+		return nil, tooManyIDs(n, max)
+	}
+	parts := strings.Split(s, ",")
+	ids := make([]followgraph.UserID, len(parts))
+	for i, p := range parts {
+		id, err := followgraph.ParseUserID(p)
+		if err != nil {
+			return nil, err
+		}
+		ids[i] = id
+	}
+	return ids, nil
+}
+
+func tooManyIDs(n, max int) error {
+	return followgraph.Errorf(followgraph.EInvalidArgument, "%d ids asked for: at most %d", n, max)
+}
+
+// viewer returns the user id of parameter "viewer", and ok false when it
+// is absent. Present but empty is invalid_id.
+func viewer(q url.Values) (id followgraph.UserID, ok bool, err error) {
+	vs, ok := q["viewer"]
+	if !ok {
+		return 0, false, nil
+	}
+	id, err = followgraph.ParseUserID(vs[0])
+	return id, err == nil, err
+}
+
+// limit returns the value of parameter "limit": 0 (the default) when it
+// is absent, else an integer from 1 to followgraph.MaxLimit. Anything else,
+// the empty string included, is invalid_argument.
+func limit(q url.Values) (int, error) {
+	vs, ok := q["limit"]
+	if !ok {
+		return 0, nil
+	}
+	n, err := strconv.Atoi(vs[0])
+	if err != nil || n < 1 || n > followgraph.MaxLimit {
+		return 0, followgraph.Errorf(followgraph.EInvalidArgument, "limit %q: it must be an integer from 1 to %d", truncate(vs[0]), followgraph.MaxLimit)
+	}
+	return n, nil
+}
+
+// pageRequest returns the page asked for by parameters "limit" and
+// "cursor", for the list named by scope (see followgraph.Scope). A cursor
+// not issued for that list is invalid_cursor.
+func pageRequest(q url.Values, scope string) (followgraph.PageRequest, error) {
+	n, err := limit(q)
+	if err != nil {
+		return followgraph.PageRequest{}, err
+	}
+	c := q.Get("cursor")
+	if _, _, err := followgraph.DecodeCursor(scope, c); err != nil {
+		return followgraph.PageRequest{}, err
+	}
+	return followgraph.PageRequest{Limit: n, Cursor: c}, nil
+}
+
+// bodyIDs parses a body {"ids": ["1", "2", ...]} of at most max ids. A body
+// that is not JSON, or not exactly that object, is invalid_argument; an id
+// that is not a string holding a valid id is invalid_id; a body over
+// MaxBodyBytes is too_large.
+func bodyIDs(body io.Reader, max int) ([]followgraph.UserID, error) {
+	dec := json.NewDecoder(body)
+	dec.UseNumber() // so that a number too large for a float64 is still a number
+	var v any
+	err := dec.Decode(&v)
+	if err == nil {
+		if _, err = dec.Token(); err == io.EOF {
+			err = nil
+		} else if err == nil {
+			err = errors.New("more data after the JSON object")
+		}
+	}
+	if err != nil {
+		if errors.As(err, new(*http.MaxBytesError)) {
+			return nil, &followgraph.Error{Code: followgraph.ETooLarge, Message: tooLargeMessage}
+		}
+		if err == io.EOF {
+			err = errors.New("the body is empty")
+		}
+		return nil, followgraph.Errorf(followgraph.EInvalidArgument, `malformed body: %v; want {"ids": ["1", "2", ...]}`, err)
+	}
+	obj, ok := v.(map[string]any)
+	list, isList := obj["ids"].([]any)
+	if !ok || len(obj) != 1 || !isList {
+		return nil, followgraph.Errorf(followgraph.EInvalidArgument, `the body must be an object with one field, ids, an array of strings: {"ids": ["1", "2", ...]}`)
+	}
+	if len(list) > max {
+		return nil, tooManyIDs(len(list), max)
+	}
+	ids := make([]followgraph.UserID, len(list))
+	for i, x := range list {
+		s, ok := x.(string)
+		if !ok {
+			return nil, followgraph.Errorf(followgraph.EInvalidID, "ids[%d] is a JSON %s: ids in JSON are strings, such as \"42\"", i, jsonKind(x))
+		}
+		id, err := followgraph.ParseUserID(s)
+		if err != nil {
+			return nil, followgraph.Errorf(followgraph.EInvalidID, "ids[%d]: %s", i, followgraph.ErrorMessage(err))
+		}
+		ids[i] = id
+	}
+	return ids, nil
+}
+
+// jsonKind names the kind of a value decoded from JSON with UseNumber.
+func jsonKind(v any) string {
+	switch v.(type) {
+	case nil:
+		return "null"
+	case bool:
+		return "boolean"
+	case json.Number:
+		return "number"
+	case []any:
+		return "array"
+	case map[string]any:
+		return "object"
+	}
+	return "string"
+}

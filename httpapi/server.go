@@ -1,0 +1,298 @@
+// Package httpapi serves a followgraph.Graph over HTTP, as version 1 of the
+// API that API.md and api/openapi.yaml describe, and provides Client, a
+// followgraph.Graph that talks to such a server.
+//
+// The server is a standard net/http ServeMux with method patterns, behind
+// one ServeHTTP that answers every request in JSON, unknown routes (404)
+// and wrong methods (405) included. It validates ids, limits, cursors and
+// bodies before it calls the graph, maps every error to a status in one
+// table (error.go), limits writes per user when asked to, and exposes
+// /healthz, /readyz and /metrics.
+package httpapi
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net/http"
+	"path"
+	"runtime/debug"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/collectors"
+	"github.com/prometheus/client_golang/prometheus/promhttp"
+
+	"github.com/followgraph/followgraph"
+)
+
+// MaxBodyBytes is the largest request body the server reads; a larger one
+// is answered 413 too_large.
+const MaxBodyBytes = 1 << 20
+
+// readyTimeout bounds how long /readyz waits for the readiness checks.
+const readyTimeout = 2 * time.Second
+
+// Server serves a followgraph.Graph over HTTP. It is an http.Handler, safe
+// for concurrent use.
+type Server struct {
+	g       followgraph.Graph
+	mux     *http.ServeMux
+	log     *slog.Logger
+	limiter *writeLimiter // nil: writes are not limited
+	ready   []readiness
+	reg     *prometheus.Registry
+	metrics *metrics
+}
+
+type readiness struct {
+	name  string
+	check func(context.Context) error
+}
+
+// Option configures a Server.
+type Option func(*Server)
+
+// WithLogger sets the logger of errors: internal errors (500), unavailable
+// backends (503), failed readiness checks and recovered panics. Successful
+// requests are not logged. The default is slog.Default().
+func WithLogger(l *slog.Logger) Option { return func(s *Server) { s.log = l } }
+
+// WithWriteRate limits the writes (follow and unfollow) of each user to
+// perSecond on average, with bursts of up to burst (at least 1). A write
+// over the limit is answered 429 rate_limited with a Retry-After header
+// and changes nothing. perSecond 0 (the default) means no limit.
+func WithWriteRate(perSecond float64, burst int) Option {
+	return func(s *Server) {
+		if perSecond <= 0 {
+			s.limiter = nil
+			return
+		}
+		s.limiter = newWriteLimiter(perSecond, burst)
+	}
+}
+
+// WithReadiness adds a check that /readyz runs: the server is ready when
+// every check returns nil within a short timeout. name names the backend
+// in the 503 answer when its check fails. Several may be added.
+func WithReadiness(name string, check func(ctx context.Context) error) Option {
+	return func(s *Server) { s.ready = append(s.ready, readiness{name, check}) }
+}
+
+// WithRegistry registers the server's metrics in reg, and serves reg at
+// /metrics. By default the server has a registry of its own, with the Go
+// and process collectors.
+func WithRegistry(reg *prometheus.Registry) Option { return func(s *Server) { s.reg = reg } }
+
+// NewServer returns a Server answering from g.
+func NewServer(g followgraph.Graph, opts ...Option) *Server {
+	s := &Server{g: g, mux: http.NewServeMux(), log: slog.Default()}
+	for _, o := range opts {
+		o(s)
+	}
+	if s.reg == nil {
+		s.reg = prometheus.NewRegistry()
+		s.reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+	}
+	s.metrics = newMetrics(s.reg)
+	s.routes()
+	return s
+}
+
+func (s *Server) routes() {
+	s.handle("PUT /v1/users/{user}/following/{target}", s.follow)
+	s.handle("DELETE /v1/users/{user}/following/{target}", s.unfollow)
+	s.handle("GET /v1/users/{user}/following/{target}", s.isFollowing)
+	s.handle("GET /v1/users/{user}", s.counts)
+	s.handle("GET /v1/users", s.countsOf)
+	s.handle("GET /v1/users/{user}/following", s.following)
+	s.handle("GET /v1/users/{user}/followers", s.followers)
+	s.handle("GET /v1/users/{user}/relations", s.relations)
+	s.handle("POST /v1/users/{user}/relations", s.relationsOf)
+	s.handle("GET /v1/users/{user}/mutuals", s.mutuals)
+	s.handle("GET /v1/users/{user}/common-following/{other}", s.commonFollowing)
+	s.handle("GET /v1/users/{user}/common-followers/{other}", s.commonFollowers)
+	s.handle("GET /v1/users/{user}/known-followers/{target}", s.knownFollowers)
+	s.handle("GET /v1/users/{user}/suggestions", s.suggestions)
+	s.handle("GET /healthz", s.healthz)
+	s.handle("GET /readyz", s.readyz)
+	s.mux.Handle("GET /metrics", promhttp.HandlerFor(s.reg, promhttp.HandlerOpts{}))
+}
+
+// apiFunc answers one request: a value to write as JSON with status 200,
+// or an error to write as an error body.
+type apiFunc func(r *http.Request) (any, error)
+
+func (s *Server) handle(pattern string, f apiFunc) {
+	s.mux.HandleFunc(pattern, func(w http.ResponseWriter, r *http.Request) {
+		v, err := f(r)
+		if err != nil {
+			s.writeError(w, r, err)
+			return
+		}
+		writeJSON(w, http.StatusOK, v)
+	})
+}
+
+// routeUnmatched is the route label of requests that match no route.
+const routeUnmatched = "unmatched"
+
+// ServeHTTP answers r. Requests that match no route get a JSON 404, or a
+// JSON 405 with an Allow header when the path exists with other methods;
+// a path that is not in canonical form (such as "/v1//users/1") matches
+// no route. A body over MaxBodyBytes gets 413. A panic in a handler is
+// logged and answered 500 internal.
+func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	start := time.Now()
+	sw := &statusWriter{ResponseWriter: w}
+	h, pattern := s.mux.Handler(r)
+	route := pattern
+	if p := r.URL.EscapedPath(); pattern == "" || cleanPath(p) != p {
+		route = routeUnmatched
+	}
+	defer func() {
+		if p := recover(); p != nil {
+			if p == http.ErrAbortHandler {
+				panic(p)
+			}
+			s.log.Error("httpapi: panic serving a request", "method", r.Method, "route", route, "panic", p, "stack", string(debug.Stack()))
+			if !sw.wroteHeader {
+				writeError(sw, http.StatusInternalServerError, followgraph.EInternal, internalMessage)
+			}
+		}
+		s.metrics.observe(route, sw.status(), time.Since(start))
+	}()
+
+	switch {
+	case route == routeUnmatched:
+		s.unmatched(sw, r, h)
+	case r.ContentLength > MaxBodyBytes:
+		writeError(sw, http.StatusRequestEntityTooLarge, followgraph.ETooLarge, tooLargeMessage)
+	default:
+		r.Body = http.MaxBytesReader(w, r.Body, MaxBodyBytes)
+		s.mux.ServeHTTP(sw, r)
+	}
+}
+
+// unmatched answers a request that matches no route, in JSON. h is the
+// mux's own answer to it, which tells a 405 (with its Allow header) from
+// a 404.
+func (s *Server) unmatched(w http.ResponseWriter, r *http.Request, h http.Handler) {
+	rec := &headerRecorder{header: make(http.Header)}
+	h.ServeHTTP(rec, r)
+	if rec.code == http.StatusMethodNotAllowed {
+		allow := rec.header.Get("Allow")
+		w.Header().Set("Allow", allow)
+		writeError(w, http.StatusMethodNotAllowed, followgraph.EMethodNotAllowed,
+			fmt.Sprintf("method %s is not allowed here; allowed: %s", truncate(r.Method), allow))
+		return
+	}
+	writeError(w, http.StatusNotFound, followgraph.ENotFound, fmt.Sprintf("no such route: %s %s", truncate(r.Method), truncate(r.URL.Path)))
+}
+
+// cleanPath returns the canonical form of the escaped path p, as
+// http.ServeMux computes it to decide on a redirect.
+func cleanPath(p string) string {
+	if p == "" {
+		return "/"
+	}
+	if p[0] != '/' {
+		p = "/" + p
+	}
+	np := path.Clean(p)
+	if p[len(p)-1] == '/' && np != "/" {
+		np += "/"
+	}
+	return np
+}
+
+func truncate(s string) string {
+	const max = 200
+	if len(s) > max {
+		return s[:max] + "…"
+	}
+	return s
+}
+
+func (s *Server) healthz(*http.Request) (any, error) {
+	return statusJSON{Status: "ok"}, nil
+}
+
+// readyz runs every readiness check at once and answers 503 naming those
+// that fail, in the order they were added. The causes are logged, not
+// answered.
+func (s *Server) readyz(r *http.Request) (any, error) {
+	ctx, cancel := context.WithTimeout(r.Context(), readyTimeout)
+	defer cancel()
+	errs := make([]error, len(s.ready))
+	var wg sync.WaitGroup
+	for i, c := range s.ready {
+		wg.Go(func() { errs[i] = c.check(ctx) })
+	}
+	wg.Wait()
+	var failing []string
+	var causes []error
+	for i, err := range errs {
+		if err != nil {
+			failing = append(failing, s.ready[i].name)
+			causes = append(causes, fmt.Errorf("%s: %w", s.ready[i].name, err))
+		}
+	}
+	if len(failing) > 0 {
+		notReady := followgraph.Errorf(followgraph.EUnavailable, "not ready: %s", strings.Join(failing, ", "))
+		return nil, errors.Join(append([]error{notReady}, causes...)...)
+	}
+	return statusJSON{Status: "ready"}, nil
+}
+
+// statusWriter remembers the status of the response it writes.
+type statusWriter struct {
+	http.ResponseWriter
+	code        int
+	wroteHeader bool
+}
+
+func (w *statusWriter) WriteHeader(code int) {
+	if !w.wroteHeader {
+		w.code, w.wroteHeader = code, true
+	}
+	w.ResponseWriter.WriteHeader(code)
+}
+
+func (w *statusWriter) Write(b []byte) (int, error) {
+	if !w.wroteHeader {
+		w.code, w.wroteHeader = http.StatusOK, true
+	}
+	return w.ResponseWriter.Write(b)
+}
+
+func (w *statusWriter) status() int {
+	if !w.wroteHeader {
+		return http.StatusOK
+	}
+	return w.code
+}
+
+// Unwrap lets http.ResponseController reach the underlying writer.
+func (w *statusWriter) Unwrap() http.ResponseWriter { return w.ResponseWriter }
+
+// headerRecorder keeps the status and headers a handler writes, and drops
+// its body.
+type headerRecorder struct {
+	header http.Header
+	code   int
+}
+
+func (w *headerRecorder) Header() http.Header { return w.header }
+func (w *headerRecorder) WriteHeader(code int) {
+	if w.code == 0 {
+		w.code = code
+	}
+}
+func (w *headerRecorder) Write(b []byte) (int, error) {
+	w.WriteHeader(http.StatusOK)
+	return len(b), nil
+}

@@ -1,0 +1,173 @@
+// Package pipeline moves acknowledged changes from the event log into the
+// durable store: the persister. It reads batches (the log delivers them by
+// count and by time), waits on a token bucket when a rate is set, applies
+// each batch to the store in one transaction together with the batch's last
+// stream sequence, and only then lets the log acknowledge it. A batch that
+// fails is not acknowledged and comes back; the store's version-conditional
+// upserts make the repeat change nothing it already has.
+package pipeline
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"golang.org/x/time/rate"
+
+	fg "github.com/followgraph/followgraph"
+)
+
+// Store is what the persister writes to: one transaction per batch, with
+// the stream sequence it reached.
+type Store interface {
+	Apply(ctx context.Context, events []fg.Event, lastSeq uint64) (changed int, err error)
+}
+
+// Message is one event of the log with its stream sequence.
+type Message struct {
+	Seq   uint64
+	Event fg.Event
+}
+
+// Persister applies batches of the log to a Store.
+type Persister struct {
+	store   Store
+	limiter *rate.Limiter // nil: unlimited
+	log     *slog.Logger
+	now     func() time.Time
+
+	batchSize prometheus.Histogram
+	rows      prometheus.Counter
+	changed   prometheus.Counter
+	failures  prometheus.Counter
+	waits     prometheus.Counter
+	waited    prometheus.Counter
+	lag       prometheus.Gauge
+}
+
+// Option configures a Persister.
+type Option func(*Persister)
+
+// WithRate caps the rows written per second with a token bucket holding
+// burst rows (at least one batch). 0 means unlimited, the default.
+func WithRate(perSecond float64, burst int) Option {
+	return func(p *Persister) {
+		if perSecond > 0 {
+			p.limiter = rate.NewLimiter(rate.Limit(perSecond), max(burst, 1))
+		}
+	}
+}
+
+// WithLogger sets the logger (default slog.Default()).
+func WithLogger(l *slog.Logger) Option { return func(p *Persister) { p.log = l } }
+
+// WithClock sets the clock used for the lag metric (default time.Now).
+func WithClock(now func() time.Time) Option { return func(p *Persister) { p.now = now } }
+
+// New returns a persister writing to store, registering its metrics on reg
+// (nil: not registered).
+func New(store Store, reg prometheus.Registerer, opts ...Option) *Persister {
+	p := &Persister{
+		store: store,
+		log:   slog.Default(),
+		now:   time.Now,
+		batchSize: prometheus.NewHistogram(prometheus.HistogramOpts{
+			Name:    "followgraph_persister_batch_events",
+			Help:    "Events per batch applied to the durable store.",
+			Buckets: prometheus.ExponentialBuckets(1, 4, 8),
+		}),
+		rows: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "followgraph_persister_events_total",
+			Help: "Events applied to the durable store (rate() gives rows per second).",
+		}),
+		changed: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "followgraph_persister_rows_changed_total",
+			Help: "Edge rows the durable store changed (redelivered events change none).",
+		}),
+		failures: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "followgraph_persister_failures_total",
+			Help: "Batches the durable store refused; each is redelivered.",
+		}),
+		waits: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "followgraph_persister_token_waits_total",
+			Help: "Batches that waited on the token bucket.",
+		}),
+		waited: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "followgraph_persister_token_wait_seconds_total",
+			Help: "Time spent waiting on the token bucket.",
+		}),
+		lag: prometheus.NewGauge(prometheus.GaugeOpts{
+			Name: "followgraph_persister_lag_seconds",
+			Help: "Age of the newest event of the last batch applied.",
+		}),
+	}
+	for _, o := range opts {
+		o(p)
+	}
+	if reg != nil {
+		reg.MustRegister(p.batchSize, p.rows, p.changed, p.failures, p.waits, p.waited, p.lag)
+	}
+	return p
+}
+
+// Handle applies one batch, after waiting for tokens for all its rows. It
+// returns nil only once the batch and its last sequence are committed; on
+// an error the caller must not acknowledge the batch.
+func (p *Persister) Handle(ctx context.Context, batch []Message) error {
+	if len(batch) == 0 {
+		return nil
+	}
+	if err := p.wait(ctx, len(batch)); err != nil {
+		return err
+	}
+	events := make([]fg.Event, len(batch))
+	var last uint64
+	for i, m := range batch {
+		events[i] = m.Event
+		last = max(last, m.Seq)
+	}
+	changed, err := p.store.Apply(ctx, events, last)
+	if err != nil {
+		p.failures.Inc()
+		p.log.Error("persister: batch not applied; it will be redelivered", "events", len(batch), "last_seq", last, "err", err)
+		return fmt.Errorf("pipeline: apply batch up to %d: %w", last, err)
+	}
+	p.batchSize.Observe(float64(len(batch)))
+	p.rows.Add(float64(len(batch)))
+	p.changed.Add(float64(changed))
+	p.lag.Set(p.now().Sub(batch[len(batch)-1].Event.Time).Seconds())
+	return nil
+}
+
+// wait takes n tokens, in steps no larger than the bucket.
+func (p *Persister) wait(ctx context.Context, n int) error {
+	if p.limiter == nil {
+		return nil
+	}
+	start := p.now()
+	waited := false
+	for n > 0 {
+		k := min(n, p.limiter.Burst())
+		if r := p.limiter.ReserveN(p.now(), k); r.OK() {
+			if d := r.DelayFrom(p.now()); d > 0 {
+				waited = true
+				t := time.NewTimer(d)
+				select {
+				case <-t.C:
+				case <-ctx.Done():
+					t.Stop()
+					r.Cancel()
+					return fmt.Errorf("pipeline: waiting for tokens: %w", ctx.Err())
+				}
+			}
+		}
+		n -= k
+	}
+	if waited {
+		p.waits.Inc()
+		p.waited.Add(p.now().Sub(start).Seconds())
+	}
+	return nil
+}
