@@ -240,7 +240,7 @@ const (
 	closeTimeout   = 10 * time.Second // waiting for in-flight publishes and the drain
 	maxPubPending  = 16384            // async publishes in flight before Publish waits
 	pubAckTimeout  = 30 * time.Second // forgets an ack that never comes
-	defaultAckWait = 30 * time.Second // Consume: redelivery of a batch whose consumer vanished
+	defaultAckWait = 5 * time.Second  // Consume: redelivery of a batch whose consumer vanished (a crashed process); a slow handle reports progress every third of it
 )
 
 // Log is an open event log. Its methods are safe for concurrent use.
