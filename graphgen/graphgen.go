@@ -29,7 +29,7 @@ type Config struct {
 	Seed   uint64  // the same Config always yields the same edges
 	OutExp float64 // power-law exponent of out-degrees, > 1 (default 2.0 when 0)
 	InExp  float64 // Zipf exponent of popularity, > 1 (default 1.1 when 0)
-	MaxOut int     // cap on one user's out-degree, below Users; near Users is slow (default Users/10 when 0)
+	MaxOut int     // cap on one user's out-degree, below Users; near Users is slow (default Users/10, at least 20 × the mean, when 0)
 	Start  int64   // follow times, unix ms, are uniform in [Start, End)
 	End    int64   // (default when both are 0: the 3 years before 2026-01-01 UTC)
 }
@@ -64,7 +64,9 @@ func (c Config) withDefaults() Config {
 		c.InExp = 1.1
 	}
 	if c.MaxOut == 0 {
-		c.MaxOut = max(1, c.Users/10)
+		// A tenth of the users, but room for a heavy tail in small graphs
+		// too: at least 20 times the mean, and never all users.
+		c.MaxOut = max(1, min(c.Users-1, max(c.Users/10, 20*c.Edges/max(c.Users, 1))))
 	}
 	if c.Start == 0 && c.End == 0 {
 		c.Start, c.End = defaultStart, defaultEnd

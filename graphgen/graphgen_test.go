@@ -248,7 +248,7 @@ func TestConfig_Validate(t *testing.T) {
 		{"NegativeMaxOut", Config{Users: 1000, Edges: 50_000, MaxOut: -1}, "MaxOut"},
 		{"EmptyTimes", Config{Users: 1000, Edges: 50_000, Start: 5, End: 5}, "Start"},
 		{"TimesOverflow", Config{Users: 1000, Edges: 50_000, Start: math.MinInt64, End: math.MaxInt64}, "Start"},
-		{"MeanAboveMaxOut", Config{Users: 1000, Edges: 200_000}, "mean out-degree"},
+		{"MeanAboveMaxOut", Config{Users: 1000, Edges: 200_000, MaxOut: 100}, "mean out-degree"},
 		{"MeanBelowMin", Config{Users: 100_000, Edges: 200_000}, "mean out-degree"},
 	}
 	for _, tt := range tests {
