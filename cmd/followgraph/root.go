@@ -17,7 +17,7 @@ func newRoot() *cobra.Command {
 		SilenceUsage:  true,
 		SilenceErrors: true,
 	}
-	root.AddCommand(newServe(), newImport(), newGen(), newVersion())
+	root.AddCommand(newServe(), newImport(), newGen(), newBench(), newVersion())
 	return root
 }
 
