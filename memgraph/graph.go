@@ -63,17 +63,11 @@ type Graph struct {
 
 	clock   atomic.Uint64 // the hybrid logical clock: the greatest version issued or applied
 	seed    maphash.Seed
-	ids     [1 << idShardBits]idShard
+	ids     [1 << idShardBits]idTable
 	dirMu   sync.Mutex                         // serializes growth of dir
 	dir     atomic.Pointer[[]*[blockSize]node] // internal id → node, in stable blocks
 	users   atomic.Uint32                      // internal ids assigned
 	stripes [stripeCount]stripe
-}
-
-type idShard struct {
-	mu sync.RWMutex
-	t  idTable
-	_  [24]byte // keep shards on their own cache lines
 }
 
 // stripe guards the nodes whose internal id is its index modulo
@@ -341,7 +335,7 @@ func (g *Graph) ext(d uint32) fg.UserID { return g.node(d).ext }
 
 // shard returns the shard of id and id's hash. The shard is chosen by the
 // hash's top bits, the slot by its low bits.
-func (g *Graph) shard(id fg.UserID) (*idShard, uint64) {
+func (g *Graph) shard(id fg.UserID) (*idTable, uint64) {
 	h := hashID(g.seed, id)
 	return &g.ids[h>>(64-idShardBits)], h
 }
@@ -349,10 +343,7 @@ func (g *Graph) shard(id fg.UserID) (*idShard, uint64) {
 // internal returns the internal id of id, if it has one.
 func (g *Graph) internal(id fg.UserID) (uint32, bool) {
 	sh, h := g.shard(id)
-	sh.mu.RLock()
-	d, ok := sh.t.get(h, id)
-	sh.mu.RUnlock()
-	return d, ok
+	return sh.get(h, id)
 }
 
 // intern returns the internal id of id, assigning one if needed.
@@ -363,7 +354,7 @@ func (g *Graph) intern(id fg.UserID) uint32 {
 	sh, h := g.shard(id)
 	sh.mu.Lock()
 	defer sh.mu.Unlock()
-	if d, ok := sh.t.get(h, id); ok {
+	if d, ok := sh.get(h, id); ok {
 		return d
 	}
 	g.dirMu.Lock()
@@ -375,7 +366,7 @@ func (g *Graph) intern(id fg.UserID) uint32 {
 	g.node(d).ext = id
 	g.users.Store(d + 1)
 	g.dirMu.Unlock()
-	sh.t.put(g.seed, h, id, d)
+	sh.put(g.seed, h, id, d)
 	return d
 }
 

@@ -2,33 +2,44 @@ package memgraph
 
 import (
 	"hash/maphash"
+	"sync"
+	"sync/atomic"
 
 	fg "github.com/followgraph/followgraph"
 )
 
 // idTable maps user ids to internal ids: open addressing with linear
 // probing over 16-byte slots, so a lookup is usually one cache miss (a Go
-// map takes two or three). Ids are never removed. Not safe for concurrent
-// use; the Graph guards each with its shard's lock.
+// map takes two or three). Ids are never removed.
+//
+// Lookups take no lock: a slot's internal id is stored before its user id,
+// both atomically, so a reader that sees the user id sees the internal id;
+// a grown table is built whole before it is published. A reader holding
+// the table from before a growth may miss an id added since, which is a
+// lookup that happened before the add; intern looks again under the lock.
 type idTable struct {
-	slots []idSlot // a power of two long; id 0 marks a free slot
+	mu    sync.Mutex // serializes adds
+	slots atomic.Pointer[[]idSlot]
 	n     int
+	_     [24]byte // keep shards on their own cache lines
 }
 
 type idSlot struct {
-	id fg.UserID
-	d  uint32
+	id atomic.Int64 // 0 marks a free slot
+	d  atomic.Uint32
 }
 
 func (t *idTable) get(h uint64, id fg.UserID) (uint32, bool) {
-	if len(t.slots) == 0 {
+	p := t.slots.Load()
+	if p == nil {
 		return 0, false
 	}
-	mask := uint64(len(t.slots) - 1)
+	slots := *p
+	mask := uint64(len(slots) - 1)
 	for i := h & mask; ; i = (i + 1) & mask {
-		switch s := t.slots[i]; s.id {
+		switch got := fg.UserID(slots[i].id.Load()); got {
 		case id:
-			return s.d, true
+			return slots[i].d.Load(), true
 		case 0:
 			return 0, false
 		}
@@ -36,27 +47,34 @@ func (t *idTable) get(h uint64, id fg.UserID) (uint32, bool) {
 }
 
 // put adds id, which must not be present, growing the table at 3/4 full.
+// The caller holds t.mu.
 func (t *idTable) put(seed maphash.Seed, h uint64, id fg.UserID, d uint32) {
-	if 4*(t.n+1) > 3*len(t.slots) {
-		old := t.slots
-		t.slots = make([]idSlot, max(16, 2*len(old)))
-		for _, s := range old {
-			if s.id != 0 {
-				t.insert(hashID(seed, s.id), s)
+	var slots []idSlot
+	if p := t.slots.Load(); p != nil {
+		slots = *p
+	}
+	if 4*(t.n+1) > 3*len(slots) {
+		grown := make([]idSlot, max(16, 2*len(slots)))
+		for i := range slots {
+			if old := fg.UserID(slots[i].id.Load()); old != 0 {
+				insertSlot(grown, hashID(seed, old), old, slots[i].d.Load())
 			}
 		}
+		t.slots.Store(&grown)
+		slots = grown
 	}
-	t.insert(h, idSlot{id, d})
+	insertSlot(slots, h, id, d)
 	t.n++
 }
 
-func (t *idTable) insert(h uint64, s idSlot) {
-	mask := uint64(len(t.slots) - 1)
+func insertSlot(slots []idSlot, h uint64, id fg.UserID, d uint32) {
+	mask := uint64(len(slots) - 1)
 	i := h & mask
-	for t.slots[i].id != 0 {
+	for slots[i].id.Load() != 0 {
 		i = (i + 1) & mask
 	}
-	t.slots[i] = s
+	slots[i].d.Store(d)
+	slots[i].id.Store(int64(id))
 }
 
 // hashID hashes a user id with the graph's random seed, so that ids chosen

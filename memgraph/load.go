@@ -61,7 +61,8 @@ func (g *Graph) Load(ctx context.Context, events iter.Seq[fg.Event]) error {
 func (g *Graph) reset() {
 	for i := range g.ids {
 		g.ids[i].mu.Lock()
-		g.ids[i].t = idTable{}
+		g.ids[i].slots.Store(nil)
+		g.ids[i].n = 0
 		g.ids[i].mu.Unlock()
 	}
 	g.dirMu.Lock()
