@@ -36,7 +36,6 @@ type Persister struct {
 	store   Store
 	limiter *rate.Limiter // nil: unlimited
 	log     *slog.Logger
-	now     func() time.Time
 
 	batchSize prometheus.Histogram
 	rows      prometheus.Counter
@@ -63,16 +62,12 @@ func WithRate(perSecond float64, burst int) Option {
 // WithLogger sets the logger (default slog.Default()).
 func WithLogger(l *slog.Logger) Option { return func(p *Persister) { p.log = l } }
 
-// WithClock sets the clock used for the lag metric (default time.Now).
-func WithClock(now func() time.Time) Option { return func(p *Persister) { p.now = now } }
-
 // New returns a persister writing to store, registering its metrics on reg
 // (nil: not registered).
 func New(store Store, reg prometheus.Registerer, opts ...Option) *Persister {
 	p := &Persister{
 		store: store,
 		log:   slog.Default(),
-		now:   time.Now,
 		batchSize: prometheus.NewHistogram(prometheus.HistogramOpts{
 			Name:    "followgraph_persister_batch_events",
 			Help:    "Events per batch applied to the durable store.",
@@ -137,7 +132,7 @@ func (p *Persister) Handle(ctx context.Context, batch []Message) error {
 	p.batchSize.Observe(float64(len(batch)))
 	p.rows.Add(float64(len(batch)))
 	p.changed.Add(float64(changed))
-	p.lag.Set(p.now().Sub(batch[len(batch)-1].Event.Time).Seconds())
+	p.lag.Set(time.Now().Sub(batch[len(batch)-1].Event.Time).Seconds())
 	return nil
 }
 
@@ -146,12 +141,12 @@ func (p *Persister) wait(ctx context.Context, n int) error {
 	if p.limiter == nil {
 		return nil
 	}
-	start := p.now()
+	start := time.Now()
 	waited := false
 	for n > 0 {
 		k := min(n, p.limiter.Burst())
-		if r := p.limiter.ReserveN(p.now(), k); r.OK() {
-			if d := r.DelayFrom(p.now()); d > 0 {
+		if r := p.limiter.ReserveN(time.Now(), k); r.OK() {
+			if d := r.DelayFrom(time.Now()); d > 0 {
 				waited = true
 				t := time.NewTimer(d)
 				select {
@@ -167,7 +162,7 @@ func (p *Persister) wait(ctx context.Context, n int) error {
 	}
 	if waited {
 		p.waits.Inc()
-		p.waited.Add(p.now().Sub(start).Seconds())
+		p.waited.Add(time.Now().Sub(start).Seconds())
 	}
 	return nil
 }

@@ -142,7 +142,7 @@ type writer struct {
 	followers []fg.UserID
 	acked     map[[2]fg.UserID]ack
 	inflight  *[2]fg.UserID
-	ops, oks  int
+	oks       int
 }
 
 // run writes until stop is closed. A request is never cancelled by the
@@ -161,7 +161,6 @@ func (w *writer) run(stop <-chan struct{}, c *httpapi.Client, seed int64, target
 			continue
 		}
 		w.inflight = &e
-		w.ops++
 		if r.IntN(10) < 7 {
 			res, err := c.Follow(ctx, e[0], e[1])
 			if err != nil {

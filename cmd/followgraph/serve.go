@@ -154,19 +154,23 @@ func serve(ctx context.Context, cfg Config) error {
 		httpapi.WithReadiness("eventlog", elog.Ready),
 		httpapi.WithReadiness("store", store.Ready),
 	)
-	mux := http.NewServeMux()
-	mux.Handle("/", gate(&ready, api))
+	// The API routes itself; a mux in front only when pprof shares the
+	// port, so a request is not routed once more for nothing.
+	handler := gate(&ready, api)
 	if cfg.Pprof {
+		mux := http.NewServeMux()
+		mux.Handle("/", handler)
 		mux.HandleFunc("/debug/pprof/", pprof.Index)
 		mux.HandleFunc("/debug/pprof/profile", pprof.Profile)
 		mux.HandleFunc("/debug/pprof/trace", pprof.Trace)
 		mux.HandleFunc("/debug/pprof/symbol", pprof.Symbol)
+		handler = mux
 	}
 	ln, err := net.Listen("tcp", cfg.Addr)
 	if err != nil {
 		return err
 	}
-	srv := &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second}
+	srv := &http.Server{Handler: handler, ReadHeaderTimeout: 10 * time.Second}
 	served := make(chan error, 1)
 	go func() { served <- srv.Serve(ln) }()
 
