@@ -9,11 +9,9 @@ import (
 	"io"
 	"math/bits"
 	"math/rand/v2"
-	"net"
 	"net/http"
 	"net/url"
 	"strconv"
-	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -165,11 +163,10 @@ func (s *kindStats) observe(d time.Duration) {
 
 // loadgen is one run: its client, and what it has seen so far.
 type loadgen struct {
-	cfg    benchConfig
-	base   string
-	client *http.Client
-	stats  [numKinds]kindStats
-	lag    kindStats // open loop: from a request's scheduled start to when it is sent
+	cfg   benchConfig
+	addr  string // host:port of the server
+	stats [numKinds]kindStats
+	lag   kindStats // open loop: from a request's scheduled start to when it is sent
 
 	mu       sync.Mutex
 	statuses map[int]int64
@@ -194,30 +191,27 @@ func (g *loadgen) failed(k kind, status int, err error) {
 // ctx ends, then waits up to a second for the requests in flight. It
 // returns an error only when the run could not start.
 func runBench(ctx context.Context, cfg benchConfig) (*benchResult, error) {
-	g := &loadgen{cfg: cfg, base: strings.TrimRight(cfg.URL, "/"), statuses: map[int]int64{}}
-	g.client = &http.Client{Transport: &http.Transport{
-		DialContext:         (&net.Dialer{Timeout: 5 * time.Second, KeepAlive: 30 * time.Second}).DialContext,
-		MaxIdleConns:        cfg.Concurrency,
-		MaxIdleConnsPerHost: cfg.Concurrency,
-		IdleConnTimeout:     90 * time.Second,
-		DisableCompression:  true,
-	}}
-	defer g.client.CloseIdleConnections()
-	resp, err := g.client.Get(g.base + "/readyz")
+	u, err := url.Parse(cfg.URL)
 	if err != nil {
 		return nil, fmt.Errorf("bench: %w", err)
 	}
-	resp.Body.Close()
-	if resp.StatusCode != http.StatusOK {
-		return nil, fmt.Errorf("bench: %s/readyz answers %s", g.base, resp.Status)
+	g := &loadgen{cfg: cfg, addr: u.Host, statuses: map[int]int64{}}
+	probe := benchConn{addr: g.addr}
+	var body bytes.Buffer
+	status, err := probe.do(http.MethodGet, []byte("/readyz"), time.Now().Add(5*time.Second), &body)
+	probe.close()
+	if err != nil {
+		return nil, fmt.Errorf("bench: %w", err)
+	}
+	if status != http.StatusOK {
+		return nil, fmt.Errorf("bench: %s/readyz answers %d", cfg.URL, status)
 	}
 
 	start := time.Now()
 	end := start.Add(cfg.Duration)
 	runCtx, stopRun := context.WithDeadline(ctx, end) // no request starts after end
 	defer stopRun()
-	reqCtx, stopReqs := context.WithDeadline(ctx, end.Add(time.Second)) // none runs much longer
-	defer stopReqs()
+	deadline := end.Add(time.Second) // no request runs much longer
 	var tickets chan time.Time
 	if cfg.Rate > 0 {
 		tickets = make(chan time.Time, cfg.Concurrency)
@@ -225,11 +219,11 @@ func runBench(ctx context.Context, cfg benchConfig) (*benchResult, error) {
 	}
 	var wg sync.WaitGroup
 	for i := range cfg.Concurrency {
-		w := &worker{g: g, rng: rand.New(rand.NewPCG(cfg.Seed, uint64(i)))}
+		w := &worker{g: g, conn: benchConn{addr: g.addr}, rng: rand.New(rand.NewPCG(cfg.Seed, uint64(i)))}
 		if cfg.Skew > 0 {
 			w.zipf = rand.NewZipf(w.rng, cfg.Skew, 10, uint64(cfg.Users-1))
 		}
-		wg.Go(func() { w.run(runCtx, reqCtx, tickets) })
+		wg.Go(func() { w.run(runCtx, deadline, tickets) })
 	}
 	wg.Wait()
 	return g.result(time.Since(start)), nil
@@ -263,9 +257,10 @@ func schedule(ctx context.Context, tickets chan<- time.Time, start, end time.Tim
 // worker is one client, sending one request at a time.
 type worker struct {
 	g        *loadgen
+	conn     benchConn
 	rng      *rand.Rand
 	zipf     *rand.Zipf // nil: uniform ids
-	url      []byte
+	url      []byte     // the path and query of the next request
 	body     bytes.Buffer
 	cursors  [2][]userCursor // next_cursors of recent first pages: of following, of followers
 	followed [][2]uint64     // recent follows, to unfollow
@@ -290,7 +285,8 @@ func keep[T any](rng *rand.Rand, s []T, v T, n int) []T {
 	return s
 }
 
-func (w *worker) run(runCtx, reqCtx context.Context, tickets <-chan time.Time) {
+func (w *worker) run(runCtx context.Context, deadline time.Time, tickets <-chan time.Time) {
+	defer w.conn.close()
 	for runCtx.Err() == nil {
 		from := time.Now()
 		if tickets != nil {
@@ -305,7 +301,7 @@ func (w *worker) run(runCtx, reqCtx context.Context, tickets <-chan time.Time) {
 				return
 			}
 		}
-		w.send(reqCtx, from)
+		w.send(deadline, from)
 	}
 }
 
@@ -338,7 +334,7 @@ func (w *worker) appendIDs(p []byte, n int) []byte {
 // next puts the URL of the next request of the mix in w.url and returns its
 // kind, method and user.
 func (w *worker) next() (kind, string, uint64) {
-	p := append(append(w.url[:0], w.g.base...), "/v1/users/"...)
+	p := append(w.url[:0], "/v1/users/"...)
 	defer func() { w.url = p }() // whichever return is taken
 	u := w.id()
 	r := w.rng.IntN(100)
@@ -398,28 +394,16 @@ func (w *worker) next() (kind, string, uint64) {
 }
 
 // send sends the next request and records its answer, timed from "from".
-func (w *worker) send(ctx context.Context, from time.Time) {
+func (w *worker) send(deadline, from time.Time) {
 	k, method, u := w.next()
-	req, err := http.NewRequestWithContext(ctx, method, string(w.url), nil)
-	if err != nil {
-		w.g.failed(k, 0, err)
-		return
-	}
-	resp, err := w.g.client.Do(req)
-	if err != nil {
-		w.g.failed(k, 0, err)
-		return
-	}
-	w.body.Reset()
-	_, err = w.body.ReadFrom(resp.Body)
-	resp.Body.Close()
+	status, err := w.conn.do(method, w.url, deadline, &w.body)
 	d := time.Since(from)
 	switch {
 	case err != nil:
 		w.g.failed(k, 0, err)
 		return
-	case resp.StatusCode/100 != 2:
-		w.g.failed(k, resp.StatusCode, nil)
+	case status/100 != 2:
+		w.g.failed(k, status, nil)
 		return
 	}
 	s := &w.g.stats[k]

@@ -4,7 +4,10 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"io"
+	"net/http"
 	"net/http/httptest"
+	"strings"
 	"testing"
 	"time"
 
@@ -123,4 +126,49 @@ func TestBench(t *testing.T) {
 			t.Fatal("no error from a server that is not there")
 		}
 	})
+}
+
+// TestBenchConn checks the generator's HTTP/1.1 client on what a Go server
+// may answer: bodies of a given length or chunked, errors, and connections
+// the server closes.
+func TestBenchConn(t *testing.T) {
+	big := strings.Repeat("x", 100_000)
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		switch r.URL.Path {
+		case "/small":
+			io.WriteString(w, "small "+r.Method)
+		case "/chunked":
+			for i := 0; i < len(big); i += 30_000 {
+				io.WriteString(w, big[i:min(i+30_000, len(big))])
+				w.(http.Flusher).Flush()
+			}
+		case "/close":
+			w.Header().Set("Connection", "close")
+			io.WriteString(w, "bye")
+		default:
+			http.Error(w, "nope", http.StatusNotFound)
+		}
+	}))
+	defer srv.Close()
+	c := benchConn{addr: strings.TrimPrefix(srv.URL, "http://")}
+	defer c.close()
+	var body bytes.Buffer
+	for _, tc := range []struct {
+		method, path string
+		status       int
+		body         string
+	}{
+		{"GET", "/small", 200, "small GET"},
+		{"PUT", "/small", 200, "small PUT"},
+		{"GET", "/chunked", 200, big},
+		{"GET", "/missing", 404, "nope\n"},
+		{"GET", "/close", 200, "bye"},
+		{"DELETE", "/small", 200, "small DELETE"},
+	} {
+		status, err := c.do(tc.method, []byte(tc.path), time.Now().Add(5*time.Second), &body)
+		if err != nil || status != tc.status || body.String() != tc.body {
+			t.Errorf("%s %s: status %d, err %v, body of %d bytes %.20q; want %d, %.20q (%d bytes)",
+				tc.method, tc.path, status, err, body.Len(), body.String(), tc.status, tc.body, len(tc.body))
+		}
+	}
 }
