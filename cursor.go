@@ -5,6 +5,8 @@ import (
 	"crypto/sha256"
 	"encoding/base64"
 	"encoding/binary"
+	"hash"
+	"sync"
 )
 
 // Key is the position of an entry in a list ordered newest first: its time
@@ -75,10 +77,17 @@ func DecodeCursor(scope, c string) (k Key, ok bool, err error) {
 
 var errInvalidCursor = &Error{Code: EInvalidCursor, Message: "the cursor was not issued by this server for this list"}
 
+// macs holds keyed HMAC states: Reset brings one back to the key's state
+// without hashing the key again.
+var macs = sync.Pool{New: func() any { return hmac.New(sha256.New, cursorKey) }}
+
 func cursorMAC(scope string, payload []byte) []byte {
-	m := hmac.New(sha256.New, cursorKey)
+	m := macs.Get().(hash.Hash)
+	defer macs.Put(m)
+	m.Reset()
 	m.Write([]byte(scope))
 	m.Write([]byte{0})
 	m.Write(payload)
-	return m.Sum(nil)[:cursorMACLen]
+	var sum [sha256.Size]byte
+	return m.Sum(sum[:0])[:cursorMACLen]
 }

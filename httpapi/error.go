@@ -1,9 +1,7 @@
 package httpapi
 
 import (
-	"encoding/json"
 	"errors"
-	"fmt"
 	"net/http"
 	"strconv"
 
@@ -77,23 +75,18 @@ func (s *Server) writeError(w http.ResponseWriter, r *http.Request, err error) {
 }
 
 func writeError(w http.ResponseWriter, status int, code, message string) {
-	var body errorJSON
-	body.Error.Code, body.Error.Message = code, message
-	writeJSON(w, status, body)
+	writeBody(w, status, appendError(nil, code, message))
 }
 
-// writeJSON answers v as JSON with the given status.
-func writeJSON(w http.ResponseWriter, status int, v any) {
-	b, err := json.Marshal(v)
-	if err != nil {
-		// Every value written is one of this package's types, which
-		// always marshal: a bug, which ServeHTTP recovers and logs.
-		panic(fmt.Sprintf("httpapi: encoding a %T: %v", v, err))
-	}
+var jsonContentType = []string{"application/json"}
+
+// writeBody answers the JSON body b, adding its final newline, with the
+// given status.
+func writeBody(w http.ResponseWriter, status int, b []byte) {
 	b = append(b, '\n')
 	h := w.Header()
-	h.Set("Content-Type", "application/json")
-	h.Set("Content-Length", strconv.Itoa(len(b)))
+	h["Content-Type"] = jsonContentType
+	h["Content-Length"] = []string{strconv.Itoa(len(b))}
 	w.WriteHeader(status)
 	w.Write(b)
 }

@@ -12,43 +12,43 @@ import (
 // query string; up to followgraph.MaxRelationIDs go in the body of a POST.
 const maxQueryIDs = 1000
 
-func (s *Server) follow(r *http.Request) (any, error) {
+func (s *Server) follow(r *http.Request, b []byte) ([]byte, error) {
 	const op = "follow"
 	ids, err := pathIDs(r, "user", "target")
 	if err != nil {
-		return nil, s.writeFailed(op, err)
+		return b, s.writeFailed(op, err)
 	}
 	user, target := ids[0], ids[1]
 	if user == target {
-		return nil, s.writeFailed(op, followgraph.ErrSelfFollow)
+		return b, s.writeFailed(op, followgraph.ErrSelfFollow)
 	}
 	if err := s.allowWrite(user); err != nil {
-		return nil, s.writeFailed(op, err)
+		return b, s.writeFailed(op, err)
 	}
 	res, err := s.g.Follow(r.Context(), user, target)
 	if err != nil {
-		return nil, s.writeFailed(op, err)
+		return b, s.writeFailed(op, err)
 	}
 	s.metrics.write(op, outcome(res.Created, "created"))
-	return followJSON{User: user.String(), Target: target.String(), Following: true, Created: res.Created, Since: formatTime(res.Since)}, nil
+	return appendFollow(b, user, target, res), nil
 }
 
-func (s *Server) unfollow(r *http.Request) (any, error) {
+func (s *Server) unfollow(r *http.Request, b []byte) ([]byte, error) {
 	const op = "unfollow"
 	ids, err := pathIDs(r, "user", "target")
 	if err != nil {
-		return nil, s.writeFailed(op, err)
+		return b, s.writeFailed(op, err)
 	}
 	user, target := ids[0], ids[1]
 	if err := s.allowWrite(user); err != nil {
-		return nil, s.writeFailed(op, err)
+		return b, s.writeFailed(op, err)
 	}
 	removed, err := s.g.Unfollow(r.Context(), user, target)
 	if err != nil {
-		return nil, s.writeFailed(op, err)
+		return b, s.writeFailed(op, err)
 	}
 	s.metrics.write(op, outcome(removed, "removed"))
-	return unfollowJSON{User: user.String(), Target: target.String(), Following: false, Removed: removed}, nil
+	return appendUnfollow(b, user, target, removed), nil
 }
 
 func outcome(changed bool, change string) string {
@@ -81,80 +81,76 @@ func (s *Server) allowWrite(user followgraph.UserID) error {
 	}
 }
 
-func (s *Server) isFollowing(r *http.Request) (any, error) {
+func (s *Server) isFollowing(r *http.Request, b []byte) ([]byte, error) {
 	ids, err := pathIDs(r, "user", "target")
 	if err != nil {
-		return nil, err
+		return b, err
 	}
 	e, err := s.g.IsFollowing(r.Context(), ids[0], ids[1])
 	if err != nil {
-		return nil, err
+		return b, err
 	}
-	return edgeJSON{User: ids[0].String(), Target: ids[1].String(), Following: e.Following, Since: nullTime(e.Since)}, nil
+	return appendEdge(b, ids[0], ids[1], e), nil
 }
 
-func (s *Server) counts(r *http.Request) (any, error) {
+func (s *Server) counts(r *http.Request, b []byte) ([]byte, error) {
 	ids, err := pathIDs(r, "user")
 	if err != nil {
-		return nil, err
+		return b, err
 	}
 	cs, err := s.g.Counts(r.Context(), ids)
 	if err != nil {
-		return nil, err
+		return b, err
 	}
-	return countsJSONOf(cs[0]), nil
+	return appendCounts(b, cs[0]), nil
 }
 
-func (s *Server) countsOf(r *http.Request) (any, error) {
+func (s *Server) countsOf(r *http.Request, b []byte) ([]byte, error) {
 	q, err := query(r)
 	if err != nil {
-		return nil, err
+		return b, err
 	}
 	ids, err := queryIDs(q, followgraph.MaxCountIDs)
 	if err != nil {
-		return nil, err
+		return b, err
 	}
 	cs, err := s.g.Counts(r.Context(), ids)
 	if err != nil {
-		return nil, err
+		return b, err
 	}
-	out := countsListJSON{Users: make([]countsJSON, len(cs))}
-	for i, c := range cs {
-		out.Users[i] = countsJSONOf(c)
-	}
-	return out, nil
+	return appendCountsList(b, cs), nil
 }
 
-func (s *Server) following(r *http.Request) (any, error) {
-	return s.list(r, followgraph.ListFollowing, s.g.Following)
+func (s *Server) following(r *http.Request, b []byte) ([]byte, error) {
+	return s.list(r, b, followgraph.ListFollowing, s.g.Following)
 }
 
-func (s *Server) followers(r *http.Request) (any, error) {
-	return s.list(r, followgraph.ListFollowers, s.g.Followers)
+func (s *Server) followers(r *http.Request, b []byte) ([]byte, error) {
+	return s.list(r, b, followgraph.ListFollowers, s.g.Followers)
 }
 
 // list answers a page of the following or the followers list, with the
 // viewer's relation to each user when the request names a viewer.
-func (s *Server) list(r *http.Request, name string, read func(context.Context, followgraph.UserID, followgraph.PageRequest) (followgraph.Page, error)) (any, error) {
+func (s *Server) list(r *http.Request, b []byte, name string, read func(context.Context, followgraph.UserID, followgraph.PageRequest) (followgraph.Page, error)) ([]byte, error) {
 	ids, err := pathIDs(r, "user")
 	if err != nil {
-		return nil, err
+		return b, err
 	}
 	q, err := query(r)
 	if err != nil {
-		return nil, err
+		return b, err
 	}
 	v, hasViewer, err := viewer(q)
 	if err != nil {
-		return nil, err
+		return b, err
 	}
 	req, err := pageRequest(q, followgraph.Scope(name, ids[0]))
 	if err != nil {
-		return nil, err
+		return b, err
 	}
 	p, err := read(r.Context(), ids[0], req)
 	if err != nil {
-		return nil, err
+		return b, err
 	}
 	var rels []followgraph.RelationInfo
 	if hasViewer {
@@ -163,110 +159,110 @@ func (s *Server) list(r *http.Request, name string, read func(context.Context, f
 			listed[i] = e.ID
 		}
 		if rels, err = s.g.Relations(r.Context(), v, listed); err != nil {
-			return nil, err
+			return b, err
 		}
 	}
-	return listJSONOf(p, rels), nil
+	return appendList(b, p, rels), nil
 }
 
-func (s *Server) relations(r *http.Request) (any, error) {
+func (s *Server) relations(r *http.Request, b []byte) ([]byte, error) {
 	ids, err := pathIDs(r, "user")
 	if err != nil {
-		return nil, err
+		return b, err
 	}
 	q, err := query(r)
 	if err != nil {
-		return nil, err
+		return b, err
 	}
 	of, err := queryIDs(q, maxQueryIDs)
 	if err != nil {
-		return nil, err
+		return b, err
 	}
-	return s.relationsAnswer(r.Context(), ids[0], of)
+	return s.relationsAnswer(r.Context(), b, ids[0], of)
 }
 
-func (s *Server) relationsOf(r *http.Request) (any, error) {
+func (s *Server) relationsOf(r *http.Request, b []byte) ([]byte, error) {
 	ids, err := pathIDs(r, "user")
 	if err != nil {
-		return nil, err
+		return b, err
 	}
 	of, err := bodyIDs(r.Body, followgraph.MaxRelationIDs)
 	if err != nil {
-		return nil, err
+		return b, err
 	}
-	return s.relationsAnswer(r.Context(), ids[0], of)
+	return s.relationsAnswer(r.Context(), b, ids[0], of)
 }
 
-func (s *Server) relationsAnswer(ctx context.Context, user followgraph.UserID, of []followgraph.UserID) (any, error) {
+func (s *Server) relationsAnswer(ctx context.Context, b []byte, user followgraph.UserID, of []followgraph.UserID) ([]byte, error) {
 	rels, err := s.g.Relations(ctx, user, of)
 	if err != nil {
-		return nil, err
+		return b, err
 	}
-	return relationsJSONOf(rels), nil
+	return appendRelations(b, rels), nil
 }
 
 // setQuery answers a page of a set query about the users in the path
 // wildcards names.
-func (s *Server) setQuery(r *http.Request, name string, names []string, read func(ctx context.Context, ids []followgraph.UserID, req followgraph.PageRequest) (followgraph.SetPage, error)) (any, error) {
+func (s *Server) setQuery(r *http.Request, b []byte, name string, names []string, read func(ctx context.Context, ids []followgraph.UserID, req followgraph.PageRequest) (followgraph.SetPage, error)) ([]byte, error) {
 	ids, err := pathIDs(r, names...)
 	if err != nil {
-		return nil, err
+		return b, err
 	}
 	q, err := query(r)
 	if err != nil {
-		return nil, err
+		return b, err
 	}
 	req, err := pageRequest(q, followgraph.Scope(name, ids...))
 	if err != nil {
-		return nil, err
+		return b, err
 	}
 	p, err := read(r.Context(), ids, req)
 	if err != nil {
-		return nil, err
+		return b, err
 	}
-	return setJSONOf(p), nil
+	return appendSet(b, p), nil
 }
 
-func (s *Server) mutuals(r *http.Request) (any, error) {
-	return s.setQuery(r, followgraph.ListMutuals, []string{"user"}, func(ctx context.Context, ids []followgraph.UserID, req followgraph.PageRequest) (followgraph.SetPage, error) {
+func (s *Server) mutuals(r *http.Request, b []byte) ([]byte, error) {
+	return s.setQuery(r, b, followgraph.ListMutuals, []string{"user"}, func(ctx context.Context, ids []followgraph.UserID, req followgraph.PageRequest) (followgraph.SetPage, error) {
 		return s.g.Mutuals(ctx, ids[0], req)
 	})
 }
 
-func (s *Server) commonFollowing(r *http.Request) (any, error) {
-	return s.setQuery(r, followgraph.ListCommonFollowing, []string{"user", "other"}, func(ctx context.Context, ids []followgraph.UserID, req followgraph.PageRequest) (followgraph.SetPage, error) {
+func (s *Server) commonFollowing(r *http.Request, b []byte) ([]byte, error) {
+	return s.setQuery(r, b, followgraph.ListCommonFollowing, []string{"user", "other"}, func(ctx context.Context, ids []followgraph.UserID, req followgraph.PageRequest) (followgraph.SetPage, error) {
 		return s.g.CommonFollowing(ctx, ids[0], ids[1], req)
 	})
 }
 
-func (s *Server) commonFollowers(r *http.Request) (any, error) {
-	return s.setQuery(r, followgraph.ListCommonFollowers, []string{"user", "other"}, func(ctx context.Context, ids []followgraph.UserID, req followgraph.PageRequest) (followgraph.SetPage, error) {
+func (s *Server) commonFollowers(r *http.Request, b []byte) ([]byte, error) {
+	return s.setQuery(r, b, followgraph.ListCommonFollowers, []string{"user", "other"}, func(ctx context.Context, ids []followgraph.UserID, req followgraph.PageRequest) (followgraph.SetPage, error) {
 		return s.g.CommonFollowers(ctx, ids[0], ids[1], req)
 	})
 }
 
-func (s *Server) knownFollowers(r *http.Request) (any, error) {
-	return s.setQuery(r, followgraph.ListKnownFollowers, []string{"user", "target"}, func(ctx context.Context, ids []followgraph.UserID, req followgraph.PageRequest) (followgraph.SetPage, error) {
+func (s *Server) knownFollowers(r *http.Request, b []byte) ([]byte, error) {
+	return s.setQuery(r, b, followgraph.ListKnownFollowers, []string{"user", "target"}, func(ctx context.Context, ids []followgraph.UserID, req followgraph.PageRequest) (followgraph.SetPage, error) {
 		return s.g.KnownFollowers(ctx, ids[0], ids[1], req)
 	})
 }
 
-func (s *Server) suggestions(r *http.Request) (any, error) {
+func (s *Server) suggestions(r *http.Request, b []byte) ([]byte, error) {
 	ids, err := pathIDs(r, "user")
 	if err != nil {
-		return nil, err
+		return b, err
 	}
 	q, err := query(r)
 	if err != nil {
-		return nil, err
+		return b, err
 	}
 	n, err := limit(q)
 	if err != nil {
-		return nil, err
+		return b, err
 	}
 	ss, err := s.g.Suggestions(r.Context(), ids[0], n)
 	if err != nil {
-		return nil, err
+		return b, err
 	}
-	return suggestionsJSONOf(ss), nil
+	return appendSuggestions(b, ss), nil
 }

@@ -1,14 +1,13 @@
 package httpapi
 
 import (
-	"time"
-
 	"github.com/followgraph/followgraph"
 )
 
-// The JSON bodies of API.md, shared by the server and the client. Ids are
-// decimal strings; times are followgraph.TimeFormat; a pointer is null
-// where API.md says null.
+// The JSON bodies of API.md, as the client decodes them (the server
+// writes them with the appenders of encode.go). Ids are decimal strings;
+// times are followgraph.TimeFormat; a pointer is null where API.md says
+// null.
 
 type followJSON struct {
 	User      string `json:"user"`
@@ -92,78 +91,11 @@ type suggestionsJSON struct {
 	Users []suggestionJSON `json:"users"`
 }
 
-type statusJSON struct {
-	Status string `json:"status"`
-}
-
 type errorJSON struct {
 	Error struct {
 		Code    string `json:"code"`
 		Message string `json:"message"`
 	} `json:"error"`
-}
-
-func formatTime(t time.Time) string { return t.UTC().Format(followgraph.TimeFormat) }
-
-// nullTime returns nil for the zero time, which means "never" in the domain.
-func nullTime(t time.Time) *string {
-	if t.IsZero() {
-		return nil
-	}
-	s := formatTime(t)
-	return &s
-}
-
-// nullCursor returns nil for the cursor of the last page.
-func nullCursor(c string) *string {
-	if c == "" {
-		return nil
-	}
-	return &c
-}
-
-func listJSONOf(p followgraph.Page, rels []followgraph.RelationInfo) listJSON {
-	out := listJSON{Users: make([]listedJSON, len(p.Entries)), NextCursor: nullCursor(p.Next)}
-	for i, e := range p.Entries {
-		out.Users[i] = listedJSON{ID: e.ID.String(), Since: formatTime(e.Since)}
-		if rels != nil {
-			out.Users[i].Relation = string(rels[i].Relation)
-		}
-	}
-	return out
-}
-
-func setJSONOf(p followgraph.SetPage) setJSON {
-	out := setJSON{Count: p.Count, Users: make([]memberJSON, len(p.Entries)), NextCursor: nullCursor(p.Next)}
-	for i, e := range p.Entries {
-		out.Users[i] = memberJSON{ID: e.ID.String(), Since: formatTime(e.Since)}
-	}
-	return out
-}
-
-func relationsJSONOf(rels []followgraph.RelationInfo) relationsJSON {
-	out := relationsJSON{Relations: make([]relationJSON, len(rels))}
-	for i, r := range rels {
-		out.Relations[i] = relationJSON{
-			ID:              r.ID.String(),
-			Relation:        string(r.Relation),
-			FollowingSince:  nullTime(r.FollowingSince),
-			FollowedBySince: nullTime(r.FollowedBySince),
-		}
-	}
-	return out
-}
-
-func suggestionsJSONOf(ss []followgraph.Suggestion) suggestionsJSON {
-	out := suggestionsJSON{Users: make([]suggestionJSON, len(ss))}
-	for i, s := range ss {
-		out.Users[i] = suggestionJSON{ID: s.ID.String(), Score: s.Score, Via: idStrings(s.Via)}
-	}
-	return out
-}
-
-func countsJSONOf(c followgraph.Counts) countsJSON {
-	return countsJSON{ID: c.ID.String(), FollowingCount: c.FollowingCount, FollowerCount: c.FollowerCount}
 }
 
 // idStrings returns ids in decimal, and an empty slice (not nil, which

@@ -3,6 +3,7 @@ package httpapi
 import (
 	"errors"
 	"strconv"
+	"sync"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -14,6 +15,19 @@ type metrics struct {
 	requests *prometheus.CounterVec
 	latency  *prometheus.HistogramVec
 	writes   *prometheus.CounterVec
+	byRoute  sync.Map // routeStatus → *routeMetrics, resolved once each
+}
+
+type routeStatus struct {
+	route  string
+	status int
+}
+
+// routeMetrics are the children of requests and latency for one route and
+// status.
+type routeMetrics struct {
+	requests prometheus.Counter
+	latency  prometheus.Observer
 }
 
 func newMetrics(reg prometheus.Registerer) *metrics {
@@ -50,9 +64,18 @@ func register[C prometheus.Collector](reg prometheus.Registerer, c C) C {
 }
 
 func (m *metrics) observe(route string, status int, d time.Duration) {
-	code := strconv.Itoa(status)
-	m.requests.WithLabelValues(route, code).Inc()
-	m.latency.WithLabelValues(route, code).Observe(d.Seconds())
+	key := routeStatus{route, status}
+	v, ok := m.byRoute.Load(key)
+	if !ok {
+		code := strconv.Itoa(status)
+		v, _ = m.byRoute.LoadOrStore(key, &routeMetrics{
+			requests: m.requests.WithLabelValues(route, code),
+			latency:  m.latency.WithLabelValues(route, code),
+		})
+	}
+	rm := v.(*routeMetrics)
+	rm.requests.Inc()
+	rm.latency.Observe(d.Seconds())
 }
 
 func (m *metrics) write(op, outcome string) {

@@ -119,23 +119,40 @@ func (s *Server) routes() {
 	s.handle("GET /v1/users/{user}/suggestions", s.suggestions)
 	s.handle("GET /healthz", s.healthz)
 	s.handle("GET /readyz", s.readyz)
-	s.mux.Handle("GET /metrics", promhttp.HandlerFor(s.reg, promhttp.HandlerOpts{}))
+	metrics := promhttp.HandlerFor(s.reg, promhttp.HandlerOpts{})
+	s.mux.HandleFunc("GET /metrics", func(w http.ResponseWriter, r *http.Request) {
+		markMatched(w)
+		metrics.ServeHTTP(w, r)
+	})
 }
 
-// apiFunc answers one request: a value to write as JSON with status 200,
-// or an error to write as an error body.
-type apiFunc func(r *http.Request) (any, error)
+// apiFunc answers one request: it appends the JSON answer (status 200)
+// to b and returns it, or returns an error to answer instead.
+type apiFunc func(r *http.Request, b []byte) ([]byte, error)
 
 func (s *Server) handle(pattern string, f apiFunc) {
 	s.mux.HandleFunc(pattern, func(w http.ResponseWriter, r *http.Request) {
-		v, err := f(r)
+		markMatched(w)
+		buf := bufs.Get().(*[]byte)
+		defer bufs.Put(buf)
+		b, err := f(r, (*buf)[:0])
+		if cap(b) <= maxPooledBuf {
+			*buf = b
+		}
 		if err != nil {
 			s.writeError(w, r, err)
 			return
 		}
-		writeJSON(w, http.StatusOK, v)
+		writeBody(w, http.StatusOK, b)
 	})
 }
+
+// bufs holds the buffers answers are built in; one larger than
+// maxPooledBuf (a page of 1000 users with relations is ~100 KB) is left to
+// the garbage collector.
+var bufs = sync.Pool{New: func() any { b := make([]byte, 0, 4096); return &b }}
+
+const maxPooledBuf = 256 << 10
 
 // routeUnmatched is the route label of requests that match no route.
 const routeUnmatched = "unmatched"
@@ -145,15 +162,19 @@ const routeUnmatched = "unmatched"
 // a path that is not in canonical form (such as "/v1//users/1") matches
 // no route. A body over MaxBodyBytes gets 413. A panic in a handler is
 // logged and answered 500 internal.
+//
+// The mux routes each request once: a route's handler marks the writer as
+// matched before it writes, so whatever the mux writes to an unmarked
+// writer is its own 404 or 405, which the writer holds back and ServeHTTP
+// answers in JSON instead.
 func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	start := time.Now()
 	sw := &statusWriter{ResponseWriter: w}
-	h, pattern := s.mux.Handler(r)
-	route := pattern
-	if p := r.URL.EscapedPath(); pattern == "" || cleanPath(p) != p {
-		route = routeUnmatched
-	}
 	defer func() {
+		route := r.Pattern
+		if !sw.matched {
+			route = routeUnmatched
+		}
 		if p := recover(); p != nil {
 			if p == http.ErrAbortHandler {
 				panic(p)
@@ -166,31 +187,43 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		s.metrics.observe(route, sw.status(), time.Since(start))
 	}()
 
-	switch {
-	case route == routeUnmatched:
-		s.unmatched(sw, r, h)
+	switch p := r.URL.EscapedPath(); {
+	case cleanPath(p) != p:
+		// The mux would redirect to the clean path; the API has no
+		// redirects.
+		sw.matched = true // what follows is our own answer
+		writeError(sw, http.StatusNotFound, followgraph.ENotFound, notFoundMessage(r))
+		sw.matched = false
+		return
 	case r.ContentLength > MaxBodyBytes:
+		sw.matched = true
 		writeError(sw, http.StatusRequestEntityTooLarge, followgraph.ETooLarge, tooLargeMessage)
-	default:
-		r.Body = http.MaxBytesReader(w, r.Body, MaxBodyBytes)
-		s.mux.ServeHTTP(sw, r)
+		return
+	}
+	r.Body = http.MaxBytesReader(w, r.Body, MaxBodyBytes)
+	s.mux.ServeHTTP(sw, r)
+	if !sw.matched {
+		s.unmatched(sw, r)
 	}
 }
 
-// unmatched answers a request that matches no route, in JSON. h is the
-// mux's own answer to it, which tells a 405 (with its Allow header) from
-// a 404.
-func (s *Server) unmatched(w http.ResponseWriter, r *http.Request, h http.Handler) {
-	rec := &headerRecorder{header: make(http.Header)}
-	h.ServeHTTP(rec, r)
-	if rec.code == http.StatusMethodNotAllowed {
-		allow := rec.header.Get("Allow")
-		w.Header().Set("Allow", allow)
-		writeError(w, http.StatusMethodNotAllowed, followgraph.EMethodNotAllowed,
+// unmatched answers in JSON a request the mux answered itself, with a 404
+// or a 405 and its Allow header, which sw held back.
+func (s *Server) unmatched(sw *statusWriter, r *http.Request) {
+	sw.matched = true // let our own answer through
+	defer func() { sw.matched = false }()
+	if sw.heldCode == http.StatusMethodNotAllowed {
+		allow := sw.Header().Get("Allow")
+		writeError(sw, http.StatusMethodNotAllowed, followgraph.EMethodNotAllowed,
 			fmt.Sprintf("method %s is not allowed here; allowed: %s", truncate(r.Method), allow))
 		return
 	}
-	writeError(w, http.StatusNotFound, followgraph.ENotFound, fmt.Sprintf("no such route: %s %s", truncate(r.Method), truncate(r.URL.Path)))
+	sw.Header().Del("Allow")
+	writeError(sw, http.StatusNotFound, followgraph.ENotFound, notFoundMessage(r))
+}
+
+func notFoundMessage(r *http.Request) string {
+	return fmt.Sprintf("no such route: %s %s", truncate(r.Method), truncate(r.URL.Path))
 }
 
 // cleanPath returns the canonical form of the escaped path p, as
@@ -217,14 +250,14 @@ func truncate(s string) string {
 	return s
 }
 
-func (s *Server) healthz(*http.Request) (any, error) {
-	return statusJSON{Status: "ok"}, nil
+func (s *Server) healthz(_ *http.Request, b []byte) ([]byte, error) {
+	return appendStatus(b, "ok"), nil
 }
 
 // readyz runs every readiness check at once and answers 503 naming those
 // that fail, in the order they were added. The causes are logged, not
 // answered.
-func (s *Server) readyz(r *http.Request) (any, error) {
+func (s *Server) readyz(r *http.Request, b []byte) ([]byte, error) {
 	ctx, cancel := context.WithTimeout(r.Context(), readyTimeout)
 	defer cancel()
 	errs := make([]error, len(s.ready))
@@ -243,19 +276,29 @@ func (s *Server) readyz(r *http.Request) (any, error) {
 	}
 	if len(failing) > 0 {
 		notReady := followgraph.Errorf(followgraph.EUnavailable, "not ready: %s", strings.Join(failing, ", "))
-		return nil, errors.Join(append([]error{notReady}, causes...)...)
+		return b, errors.Join(append([]error{notReady}, causes...)...)
 	}
-	return statusJSON{Status: "ready"}, nil
+	return appendStatus(b, "ready"), nil
 }
 
-// statusWriter remembers the status of the response it writes.
+// statusWriter remembers the status of the response it writes. Until a
+// route's handler marks it matched, it holds back what is written to it
+// (the mux's own 404 or 405) and keeps only the status.
 type statusWriter struct {
 	http.ResponseWriter
 	code        int
 	wroteHeader bool
+	matched     bool
+	heldCode    int
 }
 
 func (w *statusWriter) WriteHeader(code int) {
+	if !w.matched {
+		if w.heldCode == 0 {
+			w.heldCode = code
+		}
+		return
+	}
 	if !w.wroteHeader {
 		w.code, w.wroteHeader = code, true
 	}
@@ -263,6 +306,10 @@ func (w *statusWriter) WriteHeader(code int) {
 }
 
 func (w *statusWriter) Write(b []byte) (int, error) {
+	if !w.matched {
+		w.WriteHeader(http.StatusOK)
+		return len(b), nil
+	}
 	if !w.wroteHeader {
 		w.code, w.wroteHeader = http.StatusOK, true
 	}
@@ -276,23 +323,13 @@ func (w *statusWriter) status() int {
 	return w.code
 }
 
-// Unwrap lets http.ResponseController reach the underlying writer.
-func (w *statusWriter) Unwrap() http.ResponseWriter { return w.ResponseWriter }
-
-// headerRecorder keeps the status and headers a handler writes, and drops
-// its body.
-type headerRecorder struct {
-	header http.Header
-	code   int
-}
-
-func (w *headerRecorder) Header() http.Header { return w.header }
-func (w *headerRecorder) WriteHeader(code int) {
-	if w.code == 0 {
-		w.code = code
+// markMatched tells the statusWriter w that a route's handler answers.
+// Every handler the mux has calls it before it writes.
+func markMatched(w http.ResponseWriter) {
+	if sw, ok := w.(*statusWriter); ok {
+		sw.matched = true
 	}
 }
-func (w *headerRecorder) Write(b []byte) (int, error) {
-	w.WriteHeader(http.StatusOK)
-	return len(b), nil
-}
+
+// Unwrap lets http.ResponseController reach the underlying writer.
+func (w *statusWriter) Unwrap() http.ResponseWriter { return w.ResponseWriter }
