@@ -5,13 +5,13 @@
 //
 // The persister applies batches of events from the event log with Apply; at
 // start-up an engine is loaded from Events and the log's tail after LastSeq
-// is replayed. Following, Followers and Counts read the record alone, so it
-// is usable without the hot copy. Import bulk-loads an empty store.
+// is replayed. Import bulk-loads an empty store. The record has no list
+// indexes: the engine answers every read (docs/DESIGN.md says why).
 //
 // The schema (migrations/*.sql) and the statements are plain enough to be
 // mirrored by the PostgreSQL and MySQL stores: one edges table keyed by
-// (follower, followee), an index per list direction, a meta table, and
-// writes that are upserts conditional on the edge's version.
+// (follower, followee), a meta table, and writes that are upserts
+// conditional on the edge's version.
 package sqlite
 
 import (

@@ -172,13 +172,10 @@ const importChunk = 8 * maxRows
 // Import loads events into the store in one transaction, for
 // `followgraph import`, and returns the number of rows written (edges
 // created, plus edges overwritten by a higher version). It is meant for an
-// empty store, before the service first starts: there it drops the two
-// list indexes and builds them again at the end, which is several times
-// faster than keeping them up to date. It leaves the stored sequence
-// alone. Events may come in any order, with several versions of one edge;
-// as with Apply, the highest version of each edge wins, so importing into
-// a store that has edges is correct too (the indexes are then kept up to
-// date as by Apply).
+// empty store, before the service first starts. It leaves the stored
+// sequence alone. Events may come in any order, with several versions of
+// one edge; as with Apply, the highest version of each edge wins, so
+// importing into a store that has edges is correct too.
 //
 // An invalid event (as for Apply) returns an error and imports nothing.
 func (s *Store) Import(ctx context.Context, events iter.Seq[fg.Event]) (int, error) {
@@ -187,10 +184,6 @@ func (s *Store) Import(ctx context.Context, events iter.Seq[fg.Event]) (int, err
 		return 0, fmt.Errorf("sqlite: import: %w", translate(err))
 	}
 	defer tx.Rollback()
-	indexes, err := dropIndexesIfEmpty(ctx, tx)
-	if err != nil {
-		return 0, fmt.Errorf("sqlite: import: %w", translate(err))
-	}
 	changed := 0
 	buf := make([]edge, 0, importChunk)
 	flush := func() error {
@@ -213,11 +206,6 @@ func (s *Store) Import(ctx context.Context, events iter.Seq[fg.Event]) (int, err
 	if err := flush(); err != nil {
 		return 0, fmt.Errorf("sqlite: import: %w", err)
 	}
-	for _, ddl := range indexes {
-		if _, err := tx.ExecContext(ctx, ddl); err != nil {
-			return 0, fmt.Errorf("sqlite: import: %w", translate(err))
-		}
-	}
 	if err := tx.Commit(); err != nil {
 		return 0, fmt.Errorf("sqlite: import: %w", translate(err))
 	}
@@ -227,42 +215,6 @@ func (s *Store) Import(ctx context.Context, events iter.Seq[fg.Event]) (int, err
 		return changed, fmt.Errorf("sqlite: import: checkpoint: %w", translate(err))
 	}
 	return changed, nil
-}
-
-// dropIndexesIfEmpty drops the indexes of an empty edges table and returns
-// the statements that create them again. Building an index once from all
-// the rows (a sort) is several times faster than keeping it up to date row
-// by row, whose random inserts into the followers index spill pages to the
-// WAL over and over once the index outgrows the page cache.
-func dropIndexesIfEmpty(ctx context.Context, tx *sql.Tx) ([]string, error) {
-	var empty bool
-	if err := tx.QueryRowContext(ctx, `SELECT NOT EXISTS (SELECT 1 FROM edges)`).Scan(&empty); err != nil || !empty {
-		return nil, err
-	}
-	rows, err := tx.QueryContext(ctx,
-		`SELECT name, sql FROM sqlite_schema WHERE type = 'index' AND tbl_name = 'edges' AND sql IS NOT NULL`)
-	if err != nil {
-		return nil, err
-	}
-	var names, ddl []string
-	for rows.Next() {
-		var name, sql string
-		if err := rows.Scan(&name, &sql); err != nil {
-			rows.Close()
-			return nil, err
-		}
-		names, ddl = append(names, name), append(ddl, sql)
-	}
-	rows.Close()
-	if err := rows.Err(); err != nil {
-		return nil, err
-	}
-	for _, name := range names {
-		if _, err := tx.ExecContext(ctx, `DROP INDEX "`+name+`"`); err != nil {
-			return nil, err
-		}
-	}
-	return ddl, nil
 }
 
 // LastSeq returns the stream sequence recorded by the last Apply, 0 for a
