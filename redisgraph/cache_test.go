@@ -1,0 +1,86 @@
+package redisgraph
+
+import (
+	"testing"
+	"time"
+
+	"github.com/redis/rueidis"
+
+	fg "github.com/followgraph/followgraph"
+)
+
+// TestCache checks the client-side cache: repeated reads are hits; a
+// write is seen at once by the next read of the Graph that made it; a
+// write through another client is seen once its invalidation arrives.
+func TestCache(t *testing.T) {
+	for _, m := range modes {
+		t.Run(m.name, func(t *testing.T) {
+			g := newTestGraph(t, m.client(t), WithCacheThreshold(2))
+			ctx := t.Context()
+			const celebrity = 9
+			follow := func(g *testGraph, user fg.UserID) {
+				t.Helper()
+				if _, err := g.Follow(ctx, user, celebrity); err != nil {
+					t.Fatal(err)
+				}
+			}
+			// check reads the celebrity's follower count and first page
+			// through g, and reports whether they are followers and newest.
+			check := func(followers int64, newest fg.UserID) bool {
+				t.Helper()
+				c, err := g.Counts(ctx, []fg.UserID{celebrity})
+				if err != nil {
+					t.Fatal(err)
+				}
+				p, err := g.Followers(ctx, celebrity, fg.PageRequest{Limit: 5})
+				if err != nil {
+					t.Fatal(err)
+				}
+				return c[0].FollowerCount == followers && len(p.Entries) > 0 && p.Entries[0].ID == newest
+			}
+
+			follow(g, 1)
+			follow(g, 2)
+			h0, m0 := g.CacheStats()
+			for range 3 {
+				if !check(2, 2) {
+					t.Fatal("the celebrity's followers are not 2 and 1")
+				}
+			}
+			if h, m := g.CacheStats(); h-h0 < 4 || m-m0 > 2 {
+				t.Errorf("3 reads of the counts and first page: %d hits and %d misses, want at least 4 hits, at most 2 misses", h-h0, m-m0)
+			}
+
+			// Our own writes show at once, cache or not.
+			for i := range 100 {
+				user := fg.UserID(100 + i)
+				follow(g, user)
+				if !check(int64(3+i), user) {
+					t.Fatalf("after follow %d of the celebrity by this Graph, its next read does not show it", i+1)
+				}
+				if _, err := g.Unfollow(ctx, user, celebrity); err != nil {
+					t.Fatal(err)
+				}
+				follow(g, user)
+			}
+
+			// Another client's write shows once Redis's invalidation
+			// reaches ours.
+			other, err := rueidis.NewClient(m.shared.opt)
+			if err != nil {
+				t.Fatal(err)
+			}
+			t.Cleanup(other.Close) // after g2's cleanup, which uses it
+			g2 := newTestGraphPrefix(t, other, g.prefix)
+			follow(g2, 500)
+			h0, _ = g.CacheStats()
+			if err := waitFor(2*time.Second, func() bool { return check(103, 500) }); err != nil {
+				t.Errorf("a follow through another client is not seen: %v", err)
+			}
+			check(103, 500)
+			if h, _ := g.CacheStats(); h == h0 {
+				t.Error("the reads after another client's write were never served from the cache")
+			}
+		})
+	}
+}

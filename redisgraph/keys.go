@@ -1,0 +1,95 @@
+package redisgraph
+
+import (
+	"encoding/binary"
+	"strconv"
+
+	fg "github.com/followgraph/followgraph"
+)
+
+// Every key of a user has the user's decimal id as its hash tag, so all of
+// them live in one slot of a Redis Cluster:
+//
+//	<prefix>:{<id>}:out  sorted set: whom the user follows, score = follow time (ms)
+//	<prefix>:{<id>}:in   sorted set: who follows the user, score = follow time (ms)
+//	<prefix>:{<id>}:ov   hash: versions of the user's outgoing edges (see below)
+//	<prefix>:{<id>}:iv   hash: versions of the user's incoming edges, as the followee's side knows them
+//	<prefix>:{<id>}:h    hash: nout, nin (the counters), st (the change stamp), clk (the clock)
+//
+// The members of the sorted sets are 8-byte big-endian ids, so members with
+// equal scores sort by id, as keyset paging needs. A version hash holds an
+// edge's full version (16 hex digits) only where its millisecond part does
+// not say it all: for an unfollowed edge (its tombstone), or a live edge
+// whose version's counter is not zero.
+const (
+	kindOut      = "out"
+	kindIn       = "in"
+	kindOutVer   = "ov"
+	kindInVer    = "iv"
+	kindCounters = "h"
+)
+
+// key returns the key of the given kind of user id.
+func (g *Graph) key(id fg.UserID, kind string) string {
+	return g.prefix + ":{" + id.String() + "}:" + kind
+}
+
+// member encodes id as a sorted set member: 8 bytes, big-endian, so that
+// byte order is numeric order.
+func member(id fg.UserID) string {
+	var b [8]byte
+	binary.BigEndian.PutUint64(b[:], uint64(id))
+	return string(b[:])
+}
+
+// memberID decodes a member written by member.
+func memberID(m string) (fg.UserID, bool) {
+	if len(m) != 8 {
+		return 0, false
+	}
+	id := fg.UserID(binary.BigEndian.Uint64([]byte(m)))
+	return id, id.Valid()
+}
+
+// slotOf returns the Redis Cluster slot of the keys of id.
+func slotOf(id fg.UserID) uint16 { return crc16(id.String()) & (slots - 1) }
+
+const slots = 16384
+
+// slotTags returns, for each slot, a hash tag whose keys live in that slot:
+// the smallest non-negative integer (in decimal) that hashes there.
+func slotTags() []string {
+	tags := make([]string, slots)
+	for n, left := 0, slots; left > 0; n++ {
+		s := strconv.Itoa(n)
+		if slot := crc16(s) & (slots - 1); tags[slot] == "" {
+			tags[slot] = s
+			left--
+		}
+	}
+	return tags
+}
+
+// crc16 is CRC-16/XMODEM, the hash of Redis Cluster's key slots.
+func crc16(s string) uint16 {
+	var crc uint16
+	for i := 0; i < len(s); i++ {
+		crc = crc<<8 ^ crc16Table[byte(crc>>8)^s[i]]
+	}
+	return crc
+}
+
+var crc16Table = func() (t [256]uint16) {
+	for i := range t {
+		c := uint16(i) << 8
+		for range 8 {
+			if c&0x8000 != 0 {
+				c = c<<1 ^ 0x1021
+			} else {
+				c <<= 1
+			}
+		}
+		t[i] = c
+	}
+	return t
+}()

@@ -1,0 +1,100 @@
+package redisgraph
+
+import (
+	"slices"
+	"testing"
+
+	fg "github.com/followgraph/followgraph"
+)
+
+func TestMember(t *testing.T) {
+	ids := []fg.UserID{1, 2, 255, 256, 1 << 32, fg.MaxUserID - 1, fg.MaxUserID}
+	for i, id := range ids {
+		m := member(id)
+		if got, ok := memberID(m); !ok || got != id {
+			t.Errorf("memberID(member(%d)) = %d, %v", id, got, ok)
+		}
+		if i > 0 && member(ids[i-1]) >= m {
+			t.Errorf("member(%d) does not sort before member(%d)", ids[i-1], id)
+		}
+	}
+	for _, bad := range []string{"", "1234567", "123456789", "\x00\x00\x00\x00\x00\x00\x00\x00", "\xff\x00\x00\x00\x00\x00\x00\x01"} {
+		if id, ok := memberID(bad); ok {
+			t.Errorf("memberID(%q) = %d, true; want false", bad, id)
+		}
+	}
+}
+
+func TestSlots(t *testing.T) {
+	if got := crc16("123456789"); got != 0x31C3 {
+		t.Errorf("crc16(123456789) = %#x, want 0x31c3", got)
+	}
+	tags := slotTags()
+	for slot, tag := range tags {
+		if got := crc16(tag) & (slots - 1); got != uint16(slot) {
+			t.Fatalf("the tag %q of slot %d hashes to slot %d", tag, slot, got)
+		}
+	}
+	t.Run("Cluster", func(t *testing.T) {
+		c := clusterClient(t)
+		g := newTestGraph(t, c)
+		if !g.Cluster() {
+			t.Fatal("a Graph on a Cluster client is not laid out for a Cluster")
+		}
+		for _, id := range []fg.UserID{1, 42, 1 << 40, fg.MaxUserID} {
+			for _, key := range []string{g.key(id, kindOut), g.outbox(id)} {
+				got, err := c.Do(t.Context(), c.B().ClusterKeyslot().Key(key).Build()).AsInt64()
+				if err != nil {
+					t.Fatal(err)
+				}
+				if got != int64(slotOf(id)) {
+					t.Errorf("CLUSTER KEYSLOT %s = %d, want %d, the slot of user %d", key, got, slotOf(id), id)
+				}
+			}
+		}
+	})
+}
+
+func TestParseURL(t *testing.T) {
+	for _, tt := range []struct {
+		url   string
+		addrs []string
+		db    int
+		user  string
+		pass  string
+		tls   bool
+	}{
+		{url: "redis://127.0.0.1:6379", addrs: []string{"127.0.0.1:6379"}},
+		{url: "redis://localhost", addrs: []string{"localhost:6379"}},
+		{url: "redis://h:7000/3", addrs: []string{"h:7000"}, db: 3},
+		{url: "redis://u:p@h:7000/0?dial_timeout=3s", addrs: []string{"h:7000"}, user: "u", pass: "p"},
+		{url: "redis://h1:7000,h2:7001,h3", addrs: []string{"h1:7000", "h2:7001", "h3:6379"}},
+		{url: "redis+cluster://h1:7000", addrs: []string{"h1:7000"}},
+		{url: "rediss+cluster://:secret@h1:7000,h2:7001", addrs: []string{"h1:7000", "h2:7001"}, pass: "secret", tls: true},
+		{url: "redis://[::1]:7000,[::1]", addrs: []string{"[::1]:7000", "[::1]:6379"}},
+	} {
+		opt, err := ParseURL(tt.url)
+		if err != nil {
+			t.Errorf("ParseURL(%q): %v", tt.url, err)
+			continue
+		}
+		if !slices.Equal(opt.InitAddress, tt.addrs) || opt.SelectDB != tt.db || opt.Username != tt.user ||
+			opt.Password != tt.pass || (opt.TLSConfig != nil) != tt.tls {
+			t.Errorf("ParseURL(%q) = addresses %v, db %d, user %q, password %q, TLS %v; want %v, %d, %q, %q, %v",
+				tt.url, opt.InitAddress, opt.SelectDB, opt.Username, opt.Password, opt.TLSConfig != nil,
+				tt.addrs, tt.db, tt.user, tt.pass, tt.tls)
+		}
+	}
+	for _, bad := range []string{
+		"127.0.0.1:6379",           // no scheme
+		"http://h:6379",            // another scheme
+		"redis://h1:7000,,h2",      // an empty address
+		"redis+cluster://h:7000/2", // a Cluster has no database
+		"redis://h1,h2/1",
+		"redis://h:port",
+	} {
+		if _, err := ParseURL(bad); err == nil {
+			t.Errorf("ParseURL(%q) = nil error, want an error", bad)
+		}
+	}
+}

@@ -1,0 +1,157 @@
+// Package redisgraph is the follow graph engine on Redis or Redis Cluster,
+// through github.com/redis/rueidis: the hot copy of the graph for
+// deployments of more than one API node.
+//
+// Each user's keys share the user's id as hash tag, so they live in one
+// slot (keys.go). Follows and unfollows are Lua scripts that decide the
+// change on the follower's side, assign its version from the follower's
+// clock, and write the change event into an outbox stream in the same
+// atomic step (write.go, lua/). On a standalone Redis the followee's side
+// is written by the same script; on a Cluster it lives in another slot and
+// is written by a second, version-conditional script, retried and, should
+// that fail, completed from the outbox (outbox.go). Reads never run a command whose
+// cost grows with the size of a set beyond O(log n) plus what it returns:
+// keyset paging, ZMSCORE probes of the viewer's own sets, set queries that
+// walk the smaller side in chunks (read.go, sets.go). Counts and the first
+// page of large follower lists are served through rueidis's client-side
+// cache, kept fresh by Redis's invalidations (cache.go).
+//
+// docs/DESIGN.md says why.
+package redisgraph
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"sync/atomic"
+	"time"
+
+	"github.com/redis/rueidis"
+
+	fg "github.com/followgraph/followgraph"
+)
+
+var (
+	_ fg.Graph   = (*Graph)(nil)
+	_ fg.Applier = (*Graph)(nil)
+)
+
+// Defaults of the options.
+const (
+	DefaultPrefix         = "fg"
+	DefaultOutboxLimit    = 1_000_000
+	DefaultCacheThreshold = 10_000
+)
+
+// Graph is the Redis engine. It is safe for concurrent use; any number of
+// Graphs, in any number of processes, may share one Redis under one prefix.
+//
+// A change is visible to every read that starts after it returned, on the
+// follower's side (Following, IsFollowing, the follower's counts and
+// relations). On a standalone Redis the followee's side changes in the same
+// atomic step. On a Cluster it changes in a second step, before the write
+// returns unless that step failed every retry; then settling the change's
+// outbox event (SettleOutbox, as the relay does, or Repair) completes it.
+type Graph struct {
+	c            rueidis.Client
+	cluster      bool
+	prefix       string
+	now          func() time.Time
+	maxFollowing int
+	outboxLimit  int
+	cacheMin     int64    // followers from which the first page of followers is cached
+	outboxTags   []string // per slot, on a Cluster
+
+	known  stamps // the latest stamps this Graph wrote, for the cache
+	memo   memo   // counts of set queries
+	hits   atomic.Uint64
+	misses atomic.Uint64
+
+	deferred atomic.Uint64 // second steps left to the outbox
+
+	// secondStepFault, when set (by tests), runs before each attempt of a
+	// second step; an error fails the attempt.
+	secondStepFault func(fg.Event) error
+}
+
+// Option configures a Graph.
+type Option func(*Graph)
+
+// WithPrefix sets the prefix of every key (default "fg"), so that several
+// deployments can share a Redis. It must not contain '{' or '}'.
+func WithPrefix(p string) Option { return func(g *Graph) { g.prefix = p } }
+
+// WithClock sets the clock that gives follow times (default time.Now).
+func WithClock(now func() time.Time) Option { return func(g *Graph) { g.now = now } }
+
+// WithMaxFollowing caps how many users one user may follow (0: no cap).
+func WithMaxFollowing(n int) Option { return func(g *Graph) { g.maxFollowing = n } }
+
+// WithOutboxLimit bounds each outbox stream (default DefaultOutboxLimit
+// events): a write that would go beyond it fails with EUnavailable and
+// changes nothing, rather than dropping events not yet relayed.
+func WithOutboxLimit(n int) Option { return func(g *Graph) { g.outboxLimit = n } }
+
+// WithCacheThreshold sets the number of followers from which the first
+// page of a user's followers is served through the client-side cache
+// (default DefaultCacheThreshold; 0 never caches pages). Counts are always
+// served through it.
+func WithCacheThreshold(n int) Option { return func(g *Graph) { g.cacheMin = int64(n) } }
+
+// New returns a Graph on client, which the caller closes after use. It
+// loads the scripts into every node, so it fails with EUnavailable when
+// Redis cannot be reached. It needs Redis 7 or later. Whether the graph is
+// laid out for a Cluster follows client.Mode().
+func New(client rueidis.Client, opts ...Option) (*Graph, error) {
+	g := &Graph{
+		c:           client,
+		cluster:     client.Mode() == rueidis.ClientModeCluster,
+		prefix:      DefaultPrefix,
+		now:         time.Now,
+		outboxLimit: DefaultOutboxLimit,
+		cacheMin:    DefaultCacheThreshold,
+	}
+	for _, o := range opts {
+		o(g)
+	}
+	switch {
+	case g.prefix == "" || strings.ContainsAny(g.prefix, "{}"):
+		return nil, fmt.Errorf("redisgraph: prefix %q: it must be non-empty, without '{' or '}'", g.prefix)
+	case g.outboxLimit < 1:
+		return nil, fmt.Errorf("redisgraph: outbox limit %d: it must be at least 1", g.outboxLimit)
+	case g.maxFollowing < 0:
+		return nil, fmt.Errorf("redisgraph: following limit %d: it must be 0 (none) or more", g.maxFollowing)
+	case g.cacheMin < 0:
+		return nil, fmt.Errorf("redisgraph: cache threshold %d: it must be 0 (never) or more", g.cacheMin)
+	}
+	if g.cluster {
+		g.outboxTags = slotTags()
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	if err := loadScripts(ctx, client); err != nil {
+		return nil, unavailable("loading scripts", err)
+	}
+	return g, nil
+}
+
+// Cluster reports whether the graph is laid out for a Redis Cluster: the
+// two sides of a change written in two steps.
+func (g *Graph) Cluster() bool { return g.cluster }
+
+// CacheStats returns how many reads served through the client-side cache
+// were answered from it (hits) and how many went to Redis (misses).
+func (g *Graph) CacheStats() (hits, misses uint64) { return g.hits.Load(), g.misses.Load() }
+
+// DeferredSecondSteps returns how many second steps (Cluster only) failed
+// every retry since the Graph was made, left to SettleOutbox or Repair.
+func (g *Graph) DeferredSecondSteps() uint64 { return g.deferred.Load() }
+
+// errUnavailable is the domain error of every failure to reach Redis.
+var errUnavailable = &fg.Error{Code: fg.EUnavailable, Message: "the graph store (Redis) is unavailable"}
+
+// unavailable wraps a Redis or connection error err of operation op: its
+// code is EUnavailable, and err stays in the chain.
+func unavailable(op string, err error) error {
+	return fmt.Errorf("redisgraph: %s: %w: %w", op, errUnavailable, err)
+}

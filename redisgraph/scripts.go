@@ -1,0 +1,104 @@
+package redisgraph
+
+import (
+	"context"
+	"crypto/sha1"
+	_ "embed"
+	"encoding/hex"
+
+	"github.com/redis/rueidis"
+)
+
+var (
+	//go:embed lua/lib.lua
+	luaLib string
+	//go:embed lua/change.lua
+	luaChange string
+	//go:embed lua/second.lua
+	luaSecond string
+	//go:embed lua/apply.lua
+	luaApply string
+	//go:embed lua/ties.lua
+	luaTies string
+)
+
+// The scripts. The write scripts share lua/lib.lua; each file says what it
+// takes and returns.
+var (
+	scriptChange = newScript(luaLib+luaChange, false) // a live follow or unfollow
+	scriptSecond = newScript(luaLib+luaSecond, false) // the followee's side, on a Cluster
+	scriptApply  = newScript(luaLib+luaApply, false)  // Apply of one event
+	scriptTies   = newScript(luaTies, true)           // the entries after a cursor in its millisecond
+)
+
+var allScripts = []*script{scriptChange, scriptSecond, scriptApply, scriptTies}
+
+// script is a Lua script run by EVALSHA (EVALSHA_RO when read-only), and
+// by EVAL when Redis does not have it (after a restart or a failover).
+type script struct {
+	src string
+	sha string
+	ro  bool
+	lua *rueidis.Lua
+}
+
+func newScript(src string, ro bool) *script {
+	sum := sha1.Sum([]byte(src))
+	s := &script{src: src, sha: hex.EncodeToString(sum[:]), ro: ro}
+	if ro {
+		s.lua = rueidis.NewLuaScriptReadOnly(src)
+	} else {
+		s.lua = rueidis.NewLuaScript(src)
+	}
+	return s
+}
+
+// exec runs the script once.
+func (s *script) exec(ctx context.Context, c rueidis.Client, keys, args []string) rueidis.RedisResult {
+	return s.lua.Exec(ctx, c, keys, args)
+}
+
+// cmd returns the EVALSHA command of the script, for a pipeline; fix runs
+// it again if it found the script missing.
+func (s *script) cmd(c rueidis.Client, keys, args []string) rueidis.Completed {
+	if s.ro {
+		return c.B().EvalshaRo().Sha1(s.sha).Numkeys(int64(len(keys))).Key(keys...).Arg(args...).Build()
+	}
+	return c.B().Evalsha().Sha1(s.sha).Numkeys(int64(len(keys))).Key(keys...).Arg(args...).Build()
+}
+
+// fix returns r, the result of cmd(c, keys, args), or, when r says Redis
+// does not have the script, the result of running it again, which loads it.
+func (s *script) fix(ctx context.Context, c rueidis.Client, r rueidis.RedisResult, keys, args []string) rueidis.RedisResult {
+	if err, ok := rueidis.IsRedisErr(r.Error()); ok && err.IsNoScript() {
+		return s.exec(ctx, c, keys, args)
+	}
+	return r
+}
+
+// execMulti runs the script once for each of calls, pipelined, and returns
+// the results in order. Calls that find the script missing are run again
+// one by one, which loads it.
+func (s *script) execMulti(ctx context.Context, c rueidis.Client, calls []rueidis.LuaExec) []rueidis.RedisResult {
+	cmds := make(rueidis.Commands, len(calls))
+	for i, call := range calls {
+		cmds[i] = s.cmd(c, call.Keys, call.Args)
+	}
+	res := c.DoMulti(ctx, cmds...)
+	for i, r := range res {
+		res[i] = s.fix(ctx, c, r, calls[i].Keys, calls[i].Args)
+	}
+	return res
+}
+
+// load loads every script into every node of c.
+func loadScripts(ctx context.Context, c rueidis.Client) error {
+	for _, n := range c.Nodes() {
+		for _, s := range allScripts {
+			if err := n.Do(ctx, n.B().ScriptLoad().Script(s.src).Build()).Error(); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}

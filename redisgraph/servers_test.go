@@ -1,0 +1,313 @@
+package redisgraph
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"fmt"
+	"net"
+	"os"
+	"os/exec"
+	"strconv"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/redis/rueidis"
+
+	fg "github.com/followgraph/followgraph"
+)
+
+// The tests run against a real Redis: a standalone one named by
+// FOLLOWGRAPH_TEST_REDIS, and a Redis Cluster of three masters that the
+// tests start themselves, on free ports, with redis-server and redis-cli
+// (and stop in TestMain). Each test uses keys of its own prefix and
+// deletes them when it ends.
+
+const skipMessage = "set FOLLOWGRAPH_TEST_REDIS=redis://127.0.0.1:6379 to run against a real Redis; " +
+	"the Cluster tests also start a Redis Cluster of their own and need redis-server and redis-cli on PATH"
+
+func TestMain(m *testing.M) {
+	code := m.Run()
+	testCluster.stop()
+	os.Exit(code)
+}
+
+// skip skips the test with why and how to enable it, except in CI, where a
+// test that cannot run is a failure.
+func skip(tb testing.TB, why string) {
+	tb.Helper()
+	msg := why + ": " + skipMessage
+	if os.Getenv("CI") == "true" {
+		tb.Fatal(msg)
+	}
+	tb.Skip(msg)
+}
+
+// sharedClient is a client made once and shared by the tests.
+type sharedClient struct {
+	once sync.Once
+	opt  rueidis.ClientOption // to make another client of the same Redis
+	c    rueidis.Client
+	err  error
+}
+
+var standalone, cluster sharedClient
+
+// standaloneClient returns a client of the standalone Redis, or skips.
+func standaloneClient(tb testing.TB) rueidis.Client {
+	tb.Helper()
+	url := os.Getenv("FOLLOWGRAPH_TEST_REDIS")
+	if url == "" {
+		skip(tb, "FOLLOWGRAPH_TEST_REDIS is not set")
+	}
+	standalone.once.Do(func() {
+		standalone.opt, standalone.err = ParseURL(url)
+		if standalone.err == nil {
+			standalone.c, standalone.err = rueidis.NewClient(standalone.opt)
+		}
+	})
+	if standalone.err != nil {
+		tb.Fatalf("connecting to %s: %v", url, standalone.err)
+	}
+	if standalone.c.Mode() != rueidis.ClientModeStandalone {
+		tb.Fatalf("%s is a %s Redis, want a standalone one", url, standalone.c.Mode())
+	}
+	return standalone.c
+}
+
+// clusterClient returns a client of the test Cluster, starting the
+// Cluster on first use, or skips.
+func clusterClient(tb testing.TB) rueidis.Client {
+	tb.Helper()
+	if os.Getenv("FOLLOWGRAPH_TEST_REDIS") == "" {
+		skip(tb, "FOLLOWGRAPH_TEST_REDIS is not set")
+	}
+	for _, bin := range []string{"redis-server", "redis-cli"} {
+		if _, err := exec.LookPath(bin); err != nil {
+			skip(tb, bin+" is not on PATH")
+		}
+	}
+	cluster.once.Do(func() {
+		addrs, err := testCluster.start()
+		if err != nil {
+			cluster.err = err
+			return
+		}
+		cluster.opt, cluster.err = ParseURL("redis+cluster://" + strings.Join(addrs, ","))
+		if cluster.err == nil {
+			cluster.c, cluster.err = rueidis.NewClient(cluster.opt)
+		}
+	})
+	if cluster.err != nil {
+		tb.Fatalf("starting a Redis Cluster: %v", cluster.err)
+	}
+	return cluster.c
+}
+
+// modes are the two layouts, for tests that run on both.
+var modes = []struct {
+	name   string
+	client func(testing.TB) rueidis.Client
+	shared *sharedClient
+}{
+	{"Standalone", standaloneClient, &standalone},
+	{"Cluster", clusterClient, &cluster},
+}
+
+// testGraph is a Graph that records the users its writes name, so that
+// their keys can be deleted when the test ends: only writes make keys.
+type testGraph struct {
+	*Graph
+	mu    sync.Mutex
+	users map[fg.UserID]bool
+}
+
+// newTestGraph returns a Graph on c with a prefix of its own, whose keys
+// are deleted when the test ends.
+func newTestGraph(tb testing.TB, c rueidis.Client, opts ...Option) *testGraph {
+	tb.Helper()
+	return newTestGraphPrefix(tb, c, randomPrefix(), opts...)
+}
+
+// newTestGraphPrefix is newTestGraph with the prefix given.
+func newTestGraphPrefix(tb testing.TB, c rueidis.Client, prefix string, opts ...Option) *testGraph {
+	tb.Helper()
+	g, err := New(c, append([]Option{WithPrefix(prefix)}, opts...)...)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	tg := &testGraph{Graph: g, users: make(map[fg.UserID]bool)}
+	tb.Cleanup(func() { tg.deleteKeys(tb) })
+	return tg
+}
+
+func randomPrefix() string {
+	var b [6]byte
+	rand.Read(b[:])
+	return "fgtest-" + hex.EncodeToString(b[:])
+}
+
+// touch records that users may have keys.
+func (g *testGraph) touch(users ...fg.UserID) {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	for _, u := range users {
+		g.users[u] = true
+	}
+}
+
+func (g *testGraph) Follow(ctx context.Context, user, target fg.UserID) (fg.FollowResult, error) {
+	g.touch(user, target)
+	return g.Graph.Follow(ctx, user, target)
+}
+
+func (g *testGraph) Unfollow(ctx context.Context, user, target fg.UserID) (bool, error) {
+	g.touch(user, target)
+	return g.Graph.Unfollow(ctx, user, target)
+}
+
+func (g *testGraph) Apply(ctx context.Context, events []fg.Event) error {
+	for _, e := range events {
+		g.touch(e.User, e.Target)
+	}
+	return g.Graph.Apply(ctx, events)
+}
+
+// deleteKeys deletes the keys of every user recorded, and their outboxes.
+func (g *testGraph) deleteKeys(tb testing.TB) {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	outboxes := make(map[string]bool)
+	var cmds rueidis.Commands
+	for u := range g.users {
+		var keys []string
+		for _, kind := range []string{kindOut, kindIn, kindOutVer, kindInVer, kindCounters} {
+			keys = append(keys, g.key(u, kind))
+		}
+		cmds = append(cmds, g.c.B().Unlink().Key(keys...).Build())
+		if u.Valid() {
+			outboxes[g.outbox(u)] = true
+		}
+	}
+	for key := range outboxes {
+		cmds = append(cmds, g.c.B().Unlink().Key(key).Build())
+	}
+	for _, r := range g.c.DoMulti(context.Background(), cmds...) {
+		if err := r.Error(); err != nil {
+			tb.Errorf("deleting the keys of %s: %v", g.prefix, err)
+			return
+		}
+	}
+}
+
+// localCluster is a Redis Cluster of three masters in a temporary folder.
+type localCluster struct {
+	mu    sync.Mutex
+	dir   string
+	procs []*exec.Cmd
+}
+
+var testCluster localCluster
+
+func (lc *localCluster) start() ([]string, error) {
+	lc.mu.Lock()
+	defer lc.mu.Unlock()
+	dir, err := os.MkdirTemp("", "redisgraph-cluster-")
+	if err != nil {
+		return nil, err
+	}
+	lc.dir = dir
+	var addrs []string
+	for range 3 {
+		port, err := freePort()
+		if err != nil {
+			return nil, err
+		}
+		p := strconv.Itoa(port)
+		cmd := exec.Command("redis-server", "--port", p, "--bind", "127.0.0.1",
+			"--cluster-enabled", "yes", "--cluster-config-file", "nodes-"+p+".conf",
+			"--save", "", "--appendonly", "no", "--dir", dir, "--logfile", "redis-"+p+".log")
+		if err := cmd.Start(); err != nil {
+			return nil, err
+		}
+		lc.procs = append(lc.procs, cmd)
+		addrs = append(addrs, "127.0.0.1:"+p)
+	}
+	for _, a := range addrs {
+		if err := waitFor(10*time.Second, func() bool {
+			c, err := net.Dial("tcp", a)
+			if err == nil {
+				c.Close()
+			}
+			return err == nil
+		}); err != nil {
+			return nil, fmt.Errorf("redis-server on %s did not start: %w", a, err)
+		}
+	}
+	args := append([]string{"--cluster", "create"}, addrs...)
+	args = append(args, "--cluster-replicas", "0", "--cluster-yes")
+	if out, err := exec.Command("redis-cli", args...).CombinedOutput(); err != nil {
+		return nil, fmt.Errorf("redis-cli --cluster create: %v\n%s", err, out)
+	}
+	for _, a := range addrs {
+		host, port, _ := net.SplitHostPort(a)
+		if err := waitFor(30*time.Second, func() bool {
+			out, err := exec.Command("redis-cli", "-h", host, "-p", port, "cluster", "info").Output()
+			return err == nil && strings.Contains(string(out), "cluster_state:ok")
+		}); err != nil {
+			return nil, fmt.Errorf("the Cluster node %s is not ok: %w", a, err)
+		}
+	}
+	return addrs, nil
+}
+
+func (lc *localCluster) stop() {
+	lc.mu.Lock()
+	defer lc.mu.Unlock()
+	if cluster.c != nil {
+		cluster.c.Close()
+	}
+	for _, p := range lc.procs {
+		p.Process.Kill()
+		p.Wait()
+	}
+	if lc.dir != "" {
+		os.RemoveAll(lc.dir)
+	}
+}
+
+// freePort returns a port that is free, and whose cluster bus port (the
+// port + 10000) is free too.
+func freePort() (int, error) {
+	for range 100 {
+		l, err := net.Listen("tcp", "127.0.0.1:0")
+		if err != nil {
+			return 0, err
+		}
+		port := l.Addr().(*net.TCPAddr).Port
+		l.Close()
+		if port+10000 > 65535 {
+			continue
+		}
+		bus, err := net.Listen("tcp", "127.0.0.1:"+strconv.Itoa(port+10000))
+		if err != nil {
+			continue
+		}
+		bus.Close()
+		return port, nil
+	}
+	return 0, fmt.Errorf("no free port pair found")
+}
+
+func waitFor(d time.Duration, ok func() bool) error {
+	deadline := time.Now().Add(d)
+	for !ok() {
+		if time.Now().After(deadline) {
+			return fmt.Errorf("gave up after %v", d)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	return nil
+}

@@ -1,0 +1,337 @@
+package redisgraph
+
+import (
+	"context"
+	"hash/maphash"
+	"slices"
+	"strconv"
+	"sync"
+
+	"github.com/redis/rueidis"
+
+	fg "github.com/followgraph/followgraph"
+)
+
+// Set queries intersect two sorted sets, one of which (the paging side)
+// orders the result and gives each entry its time. They never ask Redis to
+// intersect: SINTER or ZINTERCARD on two large sets would hold Redis for
+// as long as the sets are large. Instead they read one side in chunks of
+// rangeChunk members and ask the other side about them with ZMSCORE, in
+// commands of probeChunk members.
+//
+//   - The exact count walks the smaller side whole, by rank, chunks
+//     pipelined. It is remembered against the two users' change stamps
+//     (memo below), so that the pages after the first, and the same query
+//     again, do not walk again while neither user changed.
+//   - The page walks the paging side from the cursor, newest first, until
+//     it has one entry more than the page: about (limit+1)×|paging|/count
+//     members. When the other side is smaller than that, the page comes
+//     instead from walking the other side whole, probing the paging side
+//     for the times, and sorting. Either way each page costs at most a
+//     walk of the smaller side.
+//
+// Both page walks go by keyset (rangeAfter), so a page is right under
+// concurrent change: no entry twice, none present the whole time skipped.
+const countGroup = 16 // chunks of a count walk sent at once
+
+// side is one sorted set of a set query: whom user follows, or (in) who
+// follows user.
+type side struct {
+	user fg.UserID
+	in   bool
+}
+
+func (g *Graph) sideKey(s side) string {
+	if s.in {
+		return g.key(s.user, kindIn)
+	}
+	return g.key(s.user, kindOut)
+}
+
+func (s side) size(c counters) int64 {
+	if s.in {
+		return c.followers
+	}
+	return c.following
+}
+
+// Mutuals returns the users that user follows and that follow user.
+func (g *Graph) Mutuals(ctx context.Context, user fg.UserID, req fg.PageRequest) (fg.SetPage, error) {
+	q, err := newQuery(req, fg.ListMutuals, user)
+	if err != nil {
+		return fg.SetPage{}, err
+	}
+	return g.setQuery(ctx, fg.ListMutuals, q, side{user, false}, side{user, true})
+}
+
+// CommonFollowing returns the users that both user and other follow.
+func (g *Graph) CommonFollowing(ctx context.Context, user, other fg.UserID, req fg.PageRequest) (fg.SetPage, error) {
+	q, err := newQuery(req, fg.ListCommonFollowing, user, other)
+	if err != nil {
+		return fg.SetPage{}, err
+	}
+	return g.setQuery(ctx, fg.ListCommonFollowing, q, side{user, false}, side{other, false})
+}
+
+// CommonFollowers returns the users that follow both user and other.
+func (g *Graph) CommonFollowers(ctx context.Context, user, other fg.UserID, req fg.PageRequest) (fg.SetPage, error) {
+	q, err := newQuery(req, fg.ListCommonFollowers, user, other)
+	if err != nil {
+		return fg.SetPage{}, err
+	}
+	return g.setQuery(ctx, fg.ListCommonFollowers, q, side{user, true}, side{other, true})
+}
+
+// KnownFollowers returns the users that user follows and that follow target.
+func (g *Graph) KnownFollowers(ctx context.Context, user, target fg.UserID, req fg.PageRequest) (fg.SetPage, error) {
+	q, err := newQuery(req, fg.ListKnownFollowers, user, target)
+	if err != nil {
+		return fg.SetPage{}, err
+	}
+	return g.setQuery(ctx, fg.ListKnownFollowers, q, side{user, false}, side{target, true})
+}
+
+// setQuery answers q, the intersection of p (the paging side) and o.
+func (g *Graph) setQuery(ctx context.Context, op string, q query, p, o side) (fg.SetPage, error) {
+	sp, err := g.setPage(ctx, q, p, o)
+	if err != nil {
+		return fg.SetPage{}, unavailable(op, err)
+	}
+	return sp, nil
+}
+
+func (g *Graph) setPage(ctx context.Context, q query, p, o side) (fg.SetPage, error) {
+	cs, err := g.readCounters(ctx, []fg.UserID{p.user, o.user})
+	if err != nil {
+		return fg.SetPage{}, err
+	}
+	np, no := p.size(cs[0]), o.size(cs[1])
+	if np == 0 || no == 0 {
+		return fg.SetPage{}, nil
+	}
+	var keys []fg.Key // every member, when o was walked whole
+	count, ok := g.memo.get(q.scope, cs[0].stamp, cs[1].stamp)
+	if !ok {
+		if no < np {
+			keys, err = g.collect(ctx, o, p)
+			count = int64(len(keys))
+		} else {
+			count, err = g.count(ctx, p, o)
+		}
+		if err != nil {
+			return fg.SetPage{}, err
+		}
+		if err := g.remember(ctx, q.scope, p.user, o.user, cs[0].stamp, cs[1].stamp, count); err != nil {
+			return fg.SetPage{}, err
+		}
+	}
+	if count == 0 {
+		return fg.SetPage{}, nil
+	}
+	if keys == nil && (int64(q.size)+1)*np/count > no {
+		if keys, err = g.collect(ctx, o, p); err != nil {
+			return fg.SetPage{}, err
+		}
+	}
+	var page fg.Page
+	if keys != nil {
+		page = q.pageOf(keys)
+	} else if page, err = g.walk(ctx, q, p, o); err != nil {
+		return fg.SetPage{}, err
+	}
+	return fg.SetPage{Count: count, Entries: page.Entries, Next: page.Next}, nil
+}
+
+// walk returns the page of q: p's entries after the cursor that are in o.
+func (g *Graph) walk(ctx context.Context, q query, p, o side) (fg.Page, error) {
+	pk, ok := g.sideKey(p), g.sideKey(o)
+	after := q.cursor()
+	chunk := min(max(2*(q.size+1), 64), rangeChunk)
+	var es []fg.Entry
+	for {
+		got, err := g.rangeAfter(ctx, pk, after, chunk)
+		if err != nil || len(got) == 0 {
+			return q.page(es), err
+		}
+		scores, err := g.probe(ctx, members(got), ok)
+		if err != nil {
+			return fg.Page{}, err
+		}
+		for i, e := range got {
+			if scores[0][i] >= 0 {
+				if es = append(es, e); len(es) > q.size {
+					return q.page(es), nil
+				}
+			}
+		}
+		if len(got) < chunk {
+			return q.page(es), nil
+		}
+		last := got[len(got)-1].Key()
+		after = &last
+		chunk = min(2*chunk, rangeChunk)
+	}
+}
+
+// collect walks w whole and returns the keys of its members that are in
+// s, with the times s gives them.
+func (g *Graph) collect(ctx context.Context, w, s side) ([]fg.Key, error) {
+	wk, sk := g.sideKey(w), g.sideKey(s)
+	var (
+		keys  []fg.Key
+		after *fg.Key
+	)
+	for {
+		got, err := g.rangeAfter(ctx, wk, after, rangeChunk)
+		if err != nil || len(got) == 0 {
+			return keys, err
+		}
+		scores, err := g.probe(ctx, members(got), sk)
+		if err != nil {
+			return nil, err
+		}
+		for i, e := range got {
+			if ms := scores[0][i]; ms >= 0 {
+				keys = append(keys, fg.Key{Millis: ms, ID: e.ID})
+			}
+		}
+		if len(got) < rangeChunk {
+			return keys, nil
+		}
+		last := got[len(got)-1].Key()
+		after = &last
+	}
+}
+
+// count returns how many members of s are in o, walking s by rank.
+func (g *Graph) count(ctx context.Context, s, o side) (int64, error) {
+	sk, ok := g.sideKey(s), g.sideKey(o)
+	var n int64
+	for start := 0; ; start += countGroup * rangeChunk {
+		ranges := make(rueidis.Commands, countGroup)
+		for j := range ranges {
+			from := start + j*rangeChunk
+			ranges[j] = g.c.B().Zrange().Key(sk).Min(strconv.Itoa(from)).Max(strconv.Itoa(from + rangeChunk - 1)).Build()
+		}
+		var probes rueidis.Commands
+		full := true
+		for _, r := range g.c.DoMulti(ctx, ranges...) {
+			ms, err := r.AsStrSlice()
+			if err != nil {
+				return 0, err
+			}
+			for chunk := range slices.Chunk(ms, probeChunk) {
+				probes = append(probes, g.c.B().Zmscore().Key(ok).Member(chunk...).Build())
+			}
+			full = len(ms) == rangeChunk
+		}
+		for _, r := range g.c.DoMulti(ctx, probes...) {
+			vals, err := r.ToArray()
+			if err != nil {
+				return 0, err
+			}
+			for _, v := range vals {
+				if !v.IsNil() {
+					n++
+				}
+			}
+		}
+		if !full {
+			return n, nil
+		}
+	}
+}
+
+func members(es []fg.Entry) []string {
+	ms := make([]string, len(es))
+	for i, e := range es {
+		ms[i] = member(e.ID)
+	}
+	return ms
+}
+
+// pageOf returns the page of q among the entries with the given keys.
+func (q query) pageOf(keys []fg.Key) fg.Page {
+	if q.from {
+		keys = slices.DeleteFunc(keys, func(k fg.Key) bool { return !q.after.Before(k) })
+	}
+	slices.SortFunc(keys, func(a, b fg.Key) int {
+		if a.Before(b) {
+			return -1
+		}
+		return 1
+	})
+	keys = keys[:min(len(keys), q.size+1)]
+	es := make([]fg.Entry, len(keys))
+	for i, k := range keys {
+		es[i] = fg.Entry{ID: k.ID, Since: fg.Millis(k.Millis)}
+	}
+	return q.page(es)
+}
+
+// remember keeps count as the answer of the set query scope while users a
+// and b have stamps sa and sb, if they still have them after the walk:
+// a count taken while either changed is not kept.
+func (g *Graph) remember(ctx context.Context, scope string, a, b fg.UserID, sa, sb, count int64) error {
+	res := g.c.DoMulti(ctx,
+		g.c.B().Hget().Key(g.key(a, kindCounters)).Field("st").Build(),
+		g.c.B().Hget().Key(g.key(b, kindCounters)).Field("st").Build())
+	var now [2]int64
+	for i, r := range res {
+		n, err := r.AsInt64()
+		if err != nil && !rueidis.IsRedisNil(err) {
+			return err
+		}
+		now[i] = n
+	}
+	if now == [2]int64{sa, sb} {
+		g.memo.put(scope, sa, sb, count)
+	}
+	return nil
+}
+
+// memo holds the counts of set queries, each with the stamps of the two
+// users it was counted at. A count is valid while neither user changed:
+// each change of a user's sets increments the user's stamp. Each shard
+// holds up to memoShardSize queries and is emptied when full.
+type memo struct {
+	seed   maphash.Seed
+	once   sync.Once
+	shards [64]memoShard
+}
+
+const memoShardSize = 4096
+
+type memoShard struct {
+	mu sync.Mutex
+	m  map[string]memoEntry
+	_  [16]byte
+}
+
+type memoEntry struct{ sa, sb, count int64 }
+
+func (m *memo) shard(scope string) *memoShard {
+	m.once.Do(func() { m.seed = maphash.MakeSeed() })
+	return &m.shards[maphash.String(m.seed, scope)>>58]
+}
+
+func (m *memo) get(scope string, sa, sb int64) (int64, bool) {
+	sh := m.shard(scope)
+	sh.mu.Lock()
+	defer sh.mu.Unlock()
+	e, ok := sh.m[scope]
+	if !ok || e.sa != sa || e.sb != sb {
+		return 0, false
+	}
+	return e.count, true
+}
+
+func (m *memo) put(scope string, sa, sb, count int64) {
+	sh := m.shard(scope)
+	sh.mu.Lock()
+	defer sh.mu.Unlock()
+	if sh.m == nil || len(sh.m) >= memoShardSize {
+		sh.m = make(map[string]memoEntry)
+	}
+	sh.m[scope] = memoEntry{sa, sb, count}
+}

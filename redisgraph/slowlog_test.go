@@ -1,0 +1,259 @@
+package redisgraph
+
+import (
+	"context"
+	"fmt"
+	"maps"
+	"slices"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/redis/rueidis"
+
+	fg "github.com/followgraph/followgraph"
+)
+
+// TestSlowlog runs every query on users whose sets hold a million members
+// each, with ties of a thousand members a millisecond, and checks that
+// Redis logged none of its commands as slower than a millisecond
+// (slowlog-log-slower-than 1000, restored after). It also checks the
+// answers it can know from how the sets were built.
+//
+// The slow log measures wall time, so on a busy machine (two CPUs shared
+// with this test's own process, say) a command that the scheduler
+// preempts is logged too. So the queries run again, by a new Graph (which
+// remembers no counts), up to three times, and the test fails only when
+// one command is logged in every run: a command slow in itself always is,
+// a preempted one rarely twice.
+func TestSlowlog(t *testing.T) {
+	if testing.Short() {
+		t.Skip("builds sets of a million members")
+	}
+	c := standaloneClient(t)
+	g := newTestGraph(t, c)
+	ctx := t.Context()
+	const (
+		a, b = fg.UserID(1), fg.UserID(2)
+		n    = 1_000_000
+	)
+	base := time.Now().Add(-time.Hour).UnixMilli()
+	ms := func(id int) int64 { return base + int64(id/1000) } // a thousand followers a millisecond
+	// out(a) = [1000, 1000+n), in(a) = [500000, ...), out(b) = [900000, ...), in(b) = [950000, ...).
+	sets := []struct {
+		key   string
+		first int
+	}{
+		{g.key(a, kindOut), 1000}, {g.key(a, kindIn), 500_000},
+		{g.key(b, kindOut), 900_000}, {g.key(b, kindIn), 950_000},
+	}
+	g.touch(a, b, 3, 5_000_000) // the users slowlogQueries writes
+	start := time.Now()
+	var cmds rueidis.Commands
+	for _, s := range sets {
+		for lo := s.first; lo < s.first+n; lo += 5000 {
+			z := c.B().Zadd().Key(s.key).ScoreMember()
+			for id := lo; id < lo+5000; id++ {
+				z = z.ScoreMember(float64(ms(id)), member(fg.UserID(id)))
+			}
+			cmds = append(cmds, z.Build())
+		}
+	}
+	for _, u := range []fg.UserID{a, b} {
+		cmds = append(cmds, c.B().Hset().Key(g.key(u, kindCounters)).FieldValue().
+			FieldValue("nout", strconv.Itoa(n)).FieldValue("nin", strconv.Itoa(n)).FieldValue("st", "1").Build())
+	}
+	for chunk := range slices.Chunk(cmds, 64) {
+		for _, r := range c.DoMulti(ctx, chunk...) {
+			if err := r.Error(); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	t.Logf("4 sets of %d members built in %v", n, time.Since(start))
+
+	last := setSlowlog(t, c)
+	var always map[string]time.Duration // commands logged in every run so far
+	for run := 1; run <= 3; run++ {
+		fresh, err := New(c, WithPrefix(g.prefix))
+		if err != nil {
+			t.Fatal(err)
+		}
+		slowlogQueries(t, fresh, base, run == 1)
+		slow := make(map[string]time.Duration)
+		for _, e := range slowEntries(t, c, last) {
+			if strings.Contains(strings.Join(e.args, " "), g.prefix) {
+				slow[fmt.Sprintf("%q", e.args[:min(len(e.args), 5)])] = e.took
+			}
+			last = max(last, e.id)
+		}
+		if run == 1 {
+			always = slow
+		}
+		maps.DeleteFunc(always, func(cmd string, _ time.Duration) bool { _, ok := slow[cmd]; return !ok })
+		t.Logf("run %d: %d commands logged as slower than 1 ms, %d of them in every run", run, len(slow), len(always))
+		if len(always) == 0 {
+			return
+		}
+	}
+	for cmd, took := range always {
+		t.Errorf("Redis logged this command in every run, the last time as %v: %s", took, cmd)
+	}
+}
+
+// slowlogQueries runs every query, and the writes, on the users of
+// TestSlowlog, checking what it can; verbose logs the times of the set
+// queries.
+func slowlogQueries(t *testing.T, g *Graph, base int64, verbose bool) {
+	ctx := t.Context()
+	const (
+		a, b = fg.UserID(1), fg.UserID(2)
+		n    = 1_000_000
+	)
+	ms := func(id int) int64 { return base + int64(id/1000) }
+	start := time.Now()
+	must := func(err error) {
+		t.Helper()
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+
+	counts, err := g.Counts(ctx, []fg.UserID{a, b})
+	must(err)
+	if counts[0].FollowingCount != n || counts[1].FollowerCount != n {
+		t.Errorf("Counts = %+v", counts)
+	}
+	_, err = g.IsFollowing(ctx, a, 500_000)
+	must(err)
+
+	// Lists: a full page, then pages from cursors inside blocks of ties.
+	for _, l := range []struct {
+		name  string
+		read  func(fg.PageRequest) (fg.Page, error)
+		first int
+	}{
+		{"Following", func(r fg.PageRequest) (fg.Page, error) { return g.Following(ctx, a, r) }, 1000},
+		{"Followers", func(r fg.PageRequest) (fg.Page, error) { return g.Followers(ctx, a, r) }, 500_000},
+	} {
+		newest := l.first + n - 1
+		p, err := l.read(fg.PageRequest{Limit: fg.MaxLimit})
+		must(err)
+		for range 3 {
+			if len(p.Entries) == 0 {
+				t.Fatalf("%s: an empty page", l.name)
+			}
+			want := fg.Entry{ID: fg.UserID(newest), Since: fg.Millis(ms(newest))}
+			if e := p.Entries[0]; e.ID != want.ID || !e.Since.Equal(want.Since) {
+				t.Errorf("%s: page starts with %d at %v, want %d at %v", l.name, e.ID, e.Since, want.ID, want.Since)
+			}
+			newest -= len(p.Entries)
+			p, err = l.read(fg.PageRequest{Limit: 777, Cursor: p.Next})
+			must(err)
+		}
+	}
+
+	rel := make([]fg.UserID, fg.MaxRelationIDs)
+	for i := range rel {
+		rel[i] = fg.UserID(1 + i*150)
+	}
+	_, err = g.Relations(ctx, a, rel)
+	must(err)
+
+	// Set queries: the first page with the exact count, then the next.
+	for _, q := range []struct {
+		name  string
+		read  func(fg.PageRequest) (fg.SetPage, error)
+		count int64
+	}{
+		{"Mutuals", func(r fg.PageRequest) (fg.SetPage, error) { return g.Mutuals(ctx, a, r) }, 1000 + n - 500_000},
+		{"CommonFollowing", func(r fg.PageRequest) (fg.SetPage, error) { return g.CommonFollowing(ctx, a, b, r) }, 1000 + n - 900_000},
+		{"CommonFollowers", func(r fg.PageRequest) (fg.SetPage, error) { return g.CommonFollowers(ctx, a, b, r) }, 500_000 + n - 950_000},
+		{"KnownFollowers", func(r fg.PageRequest) (fg.SetPage, error) { return g.KnownFollowers(ctx, a, b, r) }, 1000 + n - 950_000},
+	} {
+		began := time.Now()
+		p, err := q.read(fg.PageRequest{Limit: 50})
+		must(err)
+		counted := time.Since(began)
+		if p.Count != q.count || len(p.Entries) != 50 {
+			t.Errorf("%s: count %d and %d entries, want %d and 50", q.name, p.Count, len(p.Entries), q.count)
+		}
+		began = time.Now()
+		p, err = q.read(fg.PageRequest{Limit: 50, Cursor: p.Next})
+		must(err)
+		if p.Count != q.count || len(p.Entries) != 50 {
+			t.Errorf("%s, page 2: count %d and %d entries, want %d and 50", q.name, p.Count, len(p.Entries), q.count)
+		}
+		if verbose {
+			t.Logf("%s: first page with the count of %d in %v, the next in %v", q.name, q.count, counted, time.Since(began))
+		}
+	}
+
+	_, err = g.Suggestions(ctx, a, fg.MaxSuggestLimit)
+	must(err)
+	_, err = g.Follow(ctx, a, 5_000_000)
+	must(err)
+	_, err = g.Unfollow(ctx, a, 5_000_000)
+	must(err)
+	_, err = g.Follow(ctx, 3, b)
+	must(err)
+	_, err = g.Unfollow(ctx, 3, b)
+	must(err)
+	must(g.Apply(ctx, []fg.Event{fg.NewEvent(b, a, fg.OpFollow, fg.VersionAt(base))}))
+	if verbose {
+		t.Logf("every query in %v", time.Since(start))
+	}
+}
+
+// setSlowlog makes Redis log every command slower than a millisecond until
+// the test ends, and returns the id of the last entry logged before.
+func setSlowlog(tb testing.TB, c rueidis.Client) int64 {
+	tb.Helper()
+	ctx := context.Background()
+	old, err := c.Do(ctx, c.B().ConfigGet().Parameter("slowlog-log-slower-than").Build()).AsStrMap()
+	if err != nil {
+		tb.Fatal(err)
+	}
+	tb.Cleanup(func() {
+		c.Do(ctx, c.B().ConfigSet().ParameterValue().ParameterValue("slowlog-log-slower-than", old["slowlog-log-slower-than"]).Build())
+	})
+	if err := c.Do(ctx, c.B().ConfigSet().ParameterValue().ParameterValue("slowlog-log-slower-than", "1000").Build()).Error(); err != nil {
+		tb.Fatal(err)
+	}
+	entries := slowEntries(tb, c, -1)
+	if len(entries) == 0 {
+		return -1
+	}
+	return entries[0].id
+}
+
+type slowEntry struct {
+	id   int64
+	took time.Duration
+	args []string
+}
+
+// slowEntries returns the slow log entries after the one of id after,
+// newest first.
+func slowEntries(tb testing.TB, c rueidis.Client, after int64) []slowEntry {
+	tb.Helper()
+	vals, err := c.Do(context.Background(), c.B().SlowlogGet().Count(1024).Build()).ToArray()
+	if err != nil {
+		tb.Fatal(err)
+	}
+	var out []slowEntry
+	for _, v := range vals {
+		f, err := v.ToArray()
+		if err != nil || len(f) < 4 {
+			tb.Fatalf("a slow log entry: %v %v", f, err)
+		}
+		id, _ := f[0].AsInt64()
+		us, _ := f[2].AsInt64()
+		args, _ := f[3].AsStrSlice()
+		if id > after {
+			out = append(out, slowEntry{id: id, took: time.Duration(us) * time.Microsecond, args: args})
+		}
+	}
+	return out
+}

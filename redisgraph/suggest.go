@@ -1,0 +1,129 @@
+package redisgraph
+
+import (
+	"cmp"
+	"context"
+	"fmt"
+	"slices"
+	"strconv"
+
+	"github.com/redis/rueidis"
+
+	fg "github.com/followgraph/followgraph"
+)
+
+// Suggestions bound their work: they consider the suggestFollowees people
+// a user followed most recently, and of each the suggestPerFollowee people
+// they followed most recently: at most 65,536 candidates, read with one
+// command per followee (pipelined), each returning at most 256 members.
+// Below those bounds the scores are exact.
+const (
+	suggestFollowees   = 256
+	suggestPerFollowee = 256
+)
+
+// Suggestions returns people user may want to follow; see followgraph.Graph
+// and the bounds above. Via names up to three of the considered followees
+// that follow the candidate, most recently followed first.
+func (g *Graph) Suggestions(ctx context.Context, user fg.UserID, limit int) ([]fg.Suggestion, error) {
+	if err := fg.CheckIDs(user); err != nil {
+		return nil, err
+	}
+	size, err := fg.CheckSuggestLimit(limit)
+	if err != nil {
+		return nil, err
+	}
+	out, err := g.suggest(ctx, user, size)
+	if err != nil {
+		return nil, unavailable("suggestions", err)
+	}
+	return out, nil
+}
+
+type candidate struct {
+	id    fg.UserID
+	score int64
+	via   []fg.UserID
+}
+
+func (g *Graph) suggest(ctx context.Context, user fg.UserID, size int) ([]fg.Suggestion, error) {
+	newest := func(id fg.UserID, n int) rueidis.Completed {
+		return g.c.B().Zrange().Key(g.key(id, kindOut)).Min("0").Max(strconv.Itoa(n - 1)).Rev().Build()
+	}
+	followees, err := decodeIDs(g.c.Do(ctx, newest(user, suggestFollowees)))
+	if err != nil || len(followees) == 0 {
+		return []fg.Suggestion{}, err
+	}
+	cmds := make(rueidis.Commands, len(followees))
+	for i, f := range followees {
+		cmds[i] = newest(f, suggestPerFollowee)
+	}
+	byID := make(map[fg.UserID]*candidate)
+	for i, r := range g.c.DoMulti(ctx, cmds...) {
+		ids, err := decodeIDs(r)
+		if err != nil {
+			return nil, err
+		}
+		for _, id := range ids {
+			if id == user {
+				continue
+			}
+			c := byID[id]
+			if c == nil {
+				c = &candidate{id: id}
+				byID[id] = c
+			}
+			c.score++
+			if len(c.via) < 3 {
+				c.via = append(c.via, followees[i])
+			}
+		}
+	}
+	cands := make([]*candidate, 0, len(byID))
+	for _, c := range byID {
+		cands = append(cands, c)
+	}
+	slices.SortFunc(cands, func(a, b *candidate) int {
+		if c := cmp.Compare(b.score, a.score); c != 0 {
+			return c
+		}
+		return cmp.Compare(a.id, b.id)
+	})
+	// Drop those user follows, testing the best first, in batches.
+	out := []fg.Suggestion{}
+	for len(cands) > 0 && len(out) < size {
+		batch := cands[:min(len(cands), 2*(size-len(out))+16)]
+		cands = cands[len(batch):]
+		ms := make([]string, len(batch))
+		for i, c := range batch {
+			ms[i] = member(c.id)
+		}
+		scores, err := g.probe(ctx, ms, g.key(user, kindOut))
+		if err != nil {
+			return nil, err
+		}
+		for i, c := range batch {
+			if scores[0][i] < 0 && len(out) < size {
+				out = append(out, fg.Suggestion{ID: c.id, Score: c.score, Via: c.via})
+			}
+		}
+	}
+	return out, nil
+}
+
+// decodeIDs decodes a reply of members.
+func decodeIDs(r rueidis.RedisResult) ([]fg.UserID, error) {
+	ms, err := r.AsStrSlice()
+	if err != nil {
+		return nil, err
+	}
+	ids := make([]fg.UserID, len(ms))
+	for i, m := range ms {
+		id, ok := memberID(m)
+		if !ok {
+			return nil, fmt.Errorf("member %q is not an id", m)
+		}
+		ids[i] = id
+	}
+	return ids, nil
+}

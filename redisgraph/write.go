@@ -1,0 +1,245 @@
+package redisgraph
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strconv"
+	"time"
+
+	"github.com/redis/rueidis"
+
+	fg "github.com/followgraph/followgraph"
+)
+
+// A second step (Cluster only) is tried secondStepAttempts times, waiting
+// secondStepBackoff, then twice as long each time; if every attempt fails
+// the write still succeeds and the step is left to SettleOutbox or Repair.
+const (
+	secondStepAttempts = 5
+	secondStepBackoff  = 2 * time.Millisecond
+	secondStepTimeout  = 5 * time.Second
+)
+
+// Follow makes user follow target; see followgraph.Graph. The change, its
+// version and its event in the outbox are one atomic step on the
+// follower's slot. It returns EUnavailable, having changed nothing, when
+// the outbox is full or Redis cannot be reached (a write whose reply was
+// lost may have been made; a retry is idempotent).
+func (g *Graph) Follow(ctx context.Context, user, target fg.UserID) (fg.FollowResult, error) {
+	if err := fg.CheckIDs(user, target); err != nil {
+		return fg.FollowResult{}, err
+	}
+	if user == target {
+		return fg.FollowResult{}, fg.ErrSelfFollow
+	}
+	changed, v, err := g.change(ctx, user, target, fg.OpFollow)
+	if err != nil {
+		return fg.FollowResult{}, err
+	}
+	return fg.FollowResult{Created: changed, Since: v.Time()}, nil
+}
+
+// Unfollow makes user stop following target; see followgraph.Graph and
+// Follow.
+func (g *Graph) Unfollow(ctx context.Context, user, target fg.UserID) (bool, error) {
+	if err := fg.CheckIDs(user, target); err != nil {
+		return false, err
+	}
+	if user == target {
+		return false, nil
+	}
+	changed, _, err := g.change(ctx, user, target, fg.OpUnfollow)
+	return changed, err
+}
+
+// change makes op on user→target unless it would change nothing (see
+// lua/change.lua). It returns whether it changed the edge, and the edge's
+// version: the new one, or the one already there.
+//
+// On a Cluster the followee's side follows in a second step. When there
+// was nothing to change, the second step is still run with the edge's
+// version, so that a write repeated after a failed second step completes it.
+func (g *Graph) change(ctx context.Context, user, target fg.UserID, op fg.Op) (bool, fg.Version, error) {
+	now := max(g.now().UnixMilli(), 0)
+	keys := []string{g.key(user, kindOut), g.key(user, kindOutVer), g.key(user, kindCounters), g.outbox(user)}
+	args := []string{op.String(), member(target), versionHex(fg.VersionAt(now)),
+		strconv.Itoa(g.maxFollowing), strconv.Itoa(g.outboxLimit), user.String(), target.String()}
+	if !g.cluster {
+		keys = append(keys, g.key(target, kindIn), g.key(target, kindInVer), g.key(target, kindCounters))
+		args = append(args, member(user))
+	}
+	res, err := scriptChange.exec(ctx, g.c, keys, args).ToArray()
+	if err != nil {
+		return false, 0, unavailable(op.String(), err)
+	}
+	status, err := res[0].AsInt64()
+	if err != nil {
+		return false, 0, unavailable(op.String(), err)
+	}
+	switch status {
+	case -1:
+		return false, 0, fg.Errorf(fg.EFollowingLimit, "user %d already follows the maximum of %d users", user, g.maxFollowing)
+	case -2:
+		return false, 0, fmt.Errorf("redisgraph: %s: %w", op, &fg.Error{Code: fg.EUnavailable,
+			Message: "the outbox is full: changes wait for the relay to catch up"})
+	}
+	v, err := parseVersion(res[1])
+	if err != nil {
+		return false, 0, unavailable(op.String(), err)
+	}
+	if status == 0 {
+		// The edge is already in op's state. On a Cluster, make sure its
+		// other side is too.
+		if g.cluster && v != 0 {
+			g.secondStep(ctx, fg.NewEvent(user, target, op, v))
+		}
+		return false, v, nil
+	}
+	g.noteStamps(res[2:], user, target)
+	if g.cluster {
+		g.secondStep(ctx, fg.NewEvent(user, target, op, v))
+	}
+	return true, v, nil
+}
+
+// secondStep applies e on the followee's side (Cluster only), retrying
+// with backoff; after the last attempt fails it counts the step as
+// deferred and leaves it to the outbox (SettleOutbox, Repair). It goes on
+// when ctx is cancelled: the first step is done, and the caller hanging up
+// must not leave the second undone.
+func (g *Graph) secondStep(ctx context.Context, e fg.Event) {
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), secondStepTimeout)
+	defer cancel()
+	wait := secondStepBackoff
+	for attempt := 1; ; attempt++ {
+		err := g.secondStepOnce(ctx, e)
+		if err == nil {
+			return
+		}
+		if attempt == secondStepAttempts {
+			g.deferred.Add(1)
+			return
+		}
+		select {
+		case <-time.After(wait):
+		case <-ctx.Done():
+			g.deferred.Add(1)
+			return
+		}
+		wait *= 2
+	}
+}
+
+func (g *Graph) secondStepOnce(ctx context.Context, e fg.Event) error {
+	if g.secondStepFault != nil {
+		if err := g.secondStepFault(e); err != nil {
+			return err
+		}
+	}
+	res, err := scriptSecond.exec(ctx, g.c, g.secondKeys(e.Target), secondArgs(e)).ToArray()
+	if err != nil {
+		return err
+	}
+	g.noteStamps(res[1:], e.Target)
+	return nil
+}
+
+func (g *Graph) secondKeys(target fg.UserID) []string {
+	return []string{g.key(target, kindIn), g.key(target, kindInVer), g.key(target, kindCounters)}
+}
+
+func secondArgs(e fg.Event) []string {
+	return []string{member(e.User), versionHex(e.Version), e.Op.String()}
+}
+
+// noteStamps notes the stamps a write script returned, one for each of ids
+// (fewer when the script returned fewer).
+func (g *Graph) noteStamps(stamps []rueidis.RedisMessage, ids ...fg.UserID) {
+	for i, m := range stamps[:min(len(stamps), len(ids))] {
+		if n, err := m.AsInt64(); err == nil {
+			g.known.note(ids[i], n)
+		}
+	}
+}
+
+// Apply makes each event's change unless its edge already has a change of
+// an equal or higher version; see followgraph.Applier. It writes no outbox
+// events and is not subject to the following limit. The events are
+// validated first; an invalid one fails the batch before anything is
+// written. The changes are pipelined; when Redis fails midway, some may
+// have been made (Apply is idempotent: retry the batch). On a Cluster each
+// event is applied to the follower's side, then to the followee's.
+func (g *Graph) Apply(ctx context.Context, events []fg.Event) error {
+	for _, e := range events {
+		if err := e.Validate(); err != nil {
+			return err
+		}
+	}
+	if len(events) == 0 {
+		return nil
+	}
+	calls := make([]rueidis.LuaExec, len(events))
+	for i, e := range events {
+		calls[i] = rueidis.LuaExec{
+			Keys: []string{g.key(e.User, kindOut), g.key(e.User, kindOutVer), g.key(e.User, kindCounters)},
+			Args: []string{member(e.Target), versionHex(e.Version), e.Op.String()},
+		}
+		if !g.cluster {
+			calls[i].Keys = append(calls[i].Keys, g.secondKeys(e.Target)...)
+			calls[i].Args = append(calls[i].Args, member(e.User))
+		}
+	}
+	for i, r := range scriptApply.execMulti(ctx, g.c, calls) {
+		res, err := r.ToArray()
+		if err != nil {
+			return unavailable("apply", err)
+		}
+		g.noteStamps(res, events[i].User, events[i].Target)
+	}
+	if !g.cluster {
+		return nil
+	}
+	if _, err := g.applySecondSteps(ctx, events); err != nil {
+		return unavailable("apply", err)
+	}
+	return nil
+}
+
+// applySecondSteps applies the followee's side of each event, pipelined,
+// and returns how many changed anything.
+func (g *Graph) applySecondSteps(ctx context.Context, events []fg.Event) (int, error) {
+	calls := make([]rueidis.LuaExec, len(events))
+	for i, e := range events {
+		calls[i] = rueidis.LuaExec{Keys: g.secondKeys(e.Target), Args: secondArgs(e)}
+	}
+	changed := 0
+	var errs []error
+	for i, r := range scriptSecond.execMulti(ctx, g.c, calls) {
+		res, err := r.ToArray()
+		if err != nil {
+			errs = append(errs, err)
+			continue
+		}
+		if n, _ := res[0].AsInt64(); n == 1 {
+			changed++
+		}
+		g.noteStamps(res[1:], events[i].Target)
+	}
+	return changed, errors.Join(errs...)
+}
+
+// versionHex writes v as the scripts do: 16 lowercase hex digits.
+func versionHex(v fg.Version) string { return fmt.Sprintf("%016x", uint64(v)) }
+
+func parseVersion(m rueidis.RedisMessage) (fg.Version, error) {
+	s, err := m.ToString()
+	if err != nil {
+		return 0, err
+	}
+	n, err := strconv.ParseUint(s, 16, 64)
+	if err != nil || len(s) != 16 {
+		return 0, fmt.Errorf("version %q is not 16 hex digits", s)
+	}
+	return fg.Version(n), nil
+}
