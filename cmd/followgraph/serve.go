@@ -11,6 +11,7 @@ import (
 	"net/http/pprof"
 	"os"
 	"path/filepath"
+	"strings"
 	"sync/atomic"
 	"time"
 
@@ -28,11 +29,12 @@ import (
 
 // Config is everything `followgraph serve` is told.
 type Config struct {
-	Addr  string
-	Data  string
-	Redis string
-	NATS  string
-	DB    string
+	Addr        string
+	Data        string
+	Redis       string
+	RedisPrefix string
+	NATS        string
+	DB          string
 
 	Fsync        string  // always | interval
 	PersistRate  float64 // rows per second into the durable store; 0 = unlimited
@@ -48,8 +50,8 @@ type Config struct {
 // Validate reports a configuration that cannot run.
 func (c Config) Validate() error {
 	switch {
-	case c.Redis != "":
-		return errors.New("--redis: the Redis engine is not yet supported (issue #4)")
+	case c.Redis != "" && (c.RedisPrefix == "" || strings.ContainsAny(c.RedisPrefix, "{}")):
+		return fmt.Errorf("--redis-prefix %q: want a non-empty prefix without '{' or '}'", c.RedisPrefix)
 	case c.DB != "":
 		return errors.New("--db: PostgreSQL and MySQL stores are not yet supported (issue #5)")
 	case c.Fsync != "always" && c.Fsync != "interval":
@@ -83,7 +85,8 @@ func newServe() *cobra.Command {
 	f := cmd.Flags()
 	f.StringVar(&cfg.Addr, "addr", "127.0.0.1:8080", "listen address")
 	f.StringVar(&cfg.Data, "data", "./data", "folder for embedded data")
-	f.StringVar(&cfg.Redis, "redis", "", "Redis URL; replaces the embedded graph engine")
+	f.StringVar(&cfg.Redis, "redis", "", "Redis URL (redis://host:port, or redis+cluster://h1:p1,h2:p2 for a Cluster); replaces the embedded graph engine")
+	f.StringVar(&cfg.RedisPrefix, "redis-prefix", "fg", "prefix of every Redis key, so that several deployments can share a Redis")
 	f.StringVar(&cfg.NATS, "nats", "", "NATS URL for the event log; replaces the embedded NATS server")
 	f.StringVar(&cfg.DB, "db", "", "postgres:// or mysql:// durable store; replaces embedded SQLite")
 	f.StringVar(&cfg.Fsync, "fsync", "interval", "event log sync: interval (the default: survives a killed process) or always (also survives power loss, ~10x slower writes)")
@@ -134,12 +137,19 @@ func serve(ctx context.Context, cfg Config) error {
 	}
 	defer elog.Close()
 
-	g := memgraph.New(memgraph.WithHook(durable(elog)), memgraph.WithMaxFollowing(cfg.MaxFollowing))
-
 	reg := prometheus.NewRegistry()
 	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
-	registerEngineMetrics(reg, g)
 	registerLagMetrics(reg, elog)
+	var eng *engine
+	if cfg.Redis != "" {
+		if eng, err = redisEngine(cfg, elog, reg, logger); err != nil {
+			return err
+		}
+	} else {
+		eng = memEngine(cfg, store, elog, reg)
+	}
+	defer eng.close()
+	g := eng.graph
 	var ready atomic.Bool
 	api := httpapi.NewServer(g,
 		httpapi.WithRegistry(reg),
@@ -178,17 +188,16 @@ func serve(ctx context.Context, cfg Config) error {
 	if cfg.NATS != "" {
 		natsDesc = cfg.NATS
 	}
-	logger.Info("followgraph serving", "addr", ln.Addr().String(), "engine", "memgraph (in-process)",
+	logger.Info("followgraph serving", "addr", ln.Addr().String(), "engine", eng.desc,
 		"eventlog", "nats jetstream "+natsDesc, "store", "sqlite "+dbPath, "fsync", cfg.Fsync, "version", version())
 
 	// Recovery: the record, then the log's tail after what the record has.
 	start := time.Now()
-	if err := recoverGraph(ctx, g, store, elog); err != nil {
+	if err := eng.recover(ctx); err != nil {
 		srv.Close()
 		return err
 	}
-	stats := g.Stats()
-	logger.Info("followgraph ready", "users", stats.Users, "edges", stats.Edges, "recovery", time.Since(start).String())
+	logger.Info("followgraph ready", append([]any{"recovery", time.Since(start).String()}, eng.stats()...)...)
 
 	persister := pipeline.New(store, reg, pipeline.WithRate(cfg.PersistRate, max(cfg.PersistBatch, int(cfg.PersistRate))), pipeline.WithLogger(logger))
 	pctx, stopPersister := context.WithCancel(context.Background())
@@ -198,11 +207,20 @@ func serve(ctx context.Context, cfg Config) error {
 			return persister.Handle(ctx, messages(batch))
 		})
 	}()
+	rctx, stopRelay := context.WithCancel(context.Background())
+	relayed := make(chan struct{})
+	go func() {
+		defer close(relayed)
+		if eng.relay != nil {
+			eng.relay.Run(rctx)
+		}
+	}()
 	ready.Store(true)
 
 	select {
 	case <-ctx.Done():
 	case err := <-served:
+		stopRelay()
 		stopPersister()
 		return fmt.Errorf("http: %w", err)
 	}
@@ -211,6 +229,13 @@ func serve(ctx context.Context, cfg Config) error {
 	defer cancel()
 	if err := srv.Shutdown(shutdown); err != nil {
 		logger.Error("http shutdown", "err", err)
+	}
+	stopRelay()
+	<-relayed
+	if eng.relay != nil {
+		if err := eng.relay.Drain(shutdown); err != nil {
+			logger.Warn("stopping with events still in the outbox; the next start relays them", "err", err)
+		}
 	}
 	drain(shutdown, elog, logger)
 	stopPersister()
@@ -327,15 +352,6 @@ func drain(ctx context.Context, elog *eventlog.Log, logger *slog.Logger) {
 		case <-time.After(20 * time.Millisecond):
 		}
 	}
-}
-
-func registerEngineMetrics(reg prometheus.Registerer, g *memgraph.Graph) {
-	reg.MustRegister(
-		prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "followgraph_engine_users", Help: "Users known to the graph engine."},
-			func() float64 { return float64(g.Stats().Users) }),
-		prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "followgraph_engine_edges", Help: "Live follow edges in the graph engine."},
-			func() float64 { return float64(g.Stats().Edges) }),
-	)
 }
 
 // registerLagMetrics exports how far the durable store is behind the log.

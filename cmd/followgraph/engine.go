@@ -1,0 +1,133 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"strings"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/redis/rueidis"
+
+	fg "github.com/followgraph/followgraph"
+	"github.com/followgraph/followgraph/eventlog"
+	"github.com/followgraph/followgraph/memgraph"
+	"github.com/followgraph/followgraph/pipeline"
+	"github.com/followgraph/followgraph/redisgraph"
+	"github.com/followgraph/followgraph/store/sqlite"
+)
+
+// engine is the hot copy serve answers from, with what differs between
+// the in-process engine and Redis.
+type engine struct {
+	graph fg.Graph
+	desc  string // for the start-up log line
+	// recover brings the engine up to date before the service is ready.
+	recover func(ctx context.Context) error
+	stats   func() []any // for the ready log line
+	// relay, when not nil, moves the engine's change events from its
+	// outbox into the log (Redis).
+	relay *pipeline.Relay
+	close func()
+}
+
+// memEngine is the default: memgraph, loaded from the store and the log's
+// tail at start, whose hook publishes each change to the log before it is
+// acknowledged.
+func memEngine(cfg Config, store *sqlite.Store, elog *eventlog.Log, reg prometheus.Registerer) *engine {
+	g := memgraph.New(memgraph.WithHook(durable(elog)), memgraph.WithMaxFollowing(cfg.MaxFollowing))
+	reg.MustRegister(
+		prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "followgraph_engine_users", Help: "Users known to the graph engine."},
+			func() float64 { return float64(g.Stats().Users) }),
+		prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "followgraph_engine_edges", Help: "Live follow edges in the graph engine."},
+			func() float64 { return float64(g.Stats().Edges) }),
+	)
+	return &engine{
+		graph:   g,
+		desc:    "memgraph (in-process)",
+		recover: func(ctx context.Context) error { return recoverGraph(ctx, g, store, elog) },
+		stats: func() []any {
+			st := g.Stats()
+			return []any{"users", st.Users, "edges", st.Edges}
+		},
+		close: func() {},
+	}
+}
+
+// redisEngine is redisgraph on the Redis at cfg.Redis. Redis keeps the
+// graph itself, so there is nothing to load at start; each change's event
+// is written to Redis's outbox with the change, and the relay moves it
+// into the log, from which the persister stores it as in the default.
+func redisEngine(cfg Config, elog *eventlog.Log, reg prometheus.Registerer, logger *slog.Logger) (*engine, error) {
+	opt, err := redisgraph.ParseURL(cfg.Redis)
+	if err != nil {
+		return nil, err
+	}
+	client, err := rueidis.NewClient(opt)
+	if err != nil {
+		return nil, fmt.Errorf("redis %s: %w", cfg.Redis, err)
+	}
+	g, err := redisgraph.New(client, redisgraph.WithPrefix(cfg.RedisPrefix), redisgraph.WithMaxFollowing(cfg.MaxFollowing))
+	if err != nil {
+		client.Close()
+		return nil, err
+	}
+	reg.MustRegister(
+		prometheus.NewCounterFunc(prometheus.CounterOpts{Name: "followgraph_cache_hits_total", Help: "Reads of hot keys answered from the client-side cache."},
+			func() float64 { h, _ := g.CacheStats(); return float64(h) }),
+		prometheus.NewCounterFunc(prometheus.CounterOpts{Name: "followgraph_cache_misses_total", Help: "Reads of hot keys that went to Redis."},
+			func() float64 { _, m := g.CacheStats(); return float64(m) }),
+	)
+	relay := pipeline.NewRelay(redisOutbox{g}, durable(elog), reg, pipeline.WithRelayLogger(logger))
+	mode := "standalone"
+	if g.Cluster() {
+		mode = "cluster"
+	}
+	return &engine{
+		graph:   g,
+		desc:    fmt.Sprintf("redis %s (%s, prefix %q)", redactURL(cfg.Redis), mode, cfg.RedisPrefix),
+		recover: func(context.Context) error { return nil },
+		stats:   func() []any { return nil },
+		relay:   relay,
+		close:   client.Close,
+	}, nil
+}
+
+// redisOutbox is redisgraph's outbox as the relay reads it.
+type redisOutbox struct{ g *redisgraph.Graph }
+
+func (o redisOutbox) OutboxStreams(ctx context.Context) ([]string, error) {
+	return o.g.PendingOutboxStreams(ctx)
+}
+
+func (o redisOutbox) ReadOutbox(ctx context.Context, stream, after string, n int) ([]pipeline.OutboxEntry, error) {
+	entries, err := o.g.ReadOutbox(ctx, stream, after, n)
+	out := make([]pipeline.OutboxEntry, len(entries))
+	for i, e := range entries {
+		out[i] = pipeline.OutboxEntry(e)
+	}
+	return out, err
+}
+
+func (o redisOutbox) SettleOutbox(ctx context.Context, events []fg.Event) error {
+	return o.g.SettleOutbox(ctx, events)
+}
+
+func (o redisOutbox) TrimOutbox(ctx context.Context, stream, through string) error {
+	_, err := o.g.TrimOutbox(ctx, stream, through)
+	return err
+}
+
+// redactURL hides a password in a URL for logs.
+func redactURL(s string) string {
+	scheme, rest, ok := strings.Cut(s, "://")
+	if !ok {
+		return s
+	}
+	if at := strings.LastIndexByte(rest, '@'); at >= 0 {
+		if colon := strings.IndexByte(rest[:at], ':'); colon >= 0 {
+			return scheme + "://" + rest[:colon] + ":xxxxx" + rest[at:]
+		}
+	}
+	return s
+}
