@@ -52,7 +52,8 @@ type Relay struct {
 	outbox  Outbox
 	publish func(context.Context, fg.Event) error
 	batch   int
-	idle    time.Duration
+	idle    time.Duration // the pause after a pass that moved nothing...
+	maxIdle time.Duration // ...doubling while passes find nothing, up to this
 	log     *slog.Logger
 
 	relayed  prometheus.Counter
@@ -68,8 +69,13 @@ type RelayOption func(*Relay)
 func WithRelayBatch(n int) RelayOption { return func(r *Relay) { r.batch = max(n, 1) } }
 
 // WithRelayIdle sets how long the relay waits after a pass that found
-// nothing to move (default 5 ms).
-func WithRelayIdle(d time.Duration) RelayOption { return func(r *Relay) { r.idle = d } }
+// nothing to move (default 5 ms), and up to how long that wait doubles
+// while passes keep finding nothing (default the same: no doubling). A
+// pass over a Redis Cluster's 16384 outbox streams costs 16 round trips,
+// so a Cluster's relay backs off while idle.
+func WithRelayIdle(d, max time.Duration) RelayOption {
+	return func(r *Relay) { r.idle, r.maxIdle = d, max }
+}
 
 // WithRelayLogger sets the logger (default slog.Default()).
 func WithRelayLogger(l *slog.Logger) RelayOption { return func(r *Relay) { r.log = l } }
@@ -83,6 +89,7 @@ func NewRelay(outbox Outbox, publish func(context.Context, fg.Event) error, reg 
 		publish: publish,
 		batch:   1000,
 		idle:    5 * time.Millisecond,
+		maxIdle: 5 * time.Millisecond,
 		log:     slog.Default(),
 		relayed: prometheus.NewCounter(prometheus.CounterOpts{
 			Name: "followgraph_relay_events_total",
@@ -100,6 +107,7 @@ func NewRelay(outbox Outbox, publish func(context.Context, fg.Event) error, reg 
 	for _, o := range opts {
 		o(r)
 	}
+	r.maxIdle = max(r.maxIdle, r.idle)
 	if reg != nil {
 		reg.MustRegister(r.relayed, r.failures, r.lag)
 	}
@@ -109,7 +117,7 @@ func NewRelay(outbox Outbox, publish func(context.Context, fg.Event) error, reg 
 // Run relays until ctx ends, then returns nil. A failed pass is logged and
 // retried after a pause that grows up to a second.
 func (r *Relay) Run(ctx context.Context) error {
-	pause := r.idle
+	var pause time.Duration
 	for {
 		n, err := r.Pass(ctx)
 		switch {
@@ -120,8 +128,9 @@ func (r *Relay) Run(ctx context.Context) error {
 			r.log.Warn("relay: pass failed; the events stay in the outbox and are retried", "err", err)
 			pause = min(max(2*pause, 10*time.Millisecond), time.Second)
 		case n == 0:
-			pause = r.idle
+			pause = min(max(2*pause, r.idle), r.maxIdle)
 		default:
+			pause = 0
 			continue
 		}
 		t := time.NewTimer(pause)

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"log/slog"
 	"strings"
+	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/redis/rueidis"
@@ -78,11 +79,12 @@ func redisEngine(cfg Config, elog *eventlog.Log, reg prometheus.Registerer, logg
 		prometheus.NewCounterFunc(prometheus.CounterOpts{Name: "followgraph_cache_misses_total", Help: "Reads of hot keys that went to Redis."},
 			func() float64 { _, m := g.CacheStats(); return float64(m) }),
 	)
-	relay := pipeline.NewRelay(redisOutbox{g}, durable(elog), reg, pipeline.WithRelayLogger(logger))
-	mode := "standalone"
+	mode, maxIdle := "standalone", 5*time.Millisecond
 	if g.Cluster() {
-		mode = "cluster"
+		mode, maxIdle = "cluster", time.Second
 	}
+	relay := pipeline.NewRelay(redisOutbox{g}, durable(elog), reg,
+		pipeline.WithRelayLogger(logger), pipeline.WithRelayIdle(5*time.Millisecond, maxIdle))
 	return &engine{
 		graph:   g,
 		desc:    fmt.Sprintf("redis %s (%s, prefix %q)", redactURL(cfg.Redis), mode, cfg.RedisPrefix),
