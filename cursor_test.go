@@ -1,6 +1,7 @@
 package followgraph_test
 
 import (
+	"slices"
 	"strings"
 	"testing"
 
@@ -68,4 +69,37 @@ func FuzzDecodeCursor(f *testing.F) {
 			}
 		}
 	})
+}
+
+func TestPageQuery(t *testing.T) {
+	q, err := fg.PageRequest{Limit: 2}.Query(fg.ListFollowers, 7)
+	if err != nil || q.Size != 2 || q.Scope != "followers/7" || q.After != nil {
+		t.Fatalf("Query = %+v, %v", q, err)
+	}
+	keys := []fg.Key{{Millis: 5, ID: 1}, {Millis: 9, ID: 3}, {Millis: 9, ID: 4}, {Millis: 1, ID: 8}}
+	p := q.PageOf(slices.Clone(keys))
+	if len(p.Entries) != 2 || p.Entries[0].ID != 4 || p.Entries[1].ID != 3 || p.Next == "" {
+		t.Fatalf("first page %+v", p)
+	}
+	q2, err := fg.PageRequest{Limit: 2, Cursor: p.Next}.Query(fg.ListFollowers, 7)
+	if err != nil || q2.After == nil || *q2.After != (fg.Key{Millis: 9, ID: 3}) {
+		t.Fatalf("Query after %q = %+v, %v", p.Next, q2, err)
+	}
+	p = q2.PageOf(slices.Clone(keys))
+	if len(p.Entries) != 2 || p.Entries[0].ID != 1 || p.Entries[1].ID != 8 || p.Next != "" {
+		t.Fatalf("last page %+v", p)
+	}
+	for _, tc := range []struct {
+		req  fg.PageRequest
+		ids  []fg.UserID
+		code string
+	}{
+		{fg.PageRequest{}, []fg.UserID{0}, fg.EInvalidID},
+		{fg.PageRequest{Limit: fg.MaxLimit + 1}, []fg.UserID{7}, fg.EInvalidArgument},
+		{fg.PageRequest{Cursor: fg.EncodeCursor("following/7", fg.Key{Millis: 1, ID: 1})}, []fg.UserID{7}, fg.EInvalidCursor},
+	} {
+		if _, err := tc.req.Query(fg.ListFollowers, tc.ids...); fg.ErrorCode(err) != tc.code {
+			t.Errorf("Query(%+v, %v): %v, want %s", tc.req, tc.ids, err, tc.code)
+		}
+	}
 }

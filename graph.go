@@ -2,6 +2,7 @@ package followgraph
 
 import (
 	"context"
+	"slices"
 	"strings"
 	"time"
 )
@@ -228,4 +229,64 @@ func Scope(list string, ids ...UserID) string {
 // EInvalidArgument error.
 func CheckSuggestLimit(limit int) (int, error) {
 	return PageRequest{Limit: limit}.Size()
+}
+
+// PageQuery is a PageRequest checked for one list: what an engine needs to
+// answer it.
+type PageQuery struct {
+	Size  int    // entries per page
+	Scope string // the list's cursor scope (see Scope)
+	After *Key   // the page starts strictly after this position; nil: at the start
+}
+
+// Query checks r for the list named list of the users ids (see Scope): an
+// invalid id returns EInvalidID, a bad limit EInvalidArgument, a cursor
+// not issued for that list EInvalidCursor.
+func (r PageRequest) Query(list string, ids ...UserID) (PageQuery, error) {
+	if err := CheckIDs(ids...); err != nil {
+		return PageQuery{}, err
+	}
+	size, err := r.Size()
+	if err != nil {
+		return PageQuery{}, err
+	}
+	q := PageQuery{Size: size, Scope: Scope(list, ids...)}
+	k, ok, err := DecodeCursor(q.Scope, r.Cursor)
+	if err != nil {
+		return PageQuery{}, err
+	}
+	if ok {
+		q.After = &k
+	}
+	return q, nil
+}
+
+// Page returns the page of es, the list's entries after q.After in order:
+// the first Size of them, with Next set when es holds more.
+func (q PageQuery) Page(es []Entry) Page {
+	if len(es) <= q.Size {
+		return Page{Entries: es}
+	}
+	es = es[:q.Size]
+	return Page{Entries: es, Next: EncodeCursor(q.Scope, es[q.Size-1].Key())}
+}
+
+// PageOf returns the page of q among the entries with the given keys, in
+// any order.
+func (q PageQuery) PageOf(keys []Key) Page {
+	if q.After != nil {
+		keys = slices.DeleteFunc(keys, func(k Key) bool { return !q.After.Before(k) })
+	}
+	slices.SortFunc(keys, func(a, b Key) int {
+		if a.Before(b) {
+			return -1
+		}
+		return 1
+	})
+	keys = keys[:min(len(keys), q.Size+1)]
+	es := make([]Entry, len(keys))
+	for i, k := range keys {
+		es[i] = Entry{ID: k.ID, Since: Millis(k.Millis)}
+	}
+	return q.Page(es)
 }

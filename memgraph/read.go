@@ -52,7 +52,7 @@ func (g *Graph) Counts(_ context.Context, ids []fg.UserID) ([]fg.Counts, error) 
 
 // Following returns a page of the users that user follows.
 func (g *Graph) Following(_ context.Context, user fg.UserID, req fg.PageRequest) (fg.Page, error) {
-	q, err := newQuery(req, fg.ListFollowing, user)
+	q, err := req.Query(fg.ListFollowing, user)
 	if err != nil {
 		return fg.Page{}, err
 	}
@@ -67,7 +67,7 @@ func (g *Graph) Following(_ context.Context, user fg.UserID, req fg.PageRequest)
 
 // Followers returns a page of the users that follow user.
 func (g *Graph) Followers(_ context.Context, user fg.UserID, req fg.PageRequest) (fg.Page, error) {
-	q, err := newQuery(req, fg.ListFollowers, user)
+	q, err := req.Query(fg.ListFollowers, user)
 	if err != nil {
 		return fg.Page{}, err
 	}
@@ -134,69 +134,26 @@ func (g *Graph) Relations(_ context.Context, viewer fg.UserID, ids []fg.UserID) 
 	return out, nil
 }
 
-// query is a validated page request.
-type query struct {
-	size  int
-	scope string
-	after fg.Key
-	from  bool // after is set: the page starts after it
-}
-
-func newQuery(req fg.PageRequest, list string, ids ...fg.UserID) (query, error) {
-	if err := fg.CheckIDs(ids...); err != nil {
-		return query{}, err
-	}
-	size, err := req.Size()
-	if err != nil {
-		return query{}, err
-	}
-	q := query{size: size, scope: fg.Scope(list, ids...)}
-	q.after, q.from, err = fg.DecodeCursor(q.scope, req.Cursor)
-	return q, err
-}
-
 // page returns the page of time sequence s, newest first, keeping only the
 // elements that keep accepts (all when keep is nil).
-func page[E any](q query, s *chunks[E], key func(E) fg.Key, keep func(E) bool) fg.Page {
+func page[E any](q fg.PageQuery, s *chunks[E], key func(E) fg.Key, keep func(E) bool) fg.Page {
 	from := s.end()
-	if q.from {
-		from = s.search(func(x E) bool { return keyLess(key(x), q.after) })
+	if q.After != nil {
+		from = s.search(func(x E) bool { return keyLess(key(x), *q.After) })
 	}
 	var p fg.Page
 	s.descend(from, func(x E) bool {
 		if keep != nil && !keep(x) {
 			return true
 		}
-		if len(p.Entries) == q.size {
-			p.Next = fg.EncodeCursor(q.scope, p.Entries[q.size-1].Key())
+		if len(p.Entries) == q.Size {
+			p.Next = fg.EncodeCursor(q.Scope, p.Entries[q.Size-1].Key())
 			return false
 		}
 		k := key(x)
 		p.Entries = append(p.Entries, fg.Entry{ID: k.ID, Since: fg.Millis(k.Millis)})
 		return true
 	})
-	return p
-}
-
-// pageOf returns the page of the entries with the given keys, newest first.
-func (q query) pageOf(keys []fg.Key) fg.Page {
-	if q.from {
-		keys = slices.DeleteFunc(keys, func(k fg.Key) bool { return !keyLess(k, q.after) })
-	}
-	slices.SortFunc(keys, func(a, b fg.Key) int {
-		if keyLess(b, a) {
-			return -1
-		}
-		return 1
-	})
-	var p fg.Page
-	for i, k := range keys {
-		if i == q.size {
-			p.Next = fg.EncodeCursor(q.scope, p.Entries[q.size-1].Key())
-			break
-		}
-		p.Entries = append(p.Entries, fg.Entry{ID: k.ID, Since: fg.Millis(k.Millis)})
-	}
 	return p
 }
 
@@ -251,7 +208,7 @@ func (g *Graph) inSet(u uint32) set {
 // keys of every member. memberKey gives a member's key, if the caller can
 // under its locks; if not, and seq is too long to walk whole, intersect
 // returns the members as unresolved for the caller to look up.
-func intersect[E any](q query, seq *chunks[E], key func(E) fg.Key, id func(E) uint32, s, other set, memberKey func(uint32) fg.Key) (count int, p fg.Page, unresolved []uint32) {
+func intersect[E any](q fg.PageQuery, seq *chunks[E], key func(E) fg.Key, id func(E) uint32, s, other set, memberKey func(uint32) fg.Key) (count int, p fg.Page, unresolved []uint32) {
 	var members []uint32
 	if s.bm != nil && other.bm != nil {
 		count = int(s.bm.AndCardinality(other.bm))
@@ -270,7 +227,7 @@ func intersect[E any](q query, seq *chunks[E], key func(E) fg.Key, id func(E) ui
 	switch {
 	case count == 0:
 		return 0, fg.Page{}, nil
-	case members == nil && (q.size+1)*s.n/count <= 4*count:
+	case members == nil && (q.Size+1)*s.n/count <= 4*count:
 		return count, page(q, seq, key, func(e E) bool { return other.has(id(e)) }), nil
 	case members == nil:
 		members = roaring.And(s.bm, other.bm).ToArray()
@@ -292,14 +249,14 @@ func intersect[E any](q query, seq *chunks[E], key func(E) fg.Key, id func(E) ui
 	default:
 		return count, fg.Page{}, members
 	}
-	return count, q.pageOf(keys), nil
+	return count, q.PageOf(keys), nil
 }
 
 func outID(t uint32) uint32 { return t }
 
 // Mutuals returns the users that user follows and that follow user.
 func (g *Graph) Mutuals(_ context.Context, user fg.UserID, req fg.PageRequest) (fg.SetPage, error) {
-	q, err := newQuery(req, fg.ListMutuals, user)
+	q, err := req.Query(fg.ListMutuals, user)
 	if err != nil {
 		return fg.SetPage{}, err
 	}
@@ -314,7 +271,7 @@ func (g *Graph) Mutuals(_ context.Context, user fg.UserID, req fg.PageRequest) (
 
 // CommonFollowing returns the users that both user and other follow.
 func (g *Graph) CommonFollowing(_ context.Context, user, other fg.UserID, req fg.PageRequest) (fg.SetPage, error) {
-	q, err := newQuery(req, fg.ListCommonFollowing, user, other)
+	q, err := req.Query(fg.ListCommonFollowing, user, other)
 	if err != nil {
 		return fg.SetPage{}, err
 	}
@@ -330,7 +287,7 @@ func (g *Graph) CommonFollowing(_ context.Context, user, other fg.UserID, req fg
 
 // KnownFollowers returns the users that user follows and that follow target.
 func (g *Graph) KnownFollowers(_ context.Context, user, target fg.UserID, req fg.PageRequest) (fg.SetPage, error) {
-	q, err := newQuery(req, fg.ListKnownFollowers, user, target)
+	q, err := req.Query(fg.ListKnownFollowers, user, target)
 	if err != nil {
 		return fg.SetPage{}, err
 	}
@@ -346,7 +303,7 @@ func (g *Graph) KnownFollowers(_ context.Context, user, target fg.UserID, req fg
 
 // outQuery is a set query over whom u follows: the since is when u
 // followed. The caller holds the stripes of u and of other's owner.
-func (g *Graph) outQuery(q query, u uint32, other set) fg.SetPage {
+func (g *Graph) outQuery(q fg.PageQuery, u uint32, other set) fg.SetPage {
 	key := func(t uint32) fg.Key { return g.outKey(u, t) }
 	count, p, _ := intersect(q, &g.node(u).outT, key, outID, g.outSet(u), other, key)
 	return fg.SetPage{Count: int64(count), Entries: p.Entries, Next: p.Next}
@@ -357,7 +314,7 @@ func (g *Graph) outQuery(q query, u uint32, other set) fg.SetPage {
 // follow times are read from each member after the two users' locks are
 // released: each is then the time of a follow that existed at that moment.
 func (g *Graph) CommonFollowers(_ context.Context, user, other fg.UserID, req fg.PageRequest) (fg.SetPage, error) {
-	q, err := newQuery(req, fg.ListCommonFollowers, user, other)
+	q, err := req.Query(fg.ListCommonFollowers, user, other)
 	if err != nil {
 		return fg.SetPage{}, err
 	}
@@ -379,7 +336,7 @@ func (g *Graph) CommonFollowers(_ context.Context, user, other fg.UserID, req fg
 				keys = append(keys, fg.Key{Millis: v.Millis(), ID: g.ext(f)})
 			}
 		}
-		p = q.pageOf(keys)
+		p = q.PageOf(keys)
 	}
 	return fg.SetPage{Count: int64(count), Entries: p.Entries, Next: p.Next}, nil
 }

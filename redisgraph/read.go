@@ -59,35 +59,35 @@ func (g *Graph) Counts(ctx context.Context, ids []fg.UserID) ([]fg.Counts, error
 
 // Following returns a page of the users that user follows.
 func (g *Graph) Following(ctx context.Context, user fg.UserID, req fg.PageRequest) (fg.Page, error) {
-	q, err := newQuery(req, fg.ListFollowing, user)
+	q, err := req.Query(fg.ListFollowing, user)
 	if err != nil {
 		return fg.Page{}, err
 	}
-	es, err := g.rangeAfter(ctx, g.key(user, kindOut), q.cursor(), q.size+1)
+	es, err := g.rangeAfter(ctx, g.key(user, kindOut), q.After, q.Size+1)
 	if err != nil {
 		return fg.Page{}, unavailable("following", err)
 	}
-	return q.page(es), nil
+	return q.Page(es), nil
 }
 
 // Followers returns a page of the users that follow user. The first page of
 // a user with at least the cache threshold of followers is served through
 // the client-side cache.
 func (g *Graph) Followers(ctx context.Context, user fg.UserID, req fg.PageRequest) (fg.Page, error) {
-	q, err := newQuery(req, fg.ListFollowers, user)
+	q, err := req.Query(fg.ListFollowers, user)
 	if err != nil {
 		return fg.Page{}, err
 	}
 	var es []fg.Entry
-	if q.from || g.cacheMin == 0 {
-		es, err = g.rangeAfter(ctx, g.key(user, kindIn), q.cursor(), q.size+1)
+	if q.After != nil || g.cacheMin == 0 {
+		es, err = g.rangeAfter(ctx, g.key(user, kindIn), q.After, q.Size+1)
 	} else {
-		es, err = g.firstFollowers(ctx, user, q.size+1)
+		es, err = g.firstFollowers(ctx, user, q.Size+1)
 	}
 	if err != nil {
 		return fg.Page{}, unavailable("followers", err)
 	}
-	return q.page(es), nil
+	return q.Page(es), nil
 }
 
 // firstFollowers returns the n newest followers of user, from the cache
@@ -252,43 +252,4 @@ func (g *Graph) probe(ctx context.Context, members []string, keys ...string) ([]
 		}
 	}
 	return out, nil
-}
-
-// query is a validated page request.
-type query struct {
-	size  int
-	scope string
-	after fg.Key
-	from  bool // after is set: the page starts after it
-}
-
-func newQuery(req fg.PageRequest, list string, ids ...fg.UserID) (query, error) {
-	if err := fg.CheckIDs(ids...); err != nil {
-		return query{}, err
-	}
-	size, err := req.Size()
-	if err != nil {
-		return query{}, err
-	}
-	q := query{size: size, scope: fg.Scope(list, ids...)}
-	q.after, q.from, err = fg.DecodeCursor(q.scope, req.Cursor)
-	return q, err
-}
-
-// cursor returns the position the page starts after, or nil.
-func (q query) cursor() *fg.Key {
-	if !q.from {
-		return nil
-	}
-	return &q.after
-}
-
-// page returns the page of entries es, the entries after the cursor in
-// order, up to one more than the page holds.
-func (q query) page(es []fg.Entry) fg.Page {
-	if len(es) <= q.size {
-		return fg.Page{Entries: es}
-	}
-	es = es[:q.size]
-	return fg.Page{Entries: es, Next: fg.EncodeCursor(q.scope, es[q.size-1].Key())}
 }

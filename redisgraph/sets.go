@@ -57,7 +57,7 @@ func (s side) size(c counters) int64 {
 
 // Mutuals returns the users that user follows and that follow user.
 func (g *Graph) Mutuals(ctx context.Context, user fg.UserID, req fg.PageRequest) (fg.SetPage, error) {
-	q, err := newQuery(req, fg.ListMutuals, user)
+	q, err := req.Query(fg.ListMutuals, user)
 	if err != nil {
 		return fg.SetPage{}, err
 	}
@@ -66,7 +66,7 @@ func (g *Graph) Mutuals(ctx context.Context, user fg.UserID, req fg.PageRequest)
 
 // CommonFollowing returns the users that both user and other follow.
 func (g *Graph) CommonFollowing(ctx context.Context, user, other fg.UserID, req fg.PageRequest) (fg.SetPage, error) {
-	q, err := newQuery(req, fg.ListCommonFollowing, user, other)
+	q, err := req.Query(fg.ListCommonFollowing, user, other)
 	if err != nil {
 		return fg.SetPage{}, err
 	}
@@ -75,7 +75,7 @@ func (g *Graph) CommonFollowing(ctx context.Context, user, other fg.UserID, req 
 
 // CommonFollowers returns the users that follow both user and other.
 func (g *Graph) CommonFollowers(ctx context.Context, user, other fg.UserID, req fg.PageRequest) (fg.SetPage, error) {
-	q, err := newQuery(req, fg.ListCommonFollowers, user, other)
+	q, err := req.Query(fg.ListCommonFollowers, user, other)
 	if err != nil {
 		return fg.SetPage{}, err
 	}
@@ -84,7 +84,7 @@ func (g *Graph) CommonFollowers(ctx context.Context, user, other fg.UserID, req 
 
 // KnownFollowers returns the users that user follows and that follow target.
 func (g *Graph) KnownFollowers(ctx context.Context, user, target fg.UserID, req fg.PageRequest) (fg.SetPage, error) {
-	q, err := newQuery(req, fg.ListKnownFollowers, user, target)
+	q, err := req.Query(fg.ListKnownFollowers, user, target)
 	if err != nil {
 		return fg.SetPage{}, err
 	}
@@ -92,7 +92,7 @@ func (g *Graph) KnownFollowers(ctx context.Context, user, target fg.UserID, req 
 }
 
 // setQuery answers q, the intersection of p (the paging side) and o.
-func (g *Graph) setQuery(ctx context.Context, op string, q query, p, o side) (fg.SetPage, error) {
+func (g *Graph) setQuery(ctx context.Context, op string, q fg.PageQuery, p, o side) (fg.SetPage, error) {
 	sp, err := g.setPage(ctx, q, p, o)
 	if err != nil {
 		return fg.SetPage{}, unavailable(op, err)
@@ -100,7 +100,7 @@ func (g *Graph) setQuery(ctx context.Context, op string, q query, p, o side) (fg
 	return sp, nil
 }
 
-func (g *Graph) setPage(ctx context.Context, q query, p, o side) (fg.SetPage, error) {
+func (g *Graph) setPage(ctx context.Context, q fg.PageQuery, p, o side) (fg.SetPage, error) {
 	cs, err := g.readCounters(ctx, []fg.UserID{p.user, o.user})
 	if err != nil {
 		return fg.SetPage{}, err
@@ -110,7 +110,7 @@ func (g *Graph) setPage(ctx context.Context, q query, p, o side) (fg.SetPage, er
 		return fg.SetPage{}, nil
 	}
 	var keys []fg.Key // every member, when o was walked whole
-	count, ok := g.memo.get(q.scope, cs[0].stamp, cs[1].stamp)
+	count, ok := g.memo.get(q.Scope, cs[0].stamp, cs[1].stamp)
 	if !ok {
 		if no < np {
 			keys, err = g.collect(ctx, o, p)
@@ -121,21 +121,21 @@ func (g *Graph) setPage(ctx context.Context, q query, p, o side) (fg.SetPage, er
 		if err != nil {
 			return fg.SetPage{}, err
 		}
-		if err := g.remember(ctx, q.scope, p.user, o.user, cs[0].stamp, cs[1].stamp, count); err != nil {
+		if err := g.remember(ctx, q.Scope, p.user, o.user, cs[0].stamp, cs[1].stamp, count); err != nil {
 			return fg.SetPage{}, err
 		}
 	}
 	if count == 0 {
 		return fg.SetPage{}, nil
 	}
-	if keys == nil && (int64(q.size)+1)*np/count > no {
+	if keys == nil && (int64(q.Size)+1)*np/count > no {
 		if keys, err = g.collect(ctx, o, p); err != nil {
 			return fg.SetPage{}, err
 		}
 	}
 	var page fg.Page
 	if keys != nil {
-		page = q.pageOf(keys)
+		page = q.PageOf(keys)
 	} else if page, err = g.walk(ctx, q, p, o); err != nil {
 		return fg.SetPage{}, err
 	}
@@ -143,15 +143,15 @@ func (g *Graph) setPage(ctx context.Context, q query, p, o side) (fg.SetPage, er
 }
 
 // walk returns the page of q: p's entries after the cursor that are in o.
-func (g *Graph) walk(ctx context.Context, q query, p, o side) (fg.Page, error) {
+func (g *Graph) walk(ctx context.Context, q fg.PageQuery, p, o side) (fg.Page, error) {
 	pk, ok := g.sideKey(p), g.sideKey(o)
-	after := q.cursor()
-	chunk := min(max(2*(q.size+1), 64), rangeChunk)
+	after := q.After
+	chunk := min(max(2*(q.Size+1), 64), rangeChunk)
 	var es []fg.Entry
 	for {
 		got, err := g.rangeAfter(ctx, pk, after, chunk)
 		if err != nil || len(got) == 0 {
-			return q.page(es), err
+			return q.Page(es), err
 		}
 		scores, err := g.probe(ctx, members(got), ok)
 		if err != nil {
@@ -159,13 +159,13 @@ func (g *Graph) walk(ctx context.Context, q query, p, o side) (fg.Page, error) {
 		}
 		for i, e := range got {
 			if scores[0][i] >= 0 {
-				if es = append(es, e); len(es) > q.size {
-					return q.page(es), nil
+				if es = append(es, e); len(es) > q.Size {
+					return q.Page(es), nil
 				}
 			}
 		}
 		if len(got) < chunk {
-			return q.page(es), nil
+			return q.Page(es), nil
 		}
 		last := got[len(got)-1].Key()
 		after = &last
@@ -248,25 +248,6 @@ func members(es []fg.Entry) []string {
 		ms[i] = member(e.ID)
 	}
 	return ms
-}
-
-// pageOf returns the page of q among the entries with the given keys.
-func (q query) pageOf(keys []fg.Key) fg.Page {
-	if q.from {
-		keys = slices.DeleteFunc(keys, func(k fg.Key) bool { return !q.after.Before(k) })
-	}
-	slices.SortFunc(keys, func(a, b fg.Key) int {
-		if a.Before(b) {
-			return -1
-		}
-		return 1
-	})
-	keys = keys[:min(len(keys), q.size+1)]
-	es := make([]fg.Entry, len(keys))
-	for i, k := range keys {
-		es[i] = fg.Entry{ID: k.ID, Since: fg.Millis(k.Millis)}
-	}
-	return q.page(es)
 }
 
 // remember keeps count as the answer of the set query scope while users a
