@@ -9,6 +9,7 @@ test:
 bench:
 	cd memgraph && go test -run '^$$' -bench 'Common|Relations|Followers|FollowUnfollow|FollowParallel|Suggestions' -count 5 .
 	cd memgraph && go test -run '^$$' -bench 'Memory|Load' -benchtime 1x -count 3 .
+	FOLLOWGRAPH_TEST_REDIS=$${FOLLOWGRAPH_TEST_REDIS:-redis://127.0.0.1:6379} go test -run '^$$' -bench . -count 5 -timeout 30m ./redisgraph/
 
 lint:
 	@test -z "$$(gofmt -l $$(git ls-files '*.go'))" || (gofmt -l $$(git ls-files '*.go'); exit 1)

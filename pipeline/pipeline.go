@@ -132,7 +132,7 @@ func (p *Persister) Handle(ctx context.Context, batch []Message) error {
 	p.batchSize.Observe(float64(len(batch)))
 	p.rows.Add(float64(len(batch)))
 	p.changed.Add(float64(changed))
-	p.lag.Set(time.Now().Sub(batch[len(batch)-1].Event.Time).Seconds())
+	p.lag.Set(time.Since(batch[len(batch)-1].Event.Time).Seconds())
 	return nil
 }
 
@@ -162,7 +162,7 @@ func (p *Persister) wait(ctx context.Context, n int) error {
 	}
 	if waited {
 		p.waits.Inc()
-		p.waited.Add(time.Now().Sub(start).Seconds())
+		p.waited.Add(time.Since(start).Seconds())
 	}
 	return nil
 }
