@@ -14,7 +14,8 @@ import (
 //	<prefix>:{<id>}:in   sorted set: who follows the user, score = follow time (ms)
 //	<prefix>:{<id>}:ov   hash: versions of the user's outgoing edges (see below)
 //	<prefix>:{<id>}:iv   hash: versions of the user's incoming edges, as the followee's side knows them
-//	<prefix>:{<id>}:h    hash: nout, nin (the counters), st (the change stamp), clk (the clock)
+//	<prefix>:{<id>}:h    hash: nout, nin (the counters), st (the change stamp), clk (the clock),
+//	                     e ("1" while ov is known to be empty; see lua/change.lua)
 //
 // The members of the sorted sets are 8-byte big-endian ids, so members with
 // equal scores sort by id, as keyset paging needs. A version hash holds an

@@ -10,6 +10,8 @@ import (
 )
 
 var (
+	//go:embed lua/version.lua
+	luaVersion string
 	//go:embed lua/lib.lua
 	luaLib string
 	//go:embed lua/change.lua
@@ -22,13 +24,13 @@ var (
 	luaTies string
 )
 
-// The scripts. The write scripts share lua/lib.lua; each file says what it
-// takes and returns.
+// The scripts. The write scripts share lua/version.lua, and all but the
+// live writes' lua/lib.lua; each file says what it takes and returns.
 var (
-	scriptChange = newScript(luaLib+luaChange, false) // a live follow or unfollow
-	scriptSecond = newScript(luaLib+luaSecond, false) // the followee's side, on a Cluster
-	scriptApply  = newScript(luaLib+luaApply, false)  // Apply of one event
-	scriptTies   = newScript(luaTies, true)           // the entries after a cursor in its millisecond
+	scriptChange = newScript(luaVersion+luaChange, false)        // a live follow or unfollow
+	scriptSecond = newScript(luaVersion+luaLib+luaSecond, false) // the followee's side, on a Cluster
+	scriptApply  = newScript(luaVersion+luaLib+luaApply, false)  // Apply of one event
+	scriptTies   = newScript(luaTies, true)                      // the entries after a cursor in its millisecond
 )
 
 var allScripts = []*script{scriptChange, scriptSecond, scriptApply, scriptTies}

@@ -63,7 +63,7 @@ func (g *Graph) Unfollow(ctx context.Context, user, target fg.UserID) (bool, err
 func (g *Graph) change(ctx context.Context, user, target fg.UserID, op fg.Op) (bool, fg.Version, error) {
 	now := max(g.now().UnixMilli(), 0)
 	keys := []string{g.key(user, kindOut), g.key(user, kindOutVer), g.key(user, kindCounters), g.outbox(user)}
-	args := []string{op.String(), member(target), versionHex(fg.VersionAt(now)),
+	args := []string{op.String(), member(target), strconv.FormatInt(now, 10),
 		strconv.Itoa(g.maxFollowing), strconv.Itoa(g.outboxLimit), user.String(), target.String()}
 	if !g.cluster {
 		keys = append(keys, g.key(target, kindIn), g.key(target, kindInVer), g.key(target, kindCounters))

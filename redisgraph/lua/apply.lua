@@ -8,7 +8,7 @@
 --
 -- Returns {u's stamp[, t's stamp]}.
 observe(KEYS[3], ARGV[2])
-local su = apply(KEYS[1], KEYS[2], KEYS[3], 'nout', ARGV[1], ARGV[2], ARGV[3]) or stamp(KEYS[3])
+local su = apply(KEYS[1], KEYS[2], KEYS[3], 'nout', ARGV[1], ARGV[2], ARGV[3], 'e') or stamp(KEYS[3])
 if KEYS[4] then
   return {su, apply(KEYS[4], KEYS[5], KEYS[6], 'nin', ARGV[4], ARGV[2], ARGV[3]) or stamp(KEYS[6])}
 end

@@ -2,26 +2,98 @@
 --
 -- KEYS: 1 out(u), 2 ov(u), 3 h(u), 4 the outbox stream of u's slot, and on
 --       a standalone Redis also 5 in(t), 6 iv(t), 7 h(t).
--- ARGV: 1 'follow' or 'unfollow', 2 t as a member, 3 the client's time as a
---       version, 4 the following limit (0: none), 5 the outbox bound,
+-- ARGV: 1 'follow' or 'unfollow', 2 t as a member, 3 the client's time in
+--       ms (decimal), 4 the following limit (0: none), 5 the outbox bound,
 --       6 u and 7 t in decimal, and with the extra keys 8 u as a member.
 --
 -- Returns {0, version}: nothing to change, version the edge's (ZERO if
 -- none); {-1}: the following limit is reached; {-2}: the outbox is full;
 -- {1, version, u's stamp[, t's stamp]}: changed, as the event in the outbox
 -- says. Nothing is changed unless the first element is 1.
-local op = ARGV[1]
-local cur, live, stored = edge(KEYS[1], KEYS[2], ARGV[2])
-if (op == 'follow') == live then return {0, cur} end
-if op == 'follow' then
+--
+-- This is the script of every live write, so it makes as few calls into
+-- Redis as it can (lib.lua's apply does the same work in more): u's
+-- counters hash is read by one HMGET and written by one HSET; the new
+-- version is above every version of the edge (every version of an edge
+-- u → t goes through u's clock), so it is not compared with the edge's;
+-- on a standalone Redis the followee's side is not read: every script
+-- writes both sides together, so t's side of the edge (live, versions
+-- hash entry) is what u's side is; and a follow does not look for a
+-- tombstone to remove in u's versions hash when h(u) says that hash is
+-- empty: field e is '1' only while ov(u) is known to be empty (a user
+-- without a clock has never had a change or an Apply of an edge of theirs,
+-- so has an empty ov too); every write to ov(u) removes it or sets it to
+-- '0' (this script, and apply.lua through lib.lua's apply).
+local op, m, out, ov, h = ARGV[1], ARGV[2], KEYS[1], KEYS[2], KEYS[3]
+local follow = op == 'follow'
+local s = redis.call('ZSCORE', out, m)
+if follow == (s ~= false) then
+  local v = redis.call('HGET', ov, m)
+  if v then return {0, v} end
+  if s then return {0, vfmt(tonumber(s), 0)} end
+  return {0, ZERO}
+end
+local hv = redis.call('HMGET', h, 'clk', 'nout', 'st', 'e')
+local empty = not hv[1] or hv[4] == '1'
+local n = tonumber(hv[2] or '0')
+if follow then
   local max = tonumber(ARGV[4])
-  if max > 0 and tonumber(redis.call('HGET', KEYS[3], 'nout') or '0') >= max then return {-1} end
+  if max > 0 and n >= max then return {-1} end
 end
 if redis.call('XLEN', KEYS[4]) >= tonumber(ARGV[5]) then return {-2} end
-local v = tick(KEYS[3], ARGV[3])
-local st = apply(KEYS[1], KEYS[2], KEYS[3], 'nout', ARGV[2], v, op, cur, live, stored)
-redis.call('XADD', KEYS[4], '*', 'u', ARGV[6], 't', ARGV[7], 'op', op, 'v', v)
-if KEYS[5] then
-  return {1, v, st, apply(KEYS[5], KEYS[6], KEYS[7], 'nin', ARGV[8], v, op) or stamp(KEYS[7])}
+-- The version: the client's time (counter 0) unless u's clock is already
+-- there, else one past the clock.
+local score = ARGV[3]
+local ms, c = tonumber(score), 0
+if hv[1] then
+  local lms = vms(hv[1])
+  if lms >= ms then
+    ms, c = lms, vctr(hv[1]) + 1
+    if c == 1048576 then ms, c = ms + 1, 0 end
+    score = string.format('%d', ms)
+  end
 end
-return {1, v, st}
+local v = vfmt(ms, c)
+-- stored: whether the versions hashes held a version of the edge (only a
+-- follow over a tombstone needs to know: unfollows overwrite it).
+-- e: h(u)'s field e as this change leaves it (nil: as it was).
+local stored, e = false, '0'
+if follow then
+  redis.call('ZADD', out, score, m)
+  n = n + 1
+  if c ~= 0 then
+    redis.call('HSET', ov, m, v)
+  elseif empty then
+    e = '1'
+  else
+    stored = redis.call('HDEL', ov, m) == 1
+    e = nil
+  end
+else
+  redis.call('ZREM', out, m)
+  n = n - 1
+  redis.call('HSET', ov, m, v)
+end
+local st = tonumber(hv[3] or '0') + 1
+if e then
+  redis.call('HSET', h, 'clk', v, 'nout', n, 'st', st, 'e', e)
+else
+  redis.call('HSET', h, 'clk', v, 'nout', n, 'st', st)
+end
+redis.call('XADD', KEYS[4], '*', 'u', ARGV[6], 't', ARGV[7], 'op', op, 'v', v)
+if not KEYS[5] then return {1, v, st} end
+local um, th = ARGV[8], KEYS[7]
+if follow then
+  redis.call('ZADD', KEYS[5], score, um)
+  redis.call('HINCRBY', th, 'nin', 1)
+  if c ~= 0 then
+    redis.call('HSET', KEYS[6], um, v)
+  elseif stored then
+    redis.call('HDEL', KEYS[6], um)
+  end
+else
+  redis.call('ZREM', KEYS[5], um)
+  redis.call('HINCRBY', th, 'nin', -1)
+  redis.call('HSET', KEYS[6], um, v)
+end
+return {1, v, st, redis.call('HINCRBY', th, 'st', 1)}

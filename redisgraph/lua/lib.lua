@@ -1,13 +1,6 @@
--- Shared by the write scripts.
---
--- A version is followgraph.Version as 16 lowercase hex digits: 11 of
--- milliseconds, 5 of counter. Lua numbers are doubles, which cannot hold
--- 64 bits, so versions are split into (ms, counter) to be compared.
-local ZERO = '0000000000000000'
-
-local function vms(v) return tonumber(string.sub(v, 1, 11), 16) end
-local function vctr(v) return tonumber(string.sub(v, 12, 16), 16) end
-local function vfmt(ms, c) return string.format('%011x%05x', ms, c) end
+-- Shared by second.lua and apply.lua, after version.lua. (change.lua, the
+-- script of every live follow and unfollow, does the same work inline,
+-- with fewer calls into Redis.)
 
 local function vless(a, b)
   local am, bm = vms(a), vms(b)
@@ -29,19 +22,21 @@ end
 -- apply makes op ('follow' or 'unfollow') at version v on the edge stored
 -- as member m of sorted set z, unless the edge has a version of at least
 -- v. vh is the versions hash, h the counters hash and cf the name of the
--- counter of z in it. cur, live and stored are what edge returns, when the
--- caller has them. It returns the new change stamp of h's user, or false
--- when it changed nothing.
-local function apply(z, vh, h, cf, m, v, op, cur, live, stored)
-  if not cur then cur, live, stored = edge(z, vh, m) end
+-- counter of z in it. ef, if given, is the field of h that says vh is
+-- empty (see change.lua), which a write to vh removes. It returns the new
+-- change stamp of h's user, or false when it changed nothing.
+local function apply(z, vh, h, cf, m, v, op, ef)
+  local cur, live, stored = edge(z, vh, m)
   if not vless(cur, v) then return false end
+  local wrote = true
   if op == 'follow' then
     redis.call('ZADD', z, string.format('%d', vms(v)), m)
     if not live then redis.call('HINCRBY', h, cf, 1) end
     if vctr(v) ~= 0 then
       redis.call('HSET', vh, m, v)
-    elseif stored then
-      redis.call('HDEL', vh, m)
+    else
+      wrote = false
+      if stored then redis.call('HDEL', vh, m) end
     end
   else
     if live then
@@ -50,22 +45,8 @@ local function apply(z, vh, h, cf, m, v, op, cur, live, stored)
     end
     redis.call('HSET', vh, m, v)
   end
+  if wrote and ef then redis.call('HDEL', h, ef) end
   return redis.call('HINCRBY', h, 'st', 1)
-end
-
--- tick returns a new version for a change by the user whose counters hash
--- is h: the client's time now (a version) unless the user's clock is
--- already there, else one past the clock. The clock moves to it.
-local function tick(h, now)
-  local last = redis.call('HGET', h, 'clk')
-  local v = now
-  if last and not vless(last, now) then
-    local ms, c = vms(last), vctr(last) + 1
-    if c == 1048576 then ms, c = ms + 1, 0 end
-    v = vfmt(ms, c)
-  end
-  redis.call('HSET', h, 'clk', v)
-  return v
 end
 
 -- observe moves the clock of the user whose counters hash is h to at least v.

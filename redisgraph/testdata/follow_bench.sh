@@ -11,7 +11,7 @@
 #   seeds (default): the seeds' follow script, testdata/seeds_follow.lua, the
 #          same file the Go baseline runs: the target's reference.
 #   ours:  the engine's follow script as the engine sends it on a standalone
-#          Redis (lua/lib.lua + lua/change.lua, 7 keys, 8 arguments): what
+#          Redis (lua/version.lua + lua/change.lua, 7 keys, 8 arguments): what
 #          Redis alone can do with it, without the Go client.
 #
 # The URL defaults to $FOLLOWGRAPH_TEST_REDIS, then redis://127.0.0.1:6379;
@@ -45,13 +45,12 @@ seeds)
 		$r $r "$now"
 	;;
 ours)
-	sha=$(redis-cli -u "$url" SCRIPT LOAD "$(cat "$dir/../lua/lib.lua" "$dir/../lua/change.lua")")
+	sha=$(redis-cli -u "$url" SCRIPT LOAD "$(cat "$dir/../lua/version.lua" "$dir/../lua/change.lua")")
 	# Members are 12 decimal digits here, 8 bytes in the engine: the same
-	# work for Redis. The version is now's, counter 0, as a live follow's.
-	version=$(printf '%011x00000' "$now")
+	# work for Redis. The time is now's, in ms, as a live follow's.
 	set -- 7 "${prefix}{$r}:out" "${prefix}{$r}:ov" "${prefix}{$r}:h" "${prefix}outbox" \
 		"${prefix}{$r}:in" "${prefix}{$r}:iv" "${prefix}{$r}:h" \
-		follow $r "$version" 0 100000000 $r $r $r
+		follow $r "$now" 0 100000000 $r $r $r
 	;;
 *)
 	echo "follow_bench.sh: unknown mode $mode: seeds or ours" >&2
