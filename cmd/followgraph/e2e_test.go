@@ -145,6 +145,19 @@ type writer struct {
 	oks       int
 }
 
+// newWriters returns workers writers, each owning perWorker followers of
+// its own.
+func newWriters(workers, perWorker int) []*writer {
+	ws := make([]*writer, workers)
+	for i := range ws {
+		ws[i] = &writer{acked: map[[2]fg.UserID]ack{}}
+		for j := range perWorker {
+			ws[i].followers = append(ws[i].followers, fg.UserID(1+i*perWorker+j))
+		}
+	}
+	return ws
+}
+
 // run writes until stop is closed. A request is never cancelled by the
 // test: it ends with an answer, or with an error when the server dies.
 func (w *writer) run(stop <-chan struct{}, c *httpapi.Client, seed int64, targets int) {
@@ -184,13 +197,7 @@ func (w *writer) run(stop <-chan struct{}, c *httpapi.Client, seed int64, target
 func TestServe_KillNine(t *testing.T) {
 	data := t.TempDir()
 	const workers, perWorker, targets = 16, 10, 300
-	ws := make([]*writer, workers)
-	for i := range ws {
-		ws[i] = &writer{acked: map[[2]fg.UserID]ack{}}
-		for j := range perWorker {
-			ws[i].followers = append(ws[i].followers, fg.UserID(1+i*perWorker+j))
-		}
-	}
+	ws := newWriters(workers, perWorker)
 	for round := range 3 {
 		s := start(t, data)
 		stop := make(chan struct{})

@@ -10,8 +10,6 @@ import (
 	"time"
 
 	"github.com/redis/rueidis"
-
-	fg "github.com/followgraph/followgraph"
 )
 
 // testRedis returns FOLLOWGRAPH_TEST_REDIS and a key prefix of the test's
@@ -67,13 +65,7 @@ func TestServe_RedisKillNine(t *testing.T) {
 	data := t.TempDir()
 	args := []string{"--redis", url, "--redis-prefix", prefix}
 	const workers, perWorker, targets = 16, 10, 300
-	ws := make([]*writer, workers)
-	for i := range ws {
-		ws[i] = &writer{acked: map[[2]fg.UserID]ack{}}
-		for j := range perWorker {
-			ws[i].followers = append(ws[i].followers, fg.UserID(1+i*perWorker+j))
-		}
-	}
+	ws := newWriters(workers, perWorker)
 	for round := range 2 {
 		// Held back, the persister leaves events in the log, and the
 		// relay in the outbox, at the kill.

@@ -17,14 +17,10 @@ import (
 func writeFor(t *testing.T, s *server, d time.Duration, seed int64) []*writer {
 	t.Helper()
 	const workers, perWorker, targets = 8, 10, 200
-	ws := make([]*writer, workers)
+	ws := newWriters(workers, perWorker)
 	stop := make(chan struct{})
 	var wg sync.WaitGroup
 	for i := range ws {
-		ws[i] = &writer{acked: map[[2]fg.UserID]ack{}}
-		for j := range perWorker {
-			ws[i].followers = append(ws[i].followers, fg.UserID(1+i*perWorker+j))
-		}
 		wg.Go(func() { ws[i].run(stop, s.client, seed+int64(i), targets) })
 	}
 	time.Sleep(d)
