@@ -122,16 +122,16 @@ func (s *Server) countsOf(r *http.Request, b []byte) ([]byte, error) {
 }
 
 func (s *Server) following(r *http.Request, b []byte) ([]byte, error) {
-	return s.list(r, b, followgraph.ListFollowing, s.g.Following)
+	return s.list(r, b, s.g.Following)
 }
 
 func (s *Server) followers(r *http.Request, b []byte) ([]byte, error) {
-	return s.list(r, b, followgraph.ListFollowers, s.g.Followers)
+	return s.list(r, b, s.g.Followers)
 }
 
 // list answers a page of the following or the followers list, with the
 // viewer's relation to each user when the request names a viewer.
-func (s *Server) list(r *http.Request, b []byte, name string, read func(context.Context, followgraph.UserID, followgraph.PageRequest) (followgraph.Page, error)) ([]byte, error) {
+func (s *Server) list(r *http.Request, b []byte, read func(context.Context, followgraph.UserID, followgraph.PageRequest) (followgraph.Page, error)) ([]byte, error) {
 	ids, err := pathIDs(r, "user")
 	if err != nil {
 		return b, err
@@ -144,7 +144,7 @@ func (s *Server) list(r *http.Request, b []byte, name string, read func(context.
 	if err != nil {
 		return b, err
 	}
-	req, err := pageRequest(q, followgraph.Scope(name, ids[0]))
+	req, err := pageRequest(q)
 	if err != nil {
 		return b, err
 	}
@@ -203,7 +203,7 @@ func (s *Server) relationsAnswer(ctx context.Context, b []byte, user followgraph
 
 // setQuery answers a page of a set query about the users in the path
 // wildcards names.
-func (s *Server) setQuery(r *http.Request, b []byte, name string, names []string, read func(ctx context.Context, ids []followgraph.UserID, req followgraph.PageRequest) (followgraph.SetPage, error)) ([]byte, error) {
+func (s *Server) setQuery(r *http.Request, b []byte, names []string, read func(ctx context.Context, ids []followgraph.UserID, req followgraph.PageRequest) (followgraph.SetPage, error)) ([]byte, error) {
 	ids, err := pathIDs(r, names...)
 	if err != nil {
 		return b, err
@@ -212,7 +212,7 @@ func (s *Server) setQuery(r *http.Request, b []byte, name string, names []string
 	if err != nil {
 		return b, err
 	}
-	req, err := pageRequest(q, followgraph.Scope(name, ids...))
+	req, err := pageRequest(q)
 	if err != nil {
 		return b, err
 	}
@@ -224,25 +224,25 @@ func (s *Server) setQuery(r *http.Request, b []byte, name string, names []string
 }
 
 func (s *Server) mutuals(r *http.Request, b []byte) ([]byte, error) {
-	return s.setQuery(r, b, followgraph.ListMutuals, []string{"user"}, func(ctx context.Context, ids []followgraph.UserID, req followgraph.PageRequest) (followgraph.SetPage, error) {
+	return s.setQuery(r, b, []string{"user"}, func(ctx context.Context, ids []followgraph.UserID, req followgraph.PageRequest) (followgraph.SetPage, error) {
 		return s.g.Mutuals(ctx, ids[0], req)
 	})
 }
 
 func (s *Server) commonFollowing(r *http.Request, b []byte) ([]byte, error) {
-	return s.setQuery(r, b, followgraph.ListCommonFollowing, []string{"user", "other"}, func(ctx context.Context, ids []followgraph.UserID, req followgraph.PageRequest) (followgraph.SetPage, error) {
+	return s.setQuery(r, b, []string{"user", "other"}, func(ctx context.Context, ids []followgraph.UserID, req followgraph.PageRequest) (followgraph.SetPage, error) {
 		return s.g.CommonFollowing(ctx, ids[0], ids[1], req)
 	})
 }
 
 func (s *Server) commonFollowers(r *http.Request, b []byte) ([]byte, error) {
-	return s.setQuery(r, b, followgraph.ListCommonFollowers, []string{"user", "other"}, func(ctx context.Context, ids []followgraph.UserID, req followgraph.PageRequest) (followgraph.SetPage, error) {
+	return s.setQuery(r, b, []string{"user", "other"}, func(ctx context.Context, ids []followgraph.UserID, req followgraph.PageRequest) (followgraph.SetPage, error) {
 		return s.g.CommonFollowers(ctx, ids[0], ids[1], req)
 	})
 }
 
 func (s *Server) knownFollowers(r *http.Request, b []byte) ([]byte, error) {
-	return s.setQuery(r, b, followgraph.ListKnownFollowers, []string{"user", "target"}, func(ctx context.Context, ids []followgraph.UserID, req followgraph.PageRequest) (followgraph.SetPage, error) {
+	return s.setQuery(r, b, []string{"user", "target"}, func(ctx context.Context, ids []followgraph.UserID, req followgraph.PageRequest) (followgraph.SetPage, error) {
 		return s.g.KnownFollowers(ctx, ids[0], ids[1], req)
 	})
 }

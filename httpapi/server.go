@@ -4,8 +4,9 @@
 //
 // The server is a standard net/http ServeMux with method patterns, behind
 // one ServeHTTP that answers every request in JSON, unknown routes (404)
-// and wrong methods (405) included. It validates ids, limits, cursors and
-// bodies before it calls the graph, maps every error to a status in one
+// and wrong methods (405) included. It validates ids, limits and bodies
+// before it calls the graph (cursors are the graph's to check: reads
+// change nothing), maps every error to a status in one
 // table (error.go), limits writes per user when asked to, and exposes
 // /healthz, /readyz and /metrics.
 package httpapi
