@@ -22,6 +22,7 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 
 	fg "github.com/followgraph/followgraph"
+	"github.com/followgraph/followgraph/internal/testenv"
 )
 
 // testLogger shows warnings and errors on stderr (a server goroutine may
@@ -234,19 +235,11 @@ func TestExternal(t *testing.T) {
 	})
 }
 
-// externalNATS returns FOLLOWGRAPH_TEST_NATS, or skips the test — except
-// in CI, where a skipped external test is a failure.
+// externalNATS returns the external NATS server's URL, or skips the test
+// (fails it in CI).
 func externalNATS(t *testing.T) string {
 	t.Helper()
-	url := os.Getenv("FOLLOWGRAPH_TEST_NATS")
-	if url == "" {
-		const msg = "set FOLLOWGRAPH_TEST_NATS=nats://127.0.0.1:4222 to run against an external NATS server"
-		if os.Getenv("CI") == "true" {
-			t.Fatal(msg)
-		}
-		t.Skip(msg)
-	}
-	return url
+	return testenv.Server(t, testenv.NATS, testenv.NATSHint)
 }
 
 // deleteStream deletes a test's stream over a connection of its own (the

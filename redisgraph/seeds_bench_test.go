@@ -32,6 +32,7 @@ import (
 	"github.com/redis/rueidis"
 
 	fg "github.com/followgraph/followgraph"
+	"github.com/followgraph/followgraph/internal/testenv"
 	"github.com/followgraph/followgraph/redisgraph"
 )
 
@@ -301,17 +302,11 @@ var bench struct {
 	n    int
 }
 
-func benchURL() string { return os.Getenv("FOLLOWGRAPH_TEST_REDIS") }
+func benchURL() string { return os.Getenv(testenv.Redis) }
 
 func benchRedis(tb testing.TB) rueidis.Client {
 	tb.Helper()
-	url := benchURL()
-	if url == "" {
-		if os.Getenv("CI") == "true" {
-			tb.Fatal("FOLLOWGRAPH_TEST_REDIS is not set: CI must run the Redis benchmarks against a Redis")
-		}
-		tb.Skip("set FOLLOWGRAPH_TEST_REDIS=redis://127.0.0.1:6379 (a standalone Redis ≥ 7) to run the Redis benchmarks")
-	}
+	url := testenv.Server(tb, testenv.Redis, testenv.RedisHint)
 	bench.once.Do(func() {
 		opt, err := redisgraph.ParseURL(url) // as followgraph serve --redis does
 		if err != nil {

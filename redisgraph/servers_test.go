@@ -17,6 +17,7 @@ import (
 	"github.com/redis/rueidis"
 
 	fg "github.com/followgraph/followgraph"
+	"github.com/followgraph/followgraph/internal/testenv"
 )
 
 // The tests run against a real Redis: a standalone one named by
@@ -25,24 +26,10 @@ import (
 // (and stop in TestMain). Each test uses keys of its own prefix and
 // deletes them when it ends.
 
-const skipMessage = "set FOLLOWGRAPH_TEST_REDIS=redis://127.0.0.1:6379 to run against a real Redis; " +
-	"the Cluster tests also start a Redis Cluster of their own and need redis-server and redis-cli on PATH"
-
 func TestMain(m *testing.M) {
 	code := m.Run()
 	testCluster.stop()
 	os.Exit(code)
-}
-
-// skip skips the test with why and how to enable it, except in CI, where a
-// test that cannot run is a failure.
-func skip(tb testing.TB, why string) {
-	tb.Helper()
-	msg := why + ": " + skipMessage
-	if os.Getenv("CI") == "true" {
-		tb.Fatal(msg)
-	}
-	tb.Skip(msg)
 }
 
 // sharedClient is a client made once and shared by the tests.
@@ -58,10 +45,7 @@ var standalone, cluster sharedClient
 // standaloneClient returns a client of the standalone Redis, or skips.
 func standaloneClient(tb testing.TB) rueidis.Client {
 	tb.Helper()
-	url := os.Getenv("FOLLOWGRAPH_TEST_REDIS")
-	if url == "" {
-		skip(tb, "FOLLOWGRAPH_TEST_REDIS is not set")
-	}
+	url := testenv.Server(tb, testenv.Redis, testenv.RedisHint)
 	standalone.once.Do(func() {
 		standalone.opt, standalone.err = ParseURL(url)
 		if standalone.err == nil {
@@ -81,12 +65,10 @@ func standaloneClient(tb testing.TB) rueidis.Client {
 // Cluster on first use, or skips.
 func clusterClient(tb testing.TB) rueidis.Client {
 	tb.Helper()
-	if os.Getenv("FOLLOWGRAPH_TEST_REDIS") == "" {
-		skip(tb, "FOLLOWGRAPH_TEST_REDIS is not set")
-	}
+	testenv.Server(tb, testenv.Redis, testenv.RedisHint)
 	for _, bin := range []string{"redis-server", "redis-cli"} {
 		if _, err := exec.LookPath(bin); err != nil {
-			skip(tb, bin+" is not on PATH")
+			testenv.Skip(tb, bin+" is not on PATH: the Cluster tests start a Redis Cluster of their own with redis-server and redis-cli")
 		}
 	}
 	cluster.once.Do(func() {

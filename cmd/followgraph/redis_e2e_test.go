@@ -4,27 +4,20 @@ import (
 	"context"
 	"fmt"
 	"math/rand/v2"
-	"os"
 	"sync"
 	"testing"
 	"time"
 
+	"github.com/followgraph/followgraph/internal/testenv"
 	"github.com/redis/rueidis"
 )
 
-// testRedis returns FOLLOWGRAPH_TEST_REDIS and a key prefix of the test's
-// own, whose keys it deletes at the end; or skips the test, except in CI,
-// where a skipped test is a failure.
+// testRedis returns the test Redis's URL and a key prefix of the test's
+// own, whose keys it deletes at the end; or skips the test (fails it in
+// CI).
 func testRedis(t *testing.T) (url, prefix string) {
 	t.Helper()
-	url = os.Getenv("FOLLOWGRAPH_TEST_REDIS")
-	if url == "" {
-		const msg = "set FOLLOWGRAPH_TEST_REDIS=redis://127.0.0.1:6379 to run against a real Redis"
-		if os.Getenv("CI") == "true" {
-			t.Fatal(msg)
-		}
-		t.Skip(msg)
-	}
+	url = testenv.Server(t, testenv.Redis, testenv.RedisHint)
 	prefix = fmt.Sprintf("fgtest-e2e-%x", rand.Uint64())
 	t.Cleanup(func() {
 		opt, err := rueidis.ParseURL(url)
