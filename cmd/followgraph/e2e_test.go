@@ -200,15 +200,7 @@ func TestServe_KillNine(t *testing.T) {
 	ws := newWriters(workers, perWorker)
 	for round := range 3 {
 		s := start(t, data)
-		stop := make(chan struct{})
-		var wg sync.WaitGroup
-		for i, w := range ws {
-			wg.Go(func() { w.run(stop, s.client, int64(round*1000+i), targets) })
-		}
-		time.Sleep(1500 * time.Millisecond)
-		s.kill()
-		close(stop)
-		wg.Wait()
+		writeThenKill(s, ws, int64(round*1000), targets)
 
 		t0 := time.Now()
 		s = start(t, data)
@@ -224,6 +216,20 @@ func TestServe_KillNine(t *testing.T) {
 		t.Logf("round %d: %d acknowledged writes so far, all present after kill -9 (restart %v, verify %v, clean stop %v)",
 			round, total, t1.Sub(t0).Round(time.Millisecond), t2.Sub(t1).Round(time.Millisecond), time.Since(t2).Round(time.Millisecond))
 	}
+}
+
+// writeThenKill runs ws against s for 1.5 s, then kills s with SIGKILL
+// while they write, and waits for the writers to notice.
+func writeThenKill(s *server, ws []*writer, seed int64, targets int) {
+	stop := make(chan struct{})
+	var wg sync.WaitGroup
+	for i, w := range ws {
+		wg.Go(func() { w.run(stop, s.client, seed+int64(i), targets) })
+	}
+	time.Sleep(1500 * time.Millisecond)
+	s.kill()
+	close(stop)
+	wg.Wait()
 }
 
 // settle records the outcome of the change that was in flight when the

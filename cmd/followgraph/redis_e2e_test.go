@@ -4,9 +4,7 @@ import (
 	"context"
 	"fmt"
 	"math/rand/v2"
-	"sync"
 	"testing"
-	"time"
 
 	"github.com/followgraph/followgraph/internal/testenv"
 	"github.com/redis/rueidis"
@@ -63,15 +61,7 @@ func TestServe_RedisKillNine(t *testing.T) {
 		// Held back, the persister leaves events in the log, and the
 		// relay in the outbox, at the kill.
 		s := start(t, data, append(args, "--persist-rate", "500", "--persist-batch", "100")...)
-		stop := make(chan struct{})
-		var wg sync.WaitGroup
-		for i, w := range ws {
-			wg.Go(func() { w.run(stop, s.client, int64(round*1000+i), targets) })
-		}
-		time.Sleep(1500 * time.Millisecond)
-		s.kill()
-		close(stop)
-		wg.Wait()
+		writeThenKill(s, ws, int64(round*1000), targets)
 
 		s = start(t, data, args...)
 		total := 0
