@@ -53,6 +53,25 @@ func CheckIDs(ids ...UserID) error {
 	return nil
 }
 
+// CheckIDList checks a request about the users of that names ids, at most
+// max of them: more is an EInvalidArgument error (TooManyIDs); then the
+// first invalid id, of of before ids, is an EInvalidID error.
+func CheckIDList(ids []UserID, max int, of ...UserID) error {
+	if len(ids) > max {
+		return TooManyIDs(len(ids), max)
+	}
+	if err := CheckIDs(of...); err != nil {
+		return err
+	}
+	return CheckIDs(ids...)
+}
+
+// TooManyIDs returns the EInvalidArgument error of a request naming n ids
+// where at most max are taken.
+func TooManyIDs(n, max int) error {
+	return Errorf(EInvalidArgument, "%d ids asked for: at most %d", n, max)
+}
+
 func invalidID(s string) error {
 	const max = 40
 	if len(s) > max {

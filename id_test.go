@@ -2,6 +2,7 @@ package followgraph_test
 
 import (
 	"strconv"
+	"strings"
 	"testing"
 
 	fg "github.com/followgraph/followgraph"
@@ -62,4 +63,28 @@ func FuzzParseUserID(f *testing.F) {
 			t.Fatalf("ParseUserID(%q): code %q", s, fg.ErrorCode(err))
 		}
 	})
+}
+
+func TestCheckIDList(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		ids  []fg.UserID
+		of   []fg.UserID
+		code string
+	}{
+		{"Valid", []fg.UserID{1, 2}, []fg.UserID{3}, ""},
+		{"TooManyFirst", []fg.UserID{0, 1, 2}, []fg.UserID{0}, fg.EInvalidArgument},
+		{"OfBeforeIDs", []fg.UserID{0}, []fg.UserID{-1}, fg.EInvalidID},
+		{"BadID", []fg.UserID{1, 0}, nil, fg.EInvalidID},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			err := fg.CheckIDList(tc.ids, 2, tc.of...)
+			if fg.ErrorCode(err) != tc.code && !(tc.code == "" && err == nil) {
+				t.Fatalf("CheckIDList(%v, 2, %v) = %v, want code %q", tc.ids, tc.of, err, tc.code)
+			}
+			if tc.name == "OfBeforeIDs" && !strings.Contains(err.Error(), "-1") {
+				t.Fatalf("error %v names another id than the one of of", err)
+			}
+		})
+	}
 }

@@ -52,7 +52,7 @@ func queryIDs(q url.Values, max int) ([]followgraph.UserID, error) {
 		return []followgraph.UserID{}, nil
 	}
 	if n := strings.Count(s, ",") + 1; n > max {
-		return nil, tooManyIDs(n, max)
+		return nil, followgraph.TooManyIDs(n, max)
 	}
 	parts := strings.Split(s, ",")
 	ids := make([]followgraph.UserID, len(parts))
@@ -64,10 +64,6 @@ func queryIDs(q url.Values, max int) ([]followgraph.UserID, error) {
 		ids[i] = id
 	}
 	return ids, nil
-}
-
-func tooManyIDs(n, max int) error {
-	return followgraph.Errorf(followgraph.EInvalidArgument, "%d ids asked for: at most %d", n, max)
 }
 
 // viewer returns the user id of parameter "viewer", and ok false when it
@@ -139,7 +135,7 @@ func bodyIDs(body io.Reader, max int) ([]followgraph.UserID, error) {
 		return nil, followgraph.Errorf(followgraph.EInvalidArgument, `the body must be an object with one field, ids, an array of strings: {"ids": ["1", "2", ...]}`)
 	}
 	if len(list) > max {
-		return nil, tooManyIDs(len(list), max)
+		return nil, followgraph.TooManyIDs(len(list), max)
 	}
 	ids := make([]followgraph.UserID, len(list))
 	for i, x := range list {

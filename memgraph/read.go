@@ -31,10 +31,7 @@ func (g *Graph) IsFollowing(_ context.Context, user, target fg.UserID) (fg.Edge,
 
 // Counts returns the counters of each id; see followgraph.Graph.
 func (g *Graph) Counts(_ context.Context, ids []fg.UserID) ([]fg.Counts, error) {
-	if len(ids) > fg.MaxCountIDs {
-		return nil, fg.Errorf(fg.EInvalidArgument, "%d ids asked for: at most %d", len(ids), fg.MaxCountIDs)
-	}
-	if err := fg.CheckIDs(ids...); err != nil {
+	if err := fg.CheckIDList(ids, fg.MaxCountIDs); err != nil {
 		return nil, err
 	}
 	out := make([]fg.Counts, len(ids))
@@ -83,13 +80,7 @@ func (g *Graph) Followers(_ context.Context, user fg.UserID, req fg.PageRequest)
 // Relations returns the relation of viewer to each id. Each direction of
 // each edge is read atomically; the viewer's side in one step.
 func (g *Graph) Relations(_ context.Context, viewer fg.UserID, ids []fg.UserID) ([]fg.RelationInfo, error) {
-	if len(ids) > fg.MaxRelationIDs {
-		return nil, fg.Errorf(fg.EInvalidArgument, "%d ids asked for: at most %d", len(ids), fg.MaxRelationIDs)
-	}
-	if err := fg.CheckIDs(viewer); err != nil {
-		return nil, err
-	}
-	if err := fg.CheckIDs(ids...); err != nil {
+	if err := fg.CheckIDList(ids, fg.MaxRelationIDs, viewer); err != nil {
 		return nil, err
 	}
 	out := make([]fg.RelationInfo, len(ids))

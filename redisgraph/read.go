@@ -40,10 +40,7 @@ func (g *Graph) IsFollowing(ctx context.Context, user, target fg.UserID) (fg.Edg
 // Counts returns the counters of each id; see followgraph.Graph. They are
 // served through the client-side cache (see cache.go).
 func (g *Graph) Counts(ctx context.Context, ids []fg.UserID) ([]fg.Counts, error) {
-	if len(ids) > fg.MaxCountIDs {
-		return nil, fg.Errorf(fg.EInvalidArgument, "%d ids asked for: at most %d", len(ids), fg.MaxCountIDs)
-	}
-	if err := fg.CheckIDs(ids...); err != nil {
+	if err := fg.CheckIDList(ids, fg.MaxCountIDs); err != nil {
 		return nil, err
 	}
 	cs, err := g.readCounters(ctx, ids)
@@ -180,13 +177,7 @@ func parseEntries(key string, r rueidis.RedisResult) ([]fg.Entry, error) {
 // Relations returns the relation of viewer to each id, from the viewer's
 // own two sorted sets: ZMSCORE on each, in chunks of probeChunk ids.
 func (g *Graph) Relations(ctx context.Context, viewer fg.UserID, ids []fg.UserID) ([]fg.RelationInfo, error) {
-	if len(ids) > fg.MaxRelationIDs {
-		return nil, fg.Errorf(fg.EInvalidArgument, "%d ids asked for: at most %d", len(ids), fg.MaxRelationIDs)
-	}
-	if err := fg.CheckIDs(viewer); err != nil {
-		return nil, err
-	}
-	if err := fg.CheckIDs(ids...); err != nil {
+	if err := fg.CheckIDList(ids, fg.MaxRelationIDs, viewer); err != nil {
 		return nil, err
 	}
 	out := make([]fg.RelationInfo, len(ids))
