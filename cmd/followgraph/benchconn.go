@@ -13,10 +13,10 @@ import (
 
 // benchConn is one keep-alive HTTP/1.1 connection of the load generator,
 // used by one worker at a time. It writes each request with one system
-// call and reads the answer with a buffered reader: a few microseconds of
-// CPU per request where net/http's client takes ~25, so that the
+// call and reads the answer with a buffered reader, so that the
 // generator, which shares the machine with the server, takes as little of
-// it as it can. It speaks just what a followgraph server answers: a status
+// it as it can (about a fifth less CPU per request than net/http's client:
+// docs/BENCHMARKS.md). It speaks just what a followgraph server answers: a status
 // line, headers, and a body of a given Content-Length or chunked.
 type benchConn struct {
 	addr string // host:port
