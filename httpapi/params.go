@@ -12,9 +12,10 @@ import (
 	"github.com/followgraph/followgraph"
 )
 
-// Parsing of what a request carries. Everything is checked here, before
-// the graph is called: ids first (invalid_id wins over other errors, as in
-// the engines), then counts, limits and cursors.
+// Parsing of what a request carries. Everything but cursors is checked
+// here, before the graph is called: ids first (invalid_id wins over other
+// errors, as in the engines), then counts and limits. Cursors are checked
+// by the graph, which every engine does (see pageRequest).
 
 // pathIDs returns the user ids in the path wildcards names, in that order.
 func pathIDs(r *http.Request, names ...string) ([]followgraph.UserID, error) {
