@@ -45,12 +45,14 @@ type OutboxEntry struct {
 // version-conditional upserts make it change nothing. So an event leaves
 // the outbox only once it is in the log, and no event is lost.
 //
-// One Relay runs per deployment for now: two would publish the same events
-// (harmless, as above) and trim each other's batches only after both had
-// published them.
+// Any number of relays may run over one outbox, one per serve node. With
+// WithRelayLease each moves only the streams whose lease it holds, so they
+// share the work; without, or when a lease runs out under a paused owner,
+// two relays publish the same events, which is harmless as above.
 type Relay struct {
 	outbox  Outbox
 	publish func(context.Context, fg.Event) error
+	claim   func(ctx context.Context, stream string) (bool, error)
 	batch   int
 	idle    time.Duration // the pause after a pass that moved nothing...
 	maxIdle time.Duration // ...doubling while passes find nothing, up to this
@@ -75,6 +77,13 @@ func WithRelayBatch(n int) RelayOption { return func(r *Relay) { r.batch = max(n
 // so a Cluster's relay backs off while idle.
 func WithRelayIdle(d, max time.Duration) RelayOption {
 	return func(r *Relay) { r.idle, r.maxIdle = d, max }
+}
+
+// WithRelayLease makes the relay move a stream only when claim, called
+// before each batch, says this relay holds the stream's lease (taking or
+// renewing it). A stream it does not hold is left to its holder.
+func WithRelayLease(claim func(ctx context.Context, stream string) (bool, error)) RelayOption {
+	return func(r *Relay) { r.claim = claim }
 }
 
 // WithRelayLogger sets the logger (default slog.Default()).
@@ -177,6 +186,11 @@ func (r *Relay) Pass(ctx context.Context) (int, error) {
 
 // move relays one batch of stream.
 func (r *Relay) move(ctx context.Context, stream string) (int, error) {
+	if r.claim != nil {
+		if mine, err := r.claim(ctx, stream); err != nil || !mine {
+			return 0, err
+		}
+	}
 	entries, err := r.outbox.ReadOutbox(ctx, stream, "", r.batch)
 	if err != nil || len(entries) == 0 {
 		return 0, err

@@ -112,3 +112,77 @@ func TestRelay(t *testing.T) {
 		}
 	}
 }
+
+// Two relays over one outbox, each with a lease per stream: every stream
+// is moved by its lease holder only, so no event is published twice, and
+// a stream whose holder stops is taken over once its lease is released.
+func TestRelay_Leases(t *testing.T) {
+	ctx := context.Background()
+	ms := time.Date(2026, 11, 30, 12, 0, 0, 0, time.UTC).UnixMilli()
+	o := &memOutbox{streams: map[string][]pipeline.OutboxEntry{}}
+	for i := range 40 {
+		e := fg.NewEvent(fg.UserID(1+i%4), fg.UserID(100+i), fg.OpFollow, fg.VersionAt(ms)+fg.Version(i))
+		s := fmt.Sprint("s", i%4)
+		o.streams[s] = append(o.streams[s], pipeline.OutboxEntry{ID: fmt.Sprint(i), Event: e})
+	}
+	var mu sync.Mutex
+	leases := map[string]string{}            // stream → holder
+	published := map[string]map[string]int{} // relay → event id → times
+	relay := func(name string) *pipeline.Relay {
+		published[name] = map[string]int{}
+		claim := func(_ context.Context, stream string) (bool, error) {
+			mu.Lock()
+			defer mu.Unlock()
+			if h, ok := leases[stream]; ok && h != name {
+				return false, nil
+			}
+			leases[stream] = name
+			return true, nil
+		}
+		publish := func(_ context.Context, e fg.Event) error {
+			mu.Lock()
+			defer mu.Unlock()
+			published[name][e.ID()]++
+			return nil
+		}
+		return pipeline.NewRelay(o, publish, nil, pipeline.WithRelayBatch(3), pipeline.WithRelayLease(claim))
+	}
+	a, b := relay("a"), relay("b")
+	// a takes s0 and s1 first; b the other two.
+	leases["s0"], leases["s1"], leases["s2"], leases["s3"] = "a", "a", "b", "b"
+	for range 2 {
+		if _, err := a.Pass(ctx); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := b.Pass(ctx); err != nil {
+			t.Fatal(err)
+		}
+	}
+	// a stops: its leases go, and b drains everything.
+	delete(leases, "s0")
+	delete(leases, "s1")
+	if err := b.Drain(ctx); err != nil {
+		t.Fatal(err)
+	}
+	for s, es := range o.streams {
+		if len(es) != 0 {
+			t.Errorf("stream %s still holds %d entries", s, len(es))
+		}
+	}
+	for id, n := range published["a"] {
+		if n != 1 || published["b"][id] != 0 {
+			t.Errorf("event %s published %d times by a and %d by b, want once in all", id, n, published["b"][id])
+		}
+	}
+	if got := len(published["a"]) + len(published["b"]); got != 40 {
+		t.Errorf("%d distinct events published, want 40", got)
+	}
+	if len(published["a"]) == 0 {
+		t.Error("relay a moved nothing while it held two leases")
+	}
+	for id, e := range published["b"] {
+		if e != 1 {
+			t.Errorf("event %s published %d times by b", id, e)
+		}
+	}
+}

@@ -2,9 +2,12 @@ package main
 
 import (
 	"context"
+	"crypto/rand"
 	"fmt"
 	"log/slog"
+	"os"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -83,15 +86,20 @@ func redisEngine(cfg Config, elog *eventlog.Log, reg prometheus.Registerer, logg
 	if g.Cluster() {
 		mode, maxIdle = "cluster", time.Second
 	}
+	leases := &outboxLeases{g: g, owner: nodeName()}
 	relay := pipeline.NewRelay(redisOutbox{g}, durable(elog), reg,
-		pipeline.WithRelayLogger(logger), pipeline.WithRelayIdle(5*time.Millisecond, maxIdle))
+		pipeline.WithRelayLogger(logger), pipeline.WithRelayIdle(5*time.Millisecond, maxIdle),
+		pipeline.WithRelayLease(leases.claim))
 	return &engine{
 		graph:   g,
 		desc:    fmt.Sprintf("redis %s (%s, prefix %q)", redactURL(cfg.Redis), mode, cfg.RedisPrefix),
 		recover: func(context.Context) error { return nil },
 		stats:   func() []any { return nil },
 		relay:   relay,
-		close:   client.Close,
+		close: func() {
+			leases.release()
+			client.Close()
+		},
 	}, nil
 }
 
@@ -118,6 +126,43 @@ func (o redisOutbox) SettleOutbox(ctx context.Context, events []fg.Event) error 
 func (o redisOutbox) TrimOutbox(ctx context.Context, stream, through string) error {
 	_, err := o.g.TrimOutbox(ctx, stream, through)
 	return err
+}
+
+// outboxLeases takes and renews this node's leases of outbox streams, so
+// that the relays of several nodes share the streams (see
+// redisgraph.ClaimOutbox), and gives them up at a clean stop so another
+// node takes them over at once rather than when they run out.
+type outboxLeases struct {
+	g     *redisgraph.Graph
+	owner string
+	held  sync.Map // stream → struct{}
+}
+
+// leaseTTL is how long a stream waits for a new relay after its node died.
+const leaseTTL = 5 * time.Second
+
+func (l *outboxLeases) claim(ctx context.Context, stream string) (bool, error) {
+	ok, err := l.g.ClaimOutbox(ctx, stream, l.owner, leaseTTL)
+	if ok {
+		l.held.Store(stream, struct{}{})
+	}
+	return ok, err
+}
+
+func (l *outboxLeases) release() {
+	ctx, cancel := context.WithTimeout(context.Background(), time.Second)
+	defer cancel()
+	l.held.Range(func(stream, _ any) bool {
+		return l.g.ReleaseOutbox(ctx, stream.(string), l.owner) == nil
+	})
+}
+
+// nodeName names this process among the nodes of a deployment.
+func nodeName() string {
+	host, _ := os.Hostname()
+	var b [4]byte
+	rand.Read(b[:])
+	return fmt.Sprintf("%s/%d/%x", host, os.Getpid(), b)
 }
 
 // redactURL hides a password in a URL for logs.

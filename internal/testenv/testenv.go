@@ -8,13 +8,19 @@ import (
 	"testing"
 )
 
-// Redis and NATS name the variables of the servers the tests use, and the
-// value that enables them on a machine that runs the servers locally.
+// These name the variables of the servers the tests use, and the value
+// that enables them on a machine that runs the servers locally. A test of
+// PostgreSQL or MySQL creates a database of its own on that server (the
+// URL's database is only where it connects to do so) and drops it after.
 const (
-	Redis     = "FOLLOWGRAPH_TEST_REDIS"
-	RedisHint = Redis + "=redis://127.0.0.1:6379"
-	NATS      = "FOLLOWGRAPH_TEST_NATS"
-	NATSHint  = NATS + "=nats://127.0.0.1:4222"
+	Redis        = "FOLLOWGRAPH_TEST_REDIS"
+	RedisHint    = Redis + "=redis://127.0.0.1:6379"
+	NATS         = "FOLLOWGRAPH_TEST_NATS"
+	NATSHint     = NATS + "=nats://127.0.0.1:4222"
+	Postgres     = "FOLLOWGRAPH_TEST_POSTGRES"
+	PostgresHint = Postgres + "=postgres://postgres@127.0.0.1:5432/postgres"
+	MySQL        = "FOLLOWGRAPH_TEST_MYSQL"
+	MySQLHint    = MySQL + "=mysql://root@127.0.0.1:3306/test"
 )
 
 // Server returns the value of the environment variable env, the address
