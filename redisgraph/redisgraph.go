@@ -61,6 +61,7 @@ type Graph struct {
 	outboxLimit  int
 	cacheMin     int64    // followers from which the first page of followers is cached
 	outboxTags   []string // per slot, on a Cluster
+	hook         fg.Hook  // nil: none
 
 	known  stamps // the latest stamps this Graph wrote, for the cache
 	memo   memo   // counts of set queries
@@ -86,6 +87,17 @@ func WithClock(now func() time.Time) Option { return func(g *Graph) { g.now = no
 
 // WithMaxFollowing caps how many users one user may follow (0: no cap).
 func WithMaxFollowing(n int) Option { return func(g *Graph) { g.maxFollowing = n } }
+
+// WithHook sets a function called with the event of every change after
+// the change is made in Redis (both sides, on a Cluster once the second
+// step is done or deferred) and before the write returns; the write is
+// acknowledged only if it returns nil. Serve publishes the event to the
+// log there, so that an acknowledged change is in the log even if Redis
+// then loses its data. When the hook fails the write returns its error
+// although the change is made: its outcome is unknown to the caller, as
+// for any unacknowledged write, and the event stays in the outbox for the
+// relay. The relay publishes it again, which the log drops as a duplicate.
+func WithHook(h fg.Hook) Option { return func(g *Graph) { g.hook = h } }
 
 // WithOutboxLimit bounds each outbox stream (default DefaultOutboxLimit
 // events): a write that would go beyond it fails with EUnavailable and

@@ -97,8 +97,14 @@ func (g *Graph) change(ctx context.Context, user, target fg.UserID, op fg.Op) (b
 		return false, v, nil
 	}
 	g.noteStamps(res[2:], user, target)
+	e := fg.NewEvent(user, target, op, v)
 	if g.cluster {
-		g.secondStep(ctx, fg.NewEvent(user, target, op, v))
+		g.secondStep(ctx, e)
+	}
+	if g.hook != nil {
+		if err := g.hook(ctx, e); err != nil {
+			return false, 0, fmt.Errorf("redisgraph: %s: %w", op, err)
+		}
 	}
 	return true, v, nil
 }

@@ -1,0 +1,53 @@
+package redisgraph
+
+import (
+	"context"
+	"errors"
+	"testing"
+
+	fg "github.com/followgraph/followgraph"
+)
+
+// TestHook: the hook sees the event of every change, with the version the
+// outbox has; a failing hook fails the write, whose change stays made and
+// whose event stays in the outbox for the relay.
+func TestHook(t *testing.T) {
+	for _, m := range modes {
+		t.Run(m.name, func(t *testing.T) {
+			var seen []fg.Event
+			fail := false
+			hook := func(_ context.Context, e fg.Event) error {
+				seen = append(seen, e)
+				if fail {
+					return errors.New("log down")
+				}
+				return nil
+			}
+			g := newTestGraph(t, m.client(t), WithHook(hook))
+			ctx := t.Context()
+			if _, err := g.Follow(ctx, 1, 2); err != nil {
+				t.Fatal(err)
+			}
+			if _, err := g.Follow(ctx, 1, 2); err != nil { // no change: no event
+				t.Fatal(err)
+			}
+			fail = true
+			if _, err := g.Unfollow(ctx, 1, 2); err == nil {
+				t.Fatal("an unfollow whose hook failed was acknowledged")
+			}
+			if len(seen) != 2 || seen[0].Op != fg.OpFollow || seen[1].Op != fg.OpUnfollow {
+				t.Fatalf("hook saw %v, want the follow then the unfollow", seen)
+			}
+			if e, err := g.IsFollowing(ctx, 1, 2); err != nil || e.Following {
+				t.Fatalf("after the unacknowledged unfollow: %+v, %v; want made", e, err)
+			}
+			entries, err := g.ReadOutbox(ctx, g.outbox(1), "", 10)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if len(entries) != 2 || entries[0].Event != seen[0] || entries[1].Event != seen[1] {
+				t.Fatalf("outbox holds %v, want the hook's events %v", entries, seen)
+			}
+		})
+	}
+}
