@@ -1,0 +1,7 @@
+package postgres
+
+// The list queries, for the test that checks their plans.
+const (
+	FollowingSQL = followingSQL
+	FollowersSQL = followersSQL
+)

@@ -1,0 +1,182 @@
+package postgres
+
+import (
+	"context"
+	"fmt"
+	"iter"
+	"math"
+
+	"github.com/jackc/pgx/v5"
+
+	fg "github.com/followgraph/followgraph"
+)
+
+// eventsBatch is how many rows Events reads per query.
+const eventsBatch = 10_000
+
+// Events yields the state of every edge as one event, in (follower,
+// followee) order, for loading an engine: an OpFollow at the edge's
+// version for a live edge (its time is the follow time), an OpUnfollow at
+// its version for an unfollowed one, which the engine keeps as a tombstone
+// so that a late older follow cannot resurrect it.
+//
+// The rows are read in batches of eventsBatch, each starting after the
+// last key of the previous one (keyset paging on the primary key), all in
+// one repeatable-read, read-only transaction: the events are one
+// consistent state of the store, memory does not grow with the number of
+// edges, no result is left open on the connection while the caller works
+// on a batch, and writes go on meanwhile (they are not seen). Stopping the
+// iteration early ends the transaction. An error is yielded once, with a
+// zero Event, and ends the sequence. See LastSeq for the order of reads
+// when loading while writes continue.
+func (s *Store) Events(ctx context.Context) iter.Seq2[fg.Event, error] {
+	return func(yield func(fg.Event, error) bool) {
+		fail := func(err error) { yield(fg.Event{}, fmt.Errorf("postgres: events: %w", translate(err))) }
+		tx, err := s.pool.BeginTx(ctx, pgx.TxOptions{IsoLevel: pgx.RepeatableRead, AccessMode: pgx.ReadOnly})
+		if err != nil {
+			fail(err)
+			return
+		}
+		defer tx.Rollback(ctx) // read only: nothing to commit
+		var after edge         // ids are positive: (0, 0) is before every key
+		batch := make([]edge, 0, eventsBatch)
+		for {
+			rows, err := tx.Query(ctx, `SELECT follower, followee, following, version FROM edges
+				WHERE (follower, followee) > ($1, $2)
+				ORDER BY follower, followee LIMIT $3`, after.follower, after.followee, eventsBatch)
+			if err != nil {
+				fail(err)
+				return
+			}
+			batch = batch[:0]
+			var e edge
+			_, err = pgx.ForEachRow(rows, []any{&e.follower, &e.followee, &e.following, &e.version}, func() error {
+				batch = append(batch, e)
+				return nil
+			})
+			if err != nil {
+				fail(err)
+				return
+			}
+			for _, e := range batch {
+				op := fg.OpUnfollow
+				if e.following {
+					op = fg.OpFollow
+				}
+				if !yield(fg.NewEvent(fg.UserID(e.follower), fg.UserID(e.followee), op, fg.Version(e.version)), nil) {
+					return
+				}
+			}
+			if len(batch) < eventsBatch {
+				return
+			}
+			after = batch[len(batch)-1]
+		}
+	}
+}
+
+// LastSeq returns the stream sequence recorded by the last Apply, 0 for a
+// new store. Everything in the log up to it is in the store.
+//
+// To load an engine while batches are still being applied, read LastSeq
+// before Events and replay the log from LastSeq+1: events replayed over a
+// newer state change nothing, whereas reading LastSeq after Events could
+// skip a batch.
+func (s *Store) LastSeq(ctx context.Context) (uint64, error) {
+	var seq int64
+	if err := s.pool.QueryRow(ctx, `SELECT value FROM meta WHERE key = 'last_seq'`).Scan(&seq); err != nil {
+		return 0, fmt.Errorf("postgres: last seq: %w", translate(err))
+	}
+	return uint64(seq), nil
+}
+
+// The list queries: the live edges of one user, newest first (ties: the
+// larger id first), strictly after the keyset ($2, $3), at most $4. Each
+// is a backward range scan of its partial index that reads nothing else
+// (an index-only scan once the table is vacuumed), however long the list.
+const (
+	followingSQL = `SELECT followee, since_ms FROM edges
+		WHERE follower = $1 AND following AND (since_ms, followee) < ($2, $3)
+		ORDER BY since_ms DESC, followee DESC LIMIT $4`
+	followersSQL = `SELECT follower, since_ms FROM edges
+		WHERE followee = $1 AND following AND (since_ms, follower) < ($2, $3)
+		ORDER BY since_ms DESC, follower DESC LIMIT $4`
+)
+
+// Following returns up to limit users that user follows, newest follow
+// first (ties: the larger id first), starting strictly after the entry
+// whose key is after, or at the start when after is nil. The next page
+// starts after the Key of the last entry; it is exact under concurrent
+// change: an entry is neither repeated nor skipped unless it was itself
+// changed. Following reads the record alone, without the hot copy.
+//
+// Returns EInvalidID for an invalid user and EInvalidArgument for a limit
+// outside 1 to fg.MaxLimit; EUnavailable when the server is.
+func (s *Store) Following(ctx context.Context, user fg.UserID, after *fg.Key, limit int) ([]fg.Entry, error) {
+	es, err := s.list(ctx, followingSQL, user, after, limit)
+	if err != nil {
+		return nil, fmt.Errorf("postgres: following: %w", err)
+	}
+	return es, nil
+}
+
+// Followers returns up to limit users that follow user, as Following
+// does for the users user follows.
+func (s *Store) Followers(ctx context.Context, user fg.UserID, after *fg.Key, limit int) ([]fg.Entry, error) {
+	es, err := s.list(ctx, followersSQL, user, after, limit)
+	if err != nil {
+		return nil, fmt.Errorf("postgres: followers: %w", err)
+	}
+	return es, nil
+}
+
+// list runs query, followingSQL or followersSQL.
+func (s *Store) list(ctx context.Context, query string, user fg.UserID, after *fg.Key, limit int) ([]fg.Entry, error) {
+	if err := fg.CheckIDs(user); err != nil {
+		return nil, err
+	}
+	if limit < 1 || limit > fg.MaxLimit {
+		return nil, fg.Errorf(fg.EInvalidArgument, "limit %d is out of range: it must be 1 to %d", limit, fg.MaxLimit)
+	}
+	// Every stored time and id is below the largest int64: the first page
+	// starts after that.
+	k := fg.Key{Millis: math.MaxInt64, ID: fg.MaxUserID}
+	if after != nil {
+		k = *after
+	}
+	rows, err := s.pool.Query(ctx, query, int64(user), k.Millis, int64(k.ID), limit)
+	if err != nil {
+		return nil, translate(err)
+	}
+	es := make([]fg.Entry, 0, limit)
+	var id, ms int64
+	if _, err := pgx.ForEachRow(rows, []any{&id, &ms}, func() error {
+		es = append(es, fg.Entry{ID: fg.UserID(id), Since: fg.Millis(ms)})
+		return nil
+	}); err != nil {
+		return nil, translate(err)
+	}
+	return es, nil
+}
+
+// Counts returns how many users user follows and how many follow user.
+//
+// The record keeps no counters (they would make every follow and unfollow
+// two more row writes, and the rows of a popular user a point where all
+// appliers wait): each count is an index-only count of the user's range in
+// one list index, at a cost that grows with the count, some milliseconds
+// per hundred thousand. The hot copy keeps counters; use it where counts are
+// read often.
+//
+// Returns EInvalidID for an invalid user; EUnavailable when the server is.
+func (s *Store) Counts(ctx context.Context, user fg.UserID) (following, followers int64, err error) {
+	if err := fg.CheckIDs(user); err != nil {
+		return 0, 0, fmt.Errorf("postgres: counts: %w", err)
+	}
+	if err := s.pool.QueryRow(ctx, `SELECT
+		(SELECT count(*) FROM edges WHERE follower = $1 AND following),
+		(SELECT count(*) FROM edges WHERE followee = $1 AND following)`, int64(user)).Scan(&following, &followers); err != nil {
+		return 0, 0, fmt.Errorf("postgres: counts: %w", translate(err))
+	}
+	return following, followers, nil
+}
