@@ -44,6 +44,7 @@ type Persister struct {
 	waits     prometheus.Counter
 	waited    prometheus.Counter
 	lag       prometheus.Gauge
+	eventLag  prometheus.Histogram
 }
 
 // Option configures a Persister.
@@ -97,12 +98,17 @@ func New(store Store, reg prometheus.Registerer, opts ...Option) *Persister {
 			Name: "followgraph_persister_lag_seconds",
 			Help: "Age of the newest event of the last batch applied.",
 		}),
+		eventLag: prometheus.NewHistogram(prometheus.HistogramOpts{
+			Name:    "followgraph_persister_event_lag_seconds",
+			Help:    "Time from each event's change (its version's time) to its batch's commit in the durable store.",
+			Buckets: []float64{.005, .01, .025, .05, .1, .25, .5, 1, 2.5, 5, 10, 30, 60},
+		}),
 	}
 	for _, o := range opts {
 		o(p)
 	}
 	if reg != nil {
-		reg.MustRegister(p.batchSize, p.rows, p.changed, p.failures, p.waits, p.waited, p.lag)
+		reg.MustRegister(p.batchSize, p.rows, p.changed, p.failures, p.waits, p.waited, p.lag, p.eventLag)
 	}
 	return p
 }
@@ -132,7 +138,11 @@ func (p *Persister) Handle(ctx context.Context, batch []Message) error {
 	p.batchSize.Observe(float64(len(batch)))
 	p.rows.Add(float64(len(batch)))
 	p.changed.Add(float64(changed))
-	p.lag.Set(time.Since(batch[len(batch)-1].Event.Time).Seconds())
+	now := time.Now()
+	p.lag.Set(now.Sub(batch[len(batch)-1].Event.Time).Seconds())
+	for _, m := range batch {
+		p.eventLag.Observe(now.Sub(m.Event.Time).Seconds())
+	}
 	return nil
 }
 

@@ -18,7 +18,6 @@ import (
 	"github.com/followgraph/followgraph/memgraph"
 	"github.com/followgraph/followgraph/pipeline"
 	"github.com/followgraph/followgraph/redisgraph"
-	"github.com/followgraph/followgraph/store/sqlite"
 )
 
 // engine is the hot copy serve answers from, with what differs between
@@ -38,7 +37,7 @@ type engine struct {
 // memEngine is the default: memgraph, loaded from the store and the log's
 // tail at start, whose hook publishes each change to the log before it is
 // acknowledged.
-func memEngine(cfg Config, store *sqlite.Store, elog *eventlog.Log, reg prometheus.Registerer) *engine {
+func memEngine(cfg Config, store durableStore, elog *eventlog.Log, reg prometheus.Registerer) *engine {
 	g := memgraph.New(memgraph.WithHook(durable(elog)), memgraph.WithMaxFollowing(cfg.MaxFollowing))
 	reg.MustRegister(
 		prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "followgraph_engine_users", Help: "Users known to the graph engine."},
@@ -59,9 +58,15 @@ func memEngine(cfg Config, store *sqlite.Store, elog *eventlog.Log, reg promethe
 }
 
 // redisEngine is redisgraph on the Redis at cfg.Redis. Redis keeps the
-// graph itself, so there is nothing to load at start; each change's event
-// is written to Redis's outbox with the change, and the relay moves it
-// into the log, from which the persister stores it as in the default.
+// graph itself, so there is nothing to load at start. Each change's event
+// is written to Redis's outbox with the change, and the write is
+// acknowledged once its event is also in the log (the hook), so that
+// Redis losing its data (no persistence, a failover to a replica that had
+// not caught up) loses nothing acknowledged: `followgraph rebuild` brings
+// it back from the store and the log. The relay moves into the log what a
+// crash between the two left in the outbox (the rest it publishes again,
+// and the log drops as duplicates), and the persister stores the log as
+// in the default.
 func redisEngine(cfg Config, elog *eventlog.Log, reg prometheus.Registerer, logger *slog.Logger) (*engine, error) {
 	opt, err := redisgraph.ParseURL(cfg.Redis)
 	if err != nil {
@@ -71,7 +76,8 @@ func redisEngine(cfg Config, elog *eventlog.Log, reg prometheus.Registerer, logg
 	if err != nil {
 		return nil, fmt.Errorf("redis %s: %w", cfg.Redis, err)
 	}
-	g, err := redisgraph.New(client, redisgraph.WithPrefix(cfg.RedisPrefix), redisgraph.WithMaxFollowing(cfg.MaxFollowing))
+	g, err := redisgraph.New(client, redisgraph.WithPrefix(cfg.RedisPrefix),
+		redisgraph.WithMaxFollowing(cfg.MaxFollowing), redisgraph.WithHook(durable(elog)))
 	if err != nil {
 		client.Close()
 		return nil, err
@@ -103,6 +109,11 @@ func redisEngine(cfg Config, elog *eventlog.Log, reg prometheus.Registerer, logg
 	}, nil
 }
 
+// beforeTrim runs when the relay has published a batch and is about to
+// trim it from the outbox. A binary built with -tags faultinject can die
+// there (fault_inject.go), for the fault tests; otherwise it does nothing.
+var beforeTrim = func() {}
+
 // redisOutbox is redisgraph's outbox as the relay reads it.
 type redisOutbox struct{ g *redisgraph.Graph }
 
@@ -124,6 +135,7 @@ func (o redisOutbox) SettleOutbox(ctx context.Context, events []fg.Event) error 
 }
 
 func (o redisOutbox) TrimOutbox(ctx context.Context, stream, through string) error {
+	beforeTrim()
 	_, err := o.g.TrimOutbox(ctx, stream, through)
 	return err
 }

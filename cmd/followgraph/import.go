@@ -7,22 +7,20 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"path/filepath"
 	"time"
 
 	"github.com/spf13/cobra"
 
 	fg "github.com/followgraph/followgraph"
-	"github.com/followgraph/followgraph/store/sqlite"
 )
 
 func newImport() *cobra.Command {
-	var data string
+	var data, db string
 	cmd := &cobra.Command{
 		Use:   "import FILE",
-		Short: "Bulk-load an edge list into the data folder (the service must not be running)",
-		Long: `Bulk-load an edge list into the durable store of the data folder, in one
-transaction. Each line is "follower followee unix_ms" (as written by gen) or a
+		Short: "Bulk-load an edge list into the durable store (the service must not be running)",
+		Long: `Bulk-load an edge list into the durable store (the SQLite file of the data
+folder, or --db), in one transaction. Each line is "follower followee unix_ms" (as written by gen) or a
 two-column "follower followee" edge list (SNAP style; the follow time is then the
 import's start). Fields are separated by tabs or spaces; lines starting with #
 are comments. A repeated edge keeps its last line. The next "serve" loads it.`,
@@ -36,10 +34,12 @@ are comments. A repeated edge keeps its last line. The next "serve" loads it.`,
 				return err
 			}
 			defer f.Close()
-			if err := os.MkdirAll(data, 0o755); err != nil {
-				return err
+			if db != "" {
+				if err := checkDB(db); err != nil {
+					return err
+				}
 			}
-			store, err := sqlite.Open(cmd.Context(), filepath.Join(data, "followgraph.db"))
+			store, _, err := openStore(cmd.Context(), db, data)
 			if err != nil {
 				return err
 			}
@@ -54,12 +54,13 @@ are comments. A repeated edge keeps its last line. The next "serve" loads it.`,
 		},
 	}
 	cmd.Flags().StringVar(&data, "data", "./data", "folder for embedded data")
+	cmd.Flags().StringVar(&db, "db", "", "postgres:// or mysql:// durable store; replaces embedded SQLite")
 	return cmd
 }
 
 // importEdges parses r and imports its edges; defaultMs is the follow time
 // of two-column lines.
-func importEdges(ctx context.Context, store *sqlite.Store, r io.Reader, defaultMs int64) (int, error) {
+func importEdges(ctx context.Context, store durableStore, r io.Reader, defaultMs int64) (int, error) {
 	var parseErr error
 	seq := func(yield func(fg.Event) bool) {
 		sc := bufio.NewScanner(r)

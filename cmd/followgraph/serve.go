@@ -24,17 +24,18 @@ import (
 	"github.com/followgraph/followgraph/httpapi"
 	"github.com/followgraph/followgraph/memgraph"
 	"github.com/followgraph/followgraph/pipeline"
-	"github.com/followgraph/followgraph/store/sqlite"
 )
 
 // Config is everything `followgraph serve` is told.
 type Config struct {
-	Addr        string
-	Data        string
-	Redis       string
-	RedisPrefix string
-	NATS        string
-	DB          string
+	Addr         string
+	Data         string
+	Redis        string
+	RedisPrefix  string
+	NATS         string
+	NATSReplicas int
+	NATSStream   string
+	DB           string
 
 	Fsync        string  // always | interval
 	PersistRate  float64 // rows per second into the durable store; 0 = unlimited
@@ -52,8 +53,12 @@ func (c Config) Validate() error {
 	switch {
 	case c.Redis != "" && (c.RedisPrefix == "" || strings.ContainsAny(c.RedisPrefix, "{}")):
 		return fmt.Errorf("--redis-prefix %q: want a non-empty prefix without '{' or '}'", c.RedisPrefix)
-	case c.DB != "":
-		return errors.New("--db: PostgreSQL and MySQL stores are not yet supported (issue #5)")
+	case c.DB != "" && checkDB(c.DB) != nil:
+		return checkDB(c.DB)
+	case c.NATSReplicas < 1 || c.NATSReplicas > 5:
+		return fmt.Errorf("--nats-replicas %d: want 1 to 5", c.NATSReplicas)
+	case c.NATS == "" && c.NATSReplicas != 1:
+		return errors.New("--nats-replicas: needs --nats (the embedded NATS server is a single node)")
 	case c.Fsync != "always" && c.Fsync != "interval":
 		return fmt.Errorf("--fsync %q: want always or interval", c.Fsync)
 	case c.PersistBatch < 1:
@@ -64,6 +69,16 @@ func (c Config) Validate() error {
 		return errors.New("--max-following cannot be negative")
 	}
 	return nil
+}
+
+// natsSubject is the subject prefix of the stream named stream: the
+// default's for the default stream, so that a stream created before the
+// flag existed is found as it is.
+func natsSubject(stream string) string {
+	if stream == eventlog.DefaultStream {
+		return eventlog.DefaultSubject
+	}
+	return strings.ToLower(stream) + ".edges"
 }
 
 func newServe() *cobra.Command {
@@ -88,6 +103,8 @@ func newServe() *cobra.Command {
 	f.StringVar(&cfg.Redis, "redis", "", "Redis URL (redis://host:port, or redis+cluster://h1:p1,h2:p2 for a Cluster); replaces the embedded graph engine")
 	f.StringVar(&cfg.RedisPrefix, "redis-prefix", "fg", "prefix of every Redis key, so that several deployments can share a Redis")
 	f.StringVar(&cfg.NATS, "nats", "", "NATS URL for the event log; replaces the embedded NATS server")
+	f.StringVar(&cfg.NATSStream, "nats-stream", eventlog.DefaultStream, "name of the event stream, so that several deployments can share a NATS (its subjects are <lowercase name>.edges.*)")
+	f.IntVar(&cfg.NATSReplicas, "nats-replicas", 1, "replicas of the event stream when serve creates it on an external NATS cluster (1 to 5)")
 	f.StringVar(&cfg.DB, "db", "", "postgres:// or mysql:// durable store; replaces embedded SQLite")
 	f.StringVar(&cfg.Fsync, "fsync", "interval", "event log sync: interval (the default: survives a killed process) or always (also survives power loss, ~10x slower writes)")
 	f.Float64Var(&cfg.PersistRate, "persist-rate", 0, "rows per second into the durable store (0: unlimited)")
@@ -117,11 +134,7 @@ func serve(ctx context.Context, cfg Config) error {
 	if err != nil {
 		return err
 	}
-	if err := os.MkdirAll(cfg.Data, 0o755); err != nil {
-		return err
-	}
-	dbPath := filepath.Join(cfg.Data, "followgraph.db")
-	store, err := sqlite.Open(ctx, dbPath)
+	store, storeDesc, err := openStore(ctx, cfg.DB, cfg.Data)
 	if err != nil {
 		return err
 	}
@@ -131,7 +144,8 @@ func serve(ctx context.Context, cfg Config) error {
 	if cfg.Fsync == "interval" {
 		sync = eventlog.SyncInterval
 	}
-	elog, err := eventlog.Open(ctx, eventlog.Config{Dir: filepath.Join(cfg.Data, "nats"), URL: cfg.NATS, Sync: sync, Logger: logger})
+	elog, err := eventlog.Open(ctx, eventlog.Config{Dir: filepath.Join(cfg.Data, "nats"), URL: cfg.NATS, Replicas: cfg.NATSReplicas,
+		Stream: cfg.NATSStream, Subject: natsSubject(cfg.NATSStream), Sync: sync, Logger: logger})
 	if err != nil {
 		return err
 	}
@@ -189,7 +203,7 @@ func serve(ctx context.Context, cfg Config) error {
 		natsDesc = cfg.NATS
 	}
 	logger.Info("followgraph serving", "addr", ln.Addr().String(), "engine", eng.desc,
-		"eventlog", "nats jetstream "+natsDesc, "store", "sqlite "+dbPath, "fsync", cfg.Fsync, "version", version())
+		"eventlog", "nats jetstream "+natsDesc, "store", storeDesc, "fsync", cfg.Fsync, "version", version())
 
 	// Recovery: the record, then the log's tail after what the record has.
 	start := time.Now()
@@ -288,7 +302,7 @@ func gate(ready *atomic.Bool, api http.Handler) http.Handler {
 // lack; it is replayed whole rather than from the store's last sequence,
 // which a log that lost its unsynced tail in a power cut could reissue.
 // Events the store already has change nothing (versions).
-func recoverGraph(ctx context.Context, g *memgraph.Graph, store *sqlite.Store, elog *eventlog.Log) error {
+func recoverGraph(ctx context.Context, g *memgraph.Graph, store durableStore, elog *eventlog.Log) error {
 	var loadErr error
 	if err := g.Load(ctx, events(store.Events(ctx), &loadErr)); err != nil {
 		return fmt.Errorf("recovery: load: %w", err)
