@@ -68,6 +68,7 @@ type Graph struct {
 	dir     atomic.Pointer[[]*[blockSize]node] // internal id → node, in stable blocks
 	users   atomic.Uint32                      // internal ids assigned
 	stripes [stripeCount]stripe
+	tombIdx atomic.Pointer[tombIndex] // for walks; nil when none is current (walk.go)
 }
 
 // stripe guards the nodes whose internal id is its index modulo
@@ -422,6 +423,7 @@ func (g *Graph) applyAt(e fg.Event, u, t uint32, at pos, cur fg.Version, live bo
 			su.tombs = make(map[edge]fg.Version)
 		}
 		su.tombs[k] = e.Version
+		g.staleTombs()
 	}
 }
 

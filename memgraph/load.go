@@ -73,6 +73,7 @@ func (g *Graph) reset() {
 		g.stripes[i].edges, g.stripes[i].tombs = 0, nil
 	}
 	g.clock.Store(0)
+	g.tombIdx.Store(nil)
 }
 
 func (g *Graph) applyAll(ctx context.Context, events iter.Seq[fg.Event]) error {
@@ -192,6 +193,7 @@ func (g *Graph) loadLocked(events iter.Seq[fg.Event]) error {
 		}
 		su.tombs[edge{r.u, r.t}] = r.version()
 	}
+	g.tombIdx.Store(nil) // a walk of the empty graph may have left one
 
 	// The followers: bucket the live edges by followee, sort each by key.
 	live := func(yield func(uint32)) {

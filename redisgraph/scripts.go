@@ -22,6 +22,10 @@ var (
 	luaApply string
 	//go:embed lua/ties.lua
 	luaTies string
+	//go:embed lua/bulk.lua
+	luaBulk string
+	//go:embed lua/census.lua
+	luaCensus string
 )
 
 // The scripts. The write scripts share lua/version.lua, and all but the
@@ -31,9 +35,11 @@ var (
 	scriptSecond = newScript(luaVersion+luaLib+luaSecond, false) // the followee's side, on a Cluster
 	scriptApply  = newScript(luaVersion+luaLib+luaApply, false)  // Apply of one event
 	scriptTies   = newScript(luaTies, true)                      // the entries after a cursor in its millisecond
+	scriptBulk   = newScript(luaVersion+luaLib+luaBulk, false)   // many edges of one side: Rebuild, repairs
+	scriptCensus = newScript(luaCensus, true)                    // a user's counters and set sizes, for Reconcile
 )
 
-var allScripts = []*script{scriptChange, scriptSecond, scriptApply, scriptTies}
+var allScripts = []*script{scriptChange, scriptSecond, scriptApply, scriptTies, scriptBulk, scriptCensus}
 
 // script is a Lua script run by EVALSHA (EVALSHA_RO when read-only), and
 // by EVAL when Redis does not have it (after a restart or a failover).
@@ -93,14 +99,29 @@ func (s *script) execMulti(ctx context.Context, c rueidis.Client, calls []rueidi
 	return res
 }
 
-// load loads every script into every node of c.
+// loadScripts loads every script into every node of c that answers. A
+// node that does not (a failed master a Cluster still lists, or one
+// restarting) is skipped: a script is also loaded where it is first run
+// and found missing (fix), so loading ahead only saves that first miss.
+// It fails only when no node answers.
 func loadScripts(ctx context.Context, c rueidis.Client) error {
+	var firstErr error
+	loaded := 0
 	for _, n := range c.Nodes() {
+		var err error
 		for _, s := range allScripts {
-			if err := n.Do(ctx, n.B().ScriptLoad().Script(s.src).Build()).Error(); err != nil {
-				return err
+			if err = n.Do(ctx, n.B().ScriptLoad().Script(s.src).Build()).Error(); err != nil {
+				break
 			}
 		}
+		if err == nil {
+			loaded++
+		} else if firstErr == nil {
+			firstErr = err
+		}
+	}
+	if loaded == 0 {
+		return firstErr
 	}
 	return nil
 }

@@ -1,0 +1,163 @@
+-- Many edges of one side of one user at once: Rebuild's bulk writes and
+-- Reconcile's repairs. Each edge is written only over an older version
+-- (Rebuild), or only where Redis does not hold a state newer than both
+-- the expected version and the horizon (repairs: see reconcile.go), so a
+-- newer live change is never undone. Then the side's counter is set to
+-- the size of its set, and the user's clock moved up to the version given.
+--
+-- KEYS: 1 the side's sorted set (out(u) or in(u)), 2 its versions hash
+--       (ov(u) or iv(u)), 3 h(u).
+-- ARGV: 1 the side's counter in h ('nout' or 'nin'), 2 '' for Rebuild, or
+--       a repair's horizon (a version), 3 the version the clock must reach
+--       ('' to leave it: only the following side moves the clock, as
+--       every version of an edge u → t goes through u's clock), 4-7 the
+--       numbers of edges in each of the four lists that follow:
+--       L, live edges: score (the follow time in ms, decimal), member;
+--       V, those of L whose version has a counter: member, version;
+--       T, tombstones: member, version;
+--       N, members of which Redis should hold no record (repairs only).
+--       Versions are 16 hex digits; members are distinct.
+--
+-- The arguments are laid out so that a rebuild into an empty Redis (no
+-- key of the side exists) is one ZADD of L and one HSET of V and T, with
+-- no work per edge in Lua; otherwise one ZMSCORE and one HMGET read what
+-- Redis holds of every edge, and one ZADD, ZREM, HSET and HDEL write the
+-- winners.
+--
+-- Returns {edges written, u's stamp, and for a repair a string of one
+-- character per edge, in the order L, T, N: '1' where it was written}.
+local z, vh, h = KEYS[1], KEYS[2], KEYS[3]
+local cf, horizon, clk = ARGV[1], ARGV[2], ARGV[3]
+local nl, nv, nt, nn = tonumber(ARGV[4]), tonumber(ARGV[5]), tonumber(ARGV[6]), tonumber(ARGV[7])
+local repair = horizon ~= ''
+local l0 = 8                 -- L: ARGV[l0 + 2i - 2], ARGV[l0 + 2i - 1]
+local v0 = l0 + 2 * nl       -- V
+local t0 = v0 + 2 * nv       -- T
+local n0 = t0 + 2 * nt       -- N
+local written, flags = 0, {}
+local hsetAny, hdelAny = false, false
+local card, vhEmpty -- ZCARD z and whether vh is empty, where known
+
+if not repair and redis.call('EXISTS', z, vh) == 0 then
+  if nl > 0 then redis.call('ZADD', z, unpack(ARGV, l0, v0 - 1)) end
+  if nv + nt > 0 then
+    redis.call('HSET', vh, unpack(ARGV, v0, n0 - 1))
+    hsetAny = true
+  end
+  written = nl + nt
+  card, vhEmpty = nl, nv + nt == 0
+else
+  -- Every edge: its member, version (ms, counter, and 16 hex digits where
+  -- it is stored) and state.
+  local members, ems, ectr, ehex, state = {}, {}, {}, {}, {}
+  local counted = {}
+  for i = 0, nv - 1 do counted[ARGV[v0 + 2 * i]] = ARGV[v0 + 2 * i + 1] end
+  for i = 0, nl - 1 do
+    local m = ARGV[l0 + 2 * i + 1]
+    local k = #members + 1
+    members[k], ems[k], state[k] = m, tonumber(ARGV[l0 + 2 * i]), 'f'
+    local v = counted[m]
+    if v then ectr[k], ehex[k] = vctr(v), v else ectr[k] = 0 end
+  end
+  for i = 0, nt - 1 do
+    local k, v = #members + 1, ARGV[t0 + 2 * i + 1]
+    members[k], ems[k], ectr[k], ehex[k], state[k] = ARGV[t0 + 2 * i], vms(v), vctr(v), v, 'u'
+  end
+  for i = 0, nn - 1 do
+    local k = #members + 1
+    members[k], ems[k], ectr[k], state[k] = ARGV[n0 + i], 0, 0, 'n'
+  end
+  local hms, hctr = 0, 0
+  if repair then hms, hctr = vms(horizon), vctr(horizon) end
+  local function less(am, ac, bm, bc) return am < bm or (am == bm and ac < bc) end
+
+  local scores, stored = {}, {}
+  if #members > 0 then
+    scores = redis.call('ZMSCORE', z, unpack(members))
+    stored = redis.call('HMGET', vh, unpack(members))
+  end
+  local zadd, zrem, hset, hdel = {}, {}, {}, {}
+  for k = 1, #members do
+    local m, want = members[k], state[k]
+    local live, rec = scores[k] ~= false, stored[k]
+    local cms, cctr = 0, 0
+    if rec then
+      cms, cctr = vms(rec), vctr(rec)
+    elseif live then
+      cms = tonumber(scores[k])
+    end
+    local write
+    if not repair then
+      write = less(cms, cctr, ems[k], ectr[k])
+    else
+      local differs
+      if want == 'n' then
+        differs = live or rec
+      else
+        differs = live ~= (want == 'f') or cms ~= ems[k] or cctr ~= ectr[k]
+      end
+      write = differs and (not less(ems[k], ectr[k], cms, cctr) or not less(hms, hctr, cms, cctr))
+    end
+    if write then
+      written = written + 1
+      if want == 'f' then
+        zadd[#zadd + 1] = string.format('%d', ems[k])
+        zadd[#zadd + 1] = m
+        if ehex[k] then
+          hset[#hset + 1] = m
+          hset[#hset + 1] = ehex[k]
+        elseif rec then
+          hdel[#hdel + 1] = m
+        end
+      else
+        if live then zrem[#zrem + 1] = m end
+        if want == 'u' then
+          hset[#hset + 1] = m
+          hset[#hset + 1] = ehex[k]
+        elseif rec then
+          hdel[#hdel + 1] = m
+        end
+      end
+    end
+    if repair then flags[k] = write and '1' or '0' end
+  end
+  if #zadd > 0 then redis.call('ZADD', z, unpack(zadd)) end
+  if #zrem > 0 then redis.call('ZREM', z, unpack(zrem)) end
+  if #hset > 0 then redis.call('HSET', vh, unpack(hset)) end
+  if #hdel > 0 then redis.call('HDEL', vh, unpack(hdel)) end
+  hsetAny, hdelAny = #hset > 0, #hdel > 0
+end
+
+-- The counter is the set's size; the clock at least clk.
+local hv = redis.call('HMGET', h, cf, 'st', 'clk', 'e')
+local set = {}
+card = card or redis.call('ZCARD', z)
+if tonumber(hv[1] or '0') ~= card then
+  set[#set + 1] = cf
+  set[#set + 1] = card
+end
+if clk ~= '' and (not hv[3] or vless(hv[3], clk)) then
+  set[#set + 1] = 'clk'
+  set[#set + 1] = clk
+end
+local st = tonumber(hv[2] or '0')
+if written > 0 or #set > 0 then
+  st = st + 1
+  set[#set + 1] = 'st'
+  set[#set + 1] = st
+end
+-- Field e of h(u) says that ov(u) is known to be empty (see change.lua):
+-- true again if ov(u) is empty now, unknown once ov(u) holds something.
+-- Only the following side has it.
+if cf == 'nout' and (hsetAny or hdelAny or (written > 0 and not hv[4])) then
+  if vhEmpty == nil then vhEmpty = redis.call('EXISTS', vh) == 0 end
+  if vhEmpty then
+    set[#set + 1] = 'e'
+    set[#set + 1] = '1'
+  elseif hv[4] then
+    redis.call('HDEL', h, 'e')
+  end
+end
+if #set > 0 then redis.call('HSET', h, unpack(set)) end
+if repair then return {written, st, table.concat(flags)} end
+return {written, st}

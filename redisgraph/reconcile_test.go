@@ -1,0 +1,273 @@
+package redisgraph
+
+import (
+	"fmt"
+	"slices"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/redis/rueidis"
+
+	fg "github.com/followgraph/followgraph"
+	"github.com/followgraph/followgraph/memgraph"
+)
+
+// diffKey identifies a reported difference.
+type diffKey struct {
+	user, other fg.UserID
+	side        Side
+	kind        DiffKind
+}
+
+func (k diffKey) String() string {
+	return fmt.Sprintf("%d %s %d: %s", k.user, k.side, k.other, k.kind)
+}
+
+// reconcile runs Reconcile and returns its stats and what it reported.
+func reconcile(tb testing.TB, g *testGraph, src Source, opts ReconcileOptions) (ReconcileStats, map[diffKey]Diff) {
+	tb.Helper()
+	var mu sync.Mutex
+	diffs := map[diffKey]Diff{}
+	opts.Report = func(d Diff) {
+		mu.Lock()
+		defer mu.Unlock()
+		k := diffKey{d.User, d.Other, d.Side, d.Kind}
+		if _, ok := diffs[k]; ok {
+			tb.Errorf("reported twice: %v", d)
+		}
+		diffs[k] = d
+	}
+	st, err := g.Reconcile(tb.Context(), src, opts)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	var n int64
+	for _, c := range st.Diffs {
+		n += c
+	}
+	if n != int64(len(diffs)) {
+		tb.Errorf("Reconcile counted %d differences, reported %d", n, len(diffs))
+	}
+	return st, diffs
+}
+
+// rebuilt returns a graph under a prefix of its own on c, holding src.
+func rebuilt(tb testing.TB, c rueidis.Client, src Source) *testGraph {
+	tb.Helper()
+	g := newTestGraph(tb, c)
+	touchSource(g, src)
+	if _, err := g.Rebuild(tb.Context(), src, RebuildOptions{}); err != nil {
+		tb.Fatal(err)
+	}
+	return g
+}
+
+// liveEdge returns the first live edge of user's side s in src, skipping
+// the users in avoid at the other end.
+func liveEdge(tb testing.TB, src Source, user fg.UserID, s Side, avoid ...fg.UserID) fg.Event {
+	tb.Helper()
+	for e := range s.edges(src, user) {
+		if e.Op == fg.OpFollow && !slices.Contains(avoid, s.other(e)) {
+			return e
+		}
+	}
+	tb.Fatalf("user %d has no live edge on its %s side", user, s)
+	return fg.Event{}
+}
+
+// TestReconcile compares a rebuilt copy with its source (no difference),
+// damages the copy in every way a key can be wrong, and checks that each
+// damage is reported, that Fix repairs them all (after which Redis answers
+// as the source again), and that a change newer than the source is
+// reported as ahead and left alone.
+func TestReconcile(t *testing.T) {
+	src := sourceGraph(t, 5_000)
+	users := slices.Collect(src.Users())
+	for _, m := range modes {
+		t.Run(m.name, func(t *testing.T) {
+			c := m.client(t)
+			g := rebuilt(t, c, src)
+			ctx := t.Context()
+			st, diffs := reconcile(t, g, src, ReconcileOptions{})
+			if st.Differences() != 0 || len(diffs) != 0 || st.Users != int64(len(users)) || st.Edges == 0 {
+				t.Fatalf("Reconcile of a rebuilt copy = %+v, %v; want no difference, %d users", st, diffs, len(users))
+			}
+
+			// The damage, and what it must show as.
+			want := map[diffKey]bool{}
+			do := func(cmds ...rueidis.Completed) {
+				t.Helper()
+				for _, r := range c.DoMulti(ctx, cmds...) {
+					if err := r.Error(); err != nil {
+						t.Fatal(err)
+					}
+				}
+			}
+			old := float64(sourceEpoch - 1000) // older than every version of the source
+
+			// A deleted key: every live edge of a's following side is missing.
+			a := users[1]
+			do(c.B().Del().Key(g.key(a, kindOut)).Build())
+			for e := range src.OutEdges(a) {
+				if e.Op == fg.OpFollow {
+					want[diffKey{a, e.Target, SideFollowing, DiffMissing}] = true
+				}
+			}
+			want[diffKey{a, 0, SideFollowing, DiffCounter}] = true
+
+			// One side of an edge removed: b's follower x is missing, and
+			// b's counter no longer counts its set.
+			b := users[2]
+			x := liveEdge(t, src, b, SideFollowers, a).User
+			do(c.B().Zrem().Key(g.key(b, kindIn)).Member(member(x)).Build())
+			want[diffKey{b, x, SideFollowers, DiffMissing}] = true
+			want[diffKey{b, 0, SideFollowers, DiffCounter}] = true
+
+			// An invented member, with a time older than the source's
+			// versions; and the counter made to count it.
+			cu, invented := users[3], fg.UserID(99_999_999)
+			g.touch(invented)
+			do(c.B().Zadd().Key(g.key(cu, kindOut)).ScoreMember().ScoreMember(old, member(invented)).Build(),
+				c.B().Hincrby().Key(g.key(cu, kindCounters)).Field("nout").Increment(1).Build())
+			want[diffKey{cu, invented, SideFollowing, DiffExtra}] = true
+
+			// A wrong counter.
+			d := users[4]
+			do(c.B().Hset().Key(g.key(d, kindCounters)).FieldValue().FieldValue("nin", "999").Build())
+			want[diffKey{d, 0, SideFollowers, DiffCounter}] = true
+
+			// A lost counters hash: both counters, and the clock.
+			e := users[5]
+			do(c.B().Del().Key(g.key(e, kindCounters)).Build())
+			want[diffKey{e, 0, SideFollowing, DiffCounter}] = true
+			want[diffKey{e, 0, SideFollowers, DiffCounter}] = true
+			want[diffKey{e, 0, SideFollowing, DiffClock}] = true
+
+			// A follow time changed on one side; a tombstone lost.
+			f := users[6]
+			y := liveEdge(t, src, f, SideFollowing, a, b, cu, d, e).Target
+			do(c.B().Zadd().Key(g.key(f, kindOut)).ScoreMember().ScoreMember(old, member(y)).Build())
+			want[diffKey{f, y, SideFollowing, DiffSince}] = true
+			var tomb fg.Event
+			for _, u := range users[7:] {
+				for ev := range src.OutEdges(u) {
+					if ev.Op == fg.OpUnfollow && tomb.Version == 0 {
+						tomb = ev
+					}
+				}
+			}
+			do(c.B().Hdel().Key(g.key(tomb.User, kindOutVer)).Field(member(tomb.Target)).Build())
+			want[diffKey{tomb.User, tomb.Target, SideFollowing, DiffTombstone}] = true
+
+			// A user only Redis has, following someone.
+			ghost := fg.UserID(88_888_888)
+			g.touch(ghost)
+			do(c.B().Zadd().Key(g.key(ghost, kindOut)).ScoreMember().ScoreMember(old, member(a)).Build(),
+				c.B().Hset().Key(g.key(ghost, kindCounters)).FieldValue().FieldValue("nout", "1").Build())
+			want[diffKey{ghost, a, SideFollowing, DiffExtra}] = true
+
+			// Without a horizon, the states that look newer than the
+			// source's (the invented members) are taken for changes the
+			// source has not seen: ahead, and left alone.
+			st, diffs = reconcile(t, g, src, ReconcileOptions{Fix: true})
+			for _, k := range []diffKey{{cu, invented, SideFollowing, DiffAhead}, {ghost, a, SideFollowing, DiffAhead}} {
+				if d, ok := diffs[k]; !ok || d.Fixed {
+					t.Errorf("without a horizon: %v: reported %v, want it reported and not fixed", k, d)
+				}
+			}
+			for k := range want {
+				if k.kind == DiffExtra {
+					continue
+				}
+				if d, ok := diffs[k]; !ok || !d.Fixed {
+					t.Errorf("without a horizon: %v: reported %v (fixed %v), want it fixed", k, ok, d.Fixed)
+				}
+			}
+
+			// Damage again what was fixed, and reconcile with a horizon
+			// of now: every difference is reported, and fixed.
+			do(c.B().Del().Key(g.key(a, kindOut)).Build(),
+				c.B().Zrem().Key(g.key(b, kindIn)).Member(member(x)).Build(),
+				c.B().Hset().Key(g.key(d, kindCounters)).FieldValue().FieldValue("nin", "999").Build(),
+				c.B().Del().Key(g.key(e, kindCounters)).Build(),
+				c.B().Zadd().Key(g.key(f, kindOut)).ScoreMember().ScoreMember(old, member(y)).Build(),
+				c.B().Hdel().Key(g.key(tomb.User, kindOutVer)).Field(member(tomb.Target)).Build())
+			horizon := time.Now()
+			st, diffs = reconcile(t, g, src, ReconcileOptions{Fix: true, Horizon: horizon})
+			for k := range want {
+				if d, ok := diffs[k]; !ok || !d.Fixed {
+					t.Errorf("%v: reported %v (fixed %v), want it fixed", k, ok, d.Fixed)
+				}
+			}
+			for k, d := range diffs {
+				// a's repaired following side changed a's followees'
+				// followers sides in nothing: they were intact.
+				if !want[k] && !(k.kind == DiffCounter && k.user == cu) {
+					t.Errorf("unexpected difference %v", d)
+				}
+			}
+			if st.Fixed != st.Differences() {
+				t.Errorf("Reconcile with Fix = %+v: not all fixed", st)
+			}
+			var lines []string
+			for _, d := range diffs {
+				lines = append(lines, d.String())
+			}
+			slices.Sort(lines)
+			t.Logf("%d differences, e.g.\n%s", len(lines), strings.Join(lines[:min(len(lines), 6)], "\n"))
+
+			st, diffs = reconcile(t, g, src, ReconcileOptions{Horizon: horizon})
+			if st.Differences() != 0 || st.Diffs[DiffAhead] != 0 {
+				t.Errorf("Reconcile after the repairs = %+v, %v; want no difference", st, diffs)
+			}
+			checkSame(t, src, g, append(slices.Clone(users), ghost, invented))
+
+			// A change newer than the source is ahead, and stays.
+			z := liveEdge(t, src, f, SideFollowing, y)
+			if ok, err := g.Unfollow(ctx, f, z.Target); err != nil || !ok {
+				t.Fatalf("Unfollow = %v, %v", ok, err)
+			}
+			st, diffs = reconcile(t, g, src, ReconcileOptions{Fix: true, Horizon: horizon})
+			for _, k := range []diffKey{{f, z.Target, SideFollowing, DiffAhead}, {z.Target, f, SideFollowers, DiffAhead}} {
+				if d, ok := diffs[k]; !ok || d.Fixed {
+					t.Errorf("after a newer change: %v: reported %v, want it reported and not fixed", k, d)
+				}
+			}
+			if st.Differences() != 0 {
+				t.Errorf("after a newer change: Reconcile = %+v, want only the change, ahead", st)
+			}
+			if edge, err := g.IsFollowing(ctx, f, z.Target); err != nil || edge.Following {
+				t.Errorf("IsFollowing after Reconcile = %+v, %v; want the unfollow kept", edge, err)
+			}
+		})
+	}
+}
+
+// TestReconcileRate repairs at a bounded rate: 8 repairs at 4 a second,
+// with bursts of 4, take at least a second.
+func TestReconcileRate(t *testing.T) {
+	src := memgraph.New()
+	v := fg.VersionAt(sourceEpoch)
+	var events []fg.Event
+	for i := range 8 {
+		events = append(events, fg.NewEvent(1, fg.UserID(10+i), fg.OpFollow, v+fg.Version(i)<<fg.VersionCounterBits))
+	}
+	if err := src.Apply(t.Context(), events); err != nil {
+		t.Fatal(err)
+	}
+	c := standaloneClient(t)
+	g := rebuilt(t, c, src)
+	if err := c.Do(t.Context(), c.B().Del().Key(g.key(1, kindOut)).Build()).Error(); err != nil {
+		t.Fatal(err)
+	}
+	start := time.Now()
+	st, _ := reconcile(t, g, src, ReconcileOptions{Fix: true, Rate: 4})
+	if took := time.Since(start); took < time.Second || st.Fixed != 9 { // 8 edges and the counter
+		t.Errorf("Reconcile at 4 repairs a second = %+v in %v; want 9 fixed in a second or more", st, took)
+	}
+	if st, _ := reconcile(t, g, src, ReconcileOptions{}); st.Differences() != 0 {
+		t.Errorf("Reconcile after = %+v", st)
+	}
+}
