@@ -44,6 +44,9 @@ func benchGraph(tb testing.TB, c rueidis.Client, p string) *redisgraph.Graph {
 	if err != nil {
 		tb.Fatal(err)
 	}
+	if _, err := g.InitOutbox(context.Background()); err != nil {
+		tb.Fatal(err)
+	}
 	return g
 }
 

@@ -120,6 +120,9 @@ func newTestGraphPrefix(tb testing.TB, c rueidis.Client, prefix string, opts ...
 	if err != nil {
 		tb.Fatal(err)
 	}
+	if _, err := g.InitOutbox(context.Background()); err != nil {
+		tb.Fatal(err)
+	}
 	tg := &testGraph{Graph: g, users: make(map[fg.UserID]bool)}
 	tb.Cleanup(func() { tg.deleteKeys(tb) })
 	return tg
@@ -157,11 +160,11 @@ func (g *testGraph) Apply(ctx context.Context, events []fg.Event) error {
 	return g.Graph.Apply(ctx, events)
 }
 
-// deleteKeys deletes the keys of every user recorded, and their outboxes.
+// deleteKeys deletes the keys of every user recorded, and the outbox
+// streams (all of them: InitOutbox made them).
 func (g *testGraph) deleteKeys(tb testing.TB) {
 	g.mu.Lock()
 	defer g.mu.Unlock()
-	outboxes := make(map[string]bool)
 	var cmds rueidis.Commands
 	for u := range g.users {
 		var keys []string
@@ -169,11 +172,8 @@ func (g *testGraph) deleteKeys(tb testing.TB) {
 			keys = append(keys, g.key(u, kind))
 		}
 		cmds = append(cmds, g.c.B().Unlink().Key(keys...).Build())
-		if u.Valid() {
-			outboxes[g.outbox(u)] = true
-		}
 	}
-	for key := range outboxes {
+	for _, key := range g.outboxKeys() {
 		cmds = append(cmds, g.c.B().Unlink().Key(key).Build())
 	}
 	for _, r := range g.c.DoMulti(context.Background(), cmds...) {

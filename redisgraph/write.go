@@ -83,6 +83,8 @@ func (g *Graph) change(ctx context.Context, user, target fg.UserID, op fg.Op) (b
 	case -2:
 		return false, 0, fmt.Errorf("redisgraph: %s: %w", op, &fg.Error{Code: fg.EUnavailable,
 			Message: "the outbox is full: changes wait for the relay to catch up"})
+	case -3:
+		return false, 0, fmt.Errorf("redisgraph: %s: %w", op, errDataLost)
 	}
 	v, err := parseVersion(res[1])
 	if err != nil {

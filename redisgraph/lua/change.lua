@@ -8,6 +8,7 @@
 --
 -- Returns {0, version}: nothing to change, version the edge's (ZERO if
 -- none); {-1}: the following limit is reached; {-2}: the outbox is full;
+-- {-3}: the outbox stream does not exist (Redis lost its data);
 -- {1, version, u's stamp[, t's stamp]}: changed, as the event in the outbox
 -- says. Nothing is changed unless the first element is 1.
 --
@@ -28,6 +29,9 @@ local op, m, out, ov, h = ARGV[1], ARGV[2], KEYS[1], KEYS[2], KEYS[3]
 local follow = op == 'follow'
 local s = redis.call('ZSCORE', out, m)
 if follow == (s ~= false) then
+  -- Nothing to change, as far as this Redis knows: unless it lost the
+  -- graph (see the XADD below), when the edge may well be there.
+  if redis.call('EXISTS', KEYS[4]) == 0 then return {-3} end
   local v = redis.call('HGET', ov, m)
   if v then return {0, v} end
   if s then return {0, vfmt(tonumber(s), 0)} end
@@ -54,6 +58,15 @@ if hv[1] then
   end
 end
 local v = vfmt(ms, c)
+-- The event, before anything changes: NOMKSTREAM adds it only to an
+-- existing outbox stream. The streams are created once for a deployment
+-- and never deleted (trimming keeps them), so a missing one means Redis
+-- lost its data; until a rebuild restores the graph and the stream, a
+-- write on what is left could be wrong (an unfollow finding nothing to
+-- remove), so it is refused.
+if not redis.call('XADD', KEYS[4], 'NOMKSTREAM', '*', 'u', ARGV[6], 't', ARGV[7], 'op', op, 'v', v) then
+  return {-3}
+end
 -- stored: whether the versions hashes held a version of the edge (only a
 -- follow over a tombstone needs to know: unfollows overwrite it).
 -- e: h(u)'s field e as this change leaves it (nil: as it was).
@@ -80,7 +93,6 @@ if e then
 else
   redis.call('HSET', h, 'clk', v, 'nout', n, 'st', st)
 end
-redis.call('XADD', KEYS[4], '*', 'u', ARGV[6], 't', ARGV[7], 'op', op, 'v', v)
 if not KEYS[5] then return {1, v, st} end
 local um, th = ARGV[8], KEYS[7]
 if follow then
