@@ -143,6 +143,13 @@ type writer struct {
 	acked     map[[2]fg.UserID]ack
 	inflight  *[2]fg.UserID
 	oks       int
+
+	// keepGoing: a failed write does not end run (the server is up but a
+	// backend is not); its edge is unsure until a later write of it is
+	// acknowledged, or settle reads it.
+	keepGoing bool
+	unsure    map[[2]fg.UserID]bool
+	failed    int
 }
 
 // newWriters returns workers writers, each owning perWorker followers of
@@ -174,18 +181,29 @@ func (w *writer) run(stop <-chan struct{}, c *httpapi.Client, seed int64, target
 			continue
 		}
 		w.inflight = &e
+		var err error
 		if r.IntN(10) < 7 {
-			res, err := c.Follow(ctx, e[0], e[1])
-			if err != nil {
-				return // the server is gone: this change may or may not have happened
+			var res fg.FollowResult
+			if res, err = c.Follow(ctx, e[0], e[1]); err == nil {
+				w.acked[e] = ack{following: true, since: res.Since}
 			}
-			w.acked[e] = ack{following: true, since: res.Since}
-		} else {
-			if _, err := c.Unfollow(ctx, e[0], e[1]); err != nil {
-				return
-			}
+		} else if _, err = c.Unfollow(ctx, e[0], e[1]); err == nil {
 			w.acked[e] = ack{}
 		}
+		if err != nil {
+			if !w.keepGoing {
+				return // the server is gone: this change may or may not have happened
+			}
+			w.failed++
+			if w.unsure == nil {
+				w.unsure = map[[2]fg.UserID]bool{}
+			}
+			w.unsure[e] = true
+			w.inflight = nil
+			time.Sleep(20 * time.Millisecond)
+			continue
+		}
+		delete(w.unsure, e)
 		w.oks++
 		w.inflight = nil
 	}
@@ -236,16 +254,21 @@ func writeThenKill(s *server, ws []*writer, seed int64, targets int) {
 // server died: it either happened or not, and from now on that is known.
 func (w *writer) settle(tb testing.TB, c *httpapi.Client) {
 	tb.Helper()
-	if w.inflight == nil {
-		return
+	if w.inflight != nil {
+		if w.unsure == nil {
+			w.unsure = map[[2]fg.UserID]bool{}
+		}
+		w.unsure[*w.inflight] = true
+		w.inflight = nil
 	}
-	e := *w.inflight
-	got, err := c.IsFollowing(context.Background(), e[0], e[1])
-	if err != nil {
-		tb.Fatal(err)
+	for e := range w.unsure {
+		got, err := c.IsFollowing(context.Background(), e[0], e[1])
+		if err != nil {
+			tb.Fatal(err)
+		}
+		w.acked[e] = ack{following: got.Following, since: got.Since}
 	}
-	w.acked[e] = ack{following: got.Following, since: got.Since}
-	w.inflight = nil
+	w.unsure = nil
 }
 
 // verify checks w's acknowledged edges, and that its followers follow no

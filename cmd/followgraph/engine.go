@@ -2,10 +2,10 @@ package main
 
 import (
 	"context"
-	"crypto/rand"
 	"fmt"
 	"log/slog"
 	"os"
+	"path/filepath"
 	"strings"
 	"sync"
 	"time"
@@ -31,6 +31,8 @@ type engine struct {
 	// relay, when not nil, moves the engine's change events from its
 	// outbox into the log (Redis).
 	relay *pipeline.Relay
+	// ready, when not nil, is the engine's readiness check.
+	ready func(ctx context.Context) error
 	close func()
 }
 
@@ -67,7 +69,7 @@ func memEngine(cfg Config, store durableStore, elog *eventlog.Log, reg prometheu
 // crash between the two left in the outbox (the rest it publishes again,
 // and the log drops as duplicates), and the persister stores the log as
 // in the default.
-func redisEngine(cfg Config, elog *eventlog.Log, reg prometheus.Registerer, logger *slog.Logger) (*engine, error) {
+func redisEngine(cfg Config, store durableStore, elog *eventlog.Log, reg prometheus.Registerer, logger *slog.Logger) (*engine, error) {
 	opt, err := redisgraph.ParseURL(cfg.Redis)
 	if err != nil {
 		return nil, err
@@ -92,16 +94,23 @@ func redisEngine(cfg Config, elog *eventlog.Log, reg prometheus.Registerer, logg
 	if g.Cluster() {
 		mode, maxIdle = "cluster", time.Second
 	}
-	leases := &outboxLeases{g: g, owner: nodeName()}
+	leases := &outboxLeases{g: g, owner: nodeName(cfg.Data)}
 	relay := pipeline.NewRelay(redisOutbox{g}, durable(elog), reg,
 		pipeline.WithRelayLogger(logger), pipeline.WithRelayIdle(5*time.Millisecond, maxIdle),
 		pipeline.WithRelayLease(leases.claim))
 	return &engine{
 		graph:   g,
 		desc:    fmt.Sprintf("redis %s (%s, prefix %q)", redactURL(cfg.Redis), mode, cfg.RedisPrefix),
-		recover: func(context.Context) error { return nil },
+		recover: func(ctx context.Context) error { return recoverRedis(ctx, g, store, elog, logger) },
 		stats:   func() []any { return nil },
 		relay:   relay,
+		ready: func(ctx context.Context) error {
+			missing, total, err := g.OutboxMissing(ctx)
+			if err == nil && missing > 0 {
+				err = fmt.Errorf("Redis has lost the graph (%d of %d outbox streams missing): writes wait for `followgraph rebuild`", missing, total)
+			}
+			return err
+		},
 		close: func() {
 			leases.release()
 			client.Close()
@@ -113,6 +122,34 @@ func redisEngine(cfg Config, elog *eventlog.Log, reg prometheus.Registerer, logg
 // trim it from the outbox. A binary built with -tags faultinject can die
 // there (fault_inject.go), for the fault tests; otherwise it does nothing.
 var beforeTrim = func() {}
+
+// recoverRedis makes sure Redis holds the graph before serve takes
+// requests: when outbox streams are missing (a new deployment, or Redis
+// lost its data), it rebuilds the graph from the store and the log, then
+// creates them, which lets the writes in.
+func recoverRedis(ctx context.Context, g *redisgraph.Graph, store durableStore, elog *eventlog.Log, logger *slog.Logger) error {
+	missing, total, err := g.OutboxMissing(ctx)
+	if err != nil || missing == 0 {
+		return err
+	}
+	src := memgraph.New()
+	if err := recoverGraph(ctx, src, store, elog); err != nil {
+		return err
+	}
+	if st := src.Stats(); st.Edges > 0 || missing < total {
+		logger.Warn("Redis does not hold the whole graph (outbox streams missing): rebuilding it from the store and the log",
+			"streams_missing", missing, "of", total, "edges", st.Edges)
+	}
+	st, err := g.Rebuild(ctx, src, redisgraph.RebuildOptions{})
+	if err != nil {
+		return err
+	}
+	if _, err := g.InitOutbox(ctx); err != nil {
+		return err
+	}
+	logger.Info("Redis holds the graph", "sides_written", st.Written)
+	return nil
+}
 
 // redisOutbox is redisgraph's outbox as the relay reads it.
 type redisOutbox struct{ g *redisgraph.Graph }
@@ -169,12 +206,17 @@ func (l *outboxLeases) release() {
 	})
 }
 
-// nodeName names this process among the nodes of a deployment.
-func nodeName() string {
+// nodeName names this node among the nodes of a deployment: its host and
+// data folder, which stay the same across a restart, so that a node killed
+// and started again takes its leases back at once instead of waiting for
+// them to run out (its relay would otherwise find nothing it may move,
+// and a clean stop soon after would leave the outbox undrained).
+func nodeName(data string) string {
 	host, _ := os.Hostname()
-	var b [4]byte
-	rand.Read(b[:])
-	return fmt.Sprintf("%s/%d/%x", host, os.Getpid(), b)
+	if abs, err := filepath.Abs(data); err == nil {
+		data = abs
+	}
+	return host + ":" + data
 }
 
 // redactURL hides a password in a URL for logs.

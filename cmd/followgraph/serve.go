@@ -11,6 +11,7 @@ import (
 	"net/http/pprof"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync/atomic"
 	"time"
@@ -156,7 +157,7 @@ func serve(ctx context.Context, cfg Config) error {
 	registerLagMetrics(reg, elog)
 	var eng *engine
 	if cfg.Redis != "" {
-		if eng, err = redisEngine(cfg, elog, reg, logger); err != nil {
+		if eng, err = redisEngine(cfg, store, elog, reg, logger); err != nil {
 			return err
 		}
 	} else {
@@ -165,7 +166,7 @@ func serve(ctx context.Context, cfg Config) error {
 	defer eng.close()
 	g := eng.graph
 	var ready atomic.Bool
-	api := httpapi.NewServer(g,
+	opts := []httpapi.Option{
 		httpapi.WithRegistry(reg),
 		httpapi.WithLogger(logger),
 		httpapi.WithWriteRate(cfg.WriteRate, cfg.WriteBurst),
@@ -177,7 +178,11 @@ func serve(ctx context.Context, cfg Config) error {
 		}),
 		httpapi.WithReadiness("eventlog", elog.Ready),
 		httpapi.WithReadiness("store", store.Ready),
-	)
+	}
+	if eng.ready != nil {
+		opts = append(opts, httpapi.WithReadiness("redis", eng.ready))
+	}
+	api := httpapi.NewServer(g, opts...)
 	// The API routes itself; a mux in front only when pprof shares the
 	// port, so a request is not routed once more for nothing.
 	handler := gate(&ready, api)
@@ -302,7 +307,19 @@ func gate(ready *atomic.Bool, api http.Handler) http.Handler {
 // lack; it is replayed whole rather than from the store's last sequence,
 // which a log that lost its unsynced tail in a power cut could reissue.
 // Events the store already has change nothing (versions).
+//
+// The log is read first, the store second: a persister may be running
+// (another node, while rebuild or reconcile read), and an event it stores
+// and then removes from the log between the two reads is then in the
+// store's read, whereas read the other way round it would be in neither.
 func recoverGraph(ctx context.Context, g *memgraph.Graph, store durableStore, elog *eventlog.Log) error {
+	var tail []fg.Event
+	if err := elog.Replay(ctx, 0, func(m eventlog.Message) error {
+		tail = append(tail, m.Event)
+		return nil
+	}); err != nil {
+		return fmt.Errorf("recovery: read the log: %w", err)
+	}
 	var loadErr error
 	if err := g.Load(ctx, events(store.Events(ctx), &loadErr)); err != nil {
 		return fmt.Errorf("recovery: load: %w", err)
@@ -310,20 +327,10 @@ func recoverGraph(ctx context.Context, g *memgraph.Graph, store durableStore, el
 	if loadErr != nil {
 		return fmt.Errorf("recovery: read store: %w", loadErr)
 	}
-	batch := make([]fg.Event, 0, 4096)
-	err := elog.Replay(ctx, 0, func(m eventlog.Message) error {
-		if batch = append(batch, m.Event); len(batch) == cap(batch) {
-			err := g.Apply(ctx, batch)
-			batch = batch[:0]
-			return err
+	for batch := range slices.Chunk(tail, 4096) {
+		if err := g.Apply(ctx, batch); err != nil {
+			return fmt.Errorf("recovery: replay the log: %w", err)
 		}
-		return nil
-	})
-	if err == nil {
-		err = g.Apply(ctx, batch)
-	}
-	if err != nil {
-		return fmt.Errorf("recovery: replay the log: %w", err)
 	}
 	return nil
 }

@@ -46,6 +46,9 @@ seeds)
 	;;
 ours)
 	sha=$(redis-cli -u "$url" SCRIPT LOAD "$(cat "$dir/../lua/version.lua" "$dir/../lua/change.lua")")
+	# The outbox stream exists, as InitOutbox makes it (the script refuses
+	# to write without it).
+	redis-cli -u "$url" XADD "${prefix}outbox" MAXLEN 0 '*' created 1 >/dev/null
 	# Members are 12 decimal digits here, 8 bytes in the engine: the same
 	# work for Redis. The time is now's, in ms, as a live follow's.
 	set -- 7 "${prefix}{$r}:out" "${prefix}{$r}:ov" "${prefix}{$r}:h" "${prefix}outbox" \

@@ -1,0 +1,228 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"path/filepath"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/redis/rueidis"
+	"github.com/spf13/cobra"
+
+	"github.com/followgraph/followgraph/eventlog"
+	"github.com/followgraph/followgraph/memgraph"
+	"github.com/followgraph/followgraph/redisgraph"
+)
+
+// The operator commands, rebuild and reconcile, work on the hot copy in
+// Redis against the expected graph: the durable store plus the event
+// log's tail, loaded into memory as serve's recovery loads it (memgraph,
+// ~31 bytes an edge). The service may keep serving and writing meanwhile.
+
+// opsConfig is what rebuild and reconcile are told: where the deployment's
+// servers are, as serve is told.
+type opsConfig struct {
+	Data        string
+	Redis       string
+	RedisPrefix string
+	NATS        string
+	NATSStream  string
+	DB          string
+}
+
+func (c *opsConfig) flags(cmd *cobra.Command) {
+	f := cmd.Flags()
+	f.StringVar(&c.Data, "data", "./data", "folder for embedded data (the SQLite store and NATS log when --db and --nats are not given; serve must not be running then)")
+	f.StringVar(&c.Redis, "redis", "", "Redis URL of the hot copy, as serve --redis (required)")
+	f.StringVar(&c.RedisPrefix, "redis-prefix", "fg", "prefix of every Redis key, as serve --redis-prefix")
+	f.StringVar(&c.NATS, "nats", "", "NATS URL of the event log, as serve --nats")
+	f.StringVar(&c.NATSStream, "nats-stream", eventlog.DefaultStream, "name of the event stream, as serve --nats-stream")
+	f.StringVar(&c.DB, "db", "", "postgres:// or mysql:// durable store, as serve --db")
+}
+
+func (c *opsConfig) validate() error {
+	switch {
+	case c.Redis == "":
+		return errors.New("--redis is required: the hot copy to work on")
+	case c.RedisPrefix == "" || strings.ContainsAny(c.RedisPrefix, "{}"):
+		return fmt.Errorf("--redis-prefix %q: want a non-empty prefix without '{' or '}'", c.RedisPrefix)
+	case c.DB != "":
+		return checkDB(c.DB)
+	}
+	return nil
+}
+
+// expected loads the graph Redis should hold: the store, then the events
+// of the log it may lack. Changes relayed into the log after this are not
+// in it; reconcile reports Redis states newer than it as "ahead".
+func (c *opsConfig) expected(ctx context.Context, out io.Writer) (*memgraph.Graph, error) {
+	start := time.Now()
+	store, _, err := openStore(ctx, c.DB, c.Data)
+	if err != nil {
+		return nil, err
+	}
+	defer store.Close()
+	elog, err := eventlog.Open(ctx, eventlog.Config{Dir: filepath.Join(c.Data, "nats"), URL: c.NATS,
+		Stream: c.NATSStream, Subject: natsSubject(c.NATSStream), Logger: slog.New(slog.DiscardHandler)})
+	if err != nil {
+		return nil, err
+	}
+	defer elog.Close()
+	g := memgraph.New()
+	if err := recoverGraph(ctx, g, store, elog); err != nil {
+		return nil, err
+	}
+	st := g.Stats()
+	fmt.Fprintf(out, "expected graph: %d users, %d edges, read from the store and the log in %s\n",
+		st.Users, st.Edges, time.Since(start).Round(time.Millisecond))
+	return g, nil
+}
+
+// hotCopy connects to the Redis of the deployment.
+func (c *opsConfig) hotCopy() (*redisgraph.Graph, func(), error) {
+	opt, err := redisgraph.ParseURL(c.Redis)
+	if err != nil {
+		return nil, nil, err
+	}
+	client, err := rueidis.NewClient(opt)
+	if err != nil {
+		return nil, nil, fmt.Errorf("redis %s: %w", redactURL(c.Redis), err)
+	}
+	g, err := redisgraph.New(client, redisgraph.WithPrefix(c.RedisPrefix))
+	if err != nil {
+		client.Close()
+		return nil, nil, err
+	}
+	return g, client.Close, nil
+}
+
+// rebuild writes the expected graph into Redis, then marks Redis as
+// holding it again (the outbox streams, whose absence stops the writes
+// after a loss).
+func (c *opsConfig) rebuild(ctx context.Context, out io.Writer, opts redisgraph.RebuildOptions) error {
+	src, err := c.expected(ctx, out)
+	if err != nil {
+		return err
+	}
+	g, closeRedis, err := c.hotCopy()
+	if err != nil {
+		return err
+	}
+	defer closeRedis()
+	start := time.Now()
+	st, err := g.Rebuild(ctx, src, opts)
+	if err != nil {
+		return err
+	}
+	created, err := g.InitOutbox(ctx)
+	if err != nil {
+		return err
+	}
+	fmt.Fprintf(out, "rebuilt: %d users, %d edges, %d sides written, %d outbox streams created, in %s\n",
+		st.Users, st.Edges, st.Written, created, time.Since(start).Round(time.Millisecond))
+	return nil
+}
+
+func newRebuild() *cobra.Command {
+	var cfg opsConfig
+	var opts redisgraph.RebuildOptions
+	cmd := &cobra.Command{
+		Use:   "rebuild",
+		Short: "Rebuild the hot copy in Redis from the durable store and the event log (while serving)",
+		Long: `Rebuild the hot copy in Redis from the durable store and the event log's
+tail: after Redis lost its data, or a failover to a replica that had not caught up.
+Every edge, live or unfollowed, is written to both sides with its version, only
+over an older state, so the service may keep serving and writing meanwhile: a
+change it makes is never undone. Rebuild adds and corrects; it removes nothing
+(reconcile --fix does).`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			if err := envDefaults(cmd.Flags()); err != nil {
+				return err
+			}
+			if err := cfg.validate(); err != nil {
+				return err
+			}
+			return cfg.rebuild(cmd.Context(), cmd.OutOrStdout(), opts)
+		},
+	}
+	cfg.flags(cmd)
+	cmd.Flags().IntVar(&opts.Concurrency, "concurrency", 0, "pipelines of writes in flight (0: the default, 8)")
+	return cmd
+}
+
+func newReconcile() *cobra.Command {
+	var cfg opsConfig
+	var opts redisgraph.ReconcileOptions
+	var show int
+	var horizon time.Duration
+	cmd := &cobra.Command{
+		Use:   "reconcile",
+		Short: "Compare the hot copy in Redis with the durable store and the log; repair with --fix",
+		Long: `Compare the hot copy in Redis with the durable store plus the event log's
+tail: both sides of every edge (members, follow times, unfollowed edges), the
+counters and each user's clock. Prints each difference (up to --show), then
+"differences: N" (not counting states newer than the store: changes made since,
+reported as ahead). With --fix it repairs them, rate-limited (--rate), never
+undoing a change the service makes meanwhile. Exits 1 when differences remain.`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			if err := envDefaults(cmd.Flags()); err != nil {
+				return err
+			}
+			if err := cfg.validate(); err != nil {
+				return err
+			}
+			out := cmd.OutOrStdout()
+			read := time.Now()
+			src, err := cfg.expected(cmd.Context(), out)
+			if err != nil {
+				return err
+			}
+			g, closeRedis, err := cfg.hotCopy()
+			if err != nil {
+				return err
+			}
+			defer closeRedis()
+			if horizon > 0 {
+				opts.Horizon = read.Add(-horizon)
+			}
+			shown := 0
+			opts.Report = func(d redisgraph.Diff) {
+				if d.Kind != redisgraph.DiffAhead && shown < show {
+					shown++
+					fmt.Fprintln(out, d)
+				}
+			}
+			start := time.Now()
+			st, err := g.Reconcile(cmd.Context(), src, opts)
+			if err != nil {
+				return err
+			}
+			n := st.Differences()
+			var kinds []string
+			for k, c := range st.Diffs {
+				kinds = append(kinds, fmt.Sprintf("%s %d", k, c))
+			}
+			slices.Sort(kinds)
+			fmt.Fprintf(out, "differences: %d (%s); fixed %d; %d users, %d edge sides compared in %s\n",
+				n, strings.Join(kinds, ", "), st.Fixed, st.Users, st.Edges, time.Since(start).Round(time.Millisecond))
+			if n > st.Fixed {
+				return fmt.Errorf("%d differences remain", n-st.Fixed)
+			}
+			return nil
+		},
+	}
+	cfg.flags(cmd)
+	f := cmd.Flags()
+	f.BoolVar(&opts.Fix, "fix", false, "repair every difference (not the states newer than the store)")
+	f.Float64Var(&opts.Rate, "rate", 1000, "most repairs per second, so production is not hurt (0: no limit)")
+	f.IntVar(&show, "show", 100, "most differences printed")
+	f.DurationVar(&horizon, "horizon", 0, "treat Redis states older than this long before the start as wrong even if newer than the store (only once the relay and persister have caught up; 0: never)")
+	return cmd
+}
