@@ -12,10 +12,13 @@ import (
 	"github.com/spf13/cobra"
 
 	fg "github.com/followgraph/followgraph"
+	"github.com/followgraph/followgraph/eventlog"
+	"github.com/followgraph/followgraph/redisgraph"
 )
 
 func newImport() *cobra.Command {
 	var data, db string
+	var hot opsConfig
 	cmd := &cobra.Command{
 		Use:   "import FILE",
 		Short: "Bulk-load an edge list into the durable store (the service must not be running)",
@@ -23,7 +26,9 @@ func newImport() *cobra.Command {
 folder, or --db), in one transaction. Each line is "follower followee unix_ms" (as written by gen) or a
 two-column "follower followee" edge list (SNAP style; the follow time is then the
 import's start). Fields are separated by tabs or spaces; lines starting with #
-are comments. A repeated edge keeps its last line. The next "serve" loads it.`,
+are comments. A repeated edge keeps its last line. The next "serve" loads it.
+With --redis, the hot copy in Redis is then written from the store in bulk too
+(as "rebuild" does), so that "serve --redis" starts on the imported graph.`,
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if err := envDefaults(cmd.Flags()); err != nil {
@@ -50,11 +55,22 @@ are comments. A repeated edge keeps its last line. The next "serve" loads it.`,
 				return err
 			}
 			fmt.Fprintf(cmd.OutOrStdout(), "imported %d edges in %s\n", n, time.Since(start).Round(time.Millisecond))
-			return nil
+			if hot.Redis == "" {
+				return nil
+			}
+			hot.Data, hot.DB = data, db
+			if err := hot.validate(); err != nil {
+				return err
+			}
+			return hot.rebuild(cmd.Context(), cmd.OutOrStdout(), redisgraph.RebuildOptions{})
 		},
 	}
 	cmd.Flags().StringVar(&data, "data", "./data", "folder for embedded data")
 	cmd.Flags().StringVar(&db, "db", "", "postgres:// or mysql:// durable store; replaces embedded SQLite")
+	cmd.Flags().StringVar(&hot.Redis, "redis", "", "Redis URL: also write the imported graph into the hot copy there")
+	cmd.Flags().StringVar(&hot.RedisPrefix, "redis-prefix", "fg", "prefix of every Redis key, as serve --redis-prefix")
+	cmd.Flags().StringVar(&hot.NATS, "nats", "", "NATS URL of the event log, as serve --nats (read for events not yet in the store)")
+	cmd.Flags().StringVar(&hot.NATSStream, "nats-stream", eventlog.DefaultStream, "name of the event stream, as serve --nats-stream")
 	return cmd
 }
 
