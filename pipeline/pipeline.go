@@ -45,6 +45,7 @@ type Persister struct {
 	waited    prometheus.Counter
 	lag       prometheus.Gauge
 	eventLag  prometheus.Histogram
+	applied   prometheus.Histogram
 }
 
 // Option configures a Persister.
@@ -98,6 +99,11 @@ func New(store Store, reg prometheus.Registerer, opts ...Option) *Persister {
 			Name: "followgraph_persister_lag_seconds",
 			Help: "Age of the newest event of the last batch applied.",
 		}),
+		applied: prometheus.NewHistogram(prometheus.HistogramOpts{
+			Name:    "followgraph_persister_apply_seconds",
+			Help:    "Time of each batch's transaction in the durable store.",
+			Buckets: prometheus.ExponentialBuckets(0.0005, 2, 14),
+		}),
 		eventLag: prometheus.NewHistogram(prometheus.HistogramOpts{
 			Name:    "followgraph_persister_event_lag_seconds",
 			Help:    "Time from each event's change (its version's time) to its batch's commit in the durable store.",
@@ -108,7 +114,7 @@ func New(store Store, reg prometheus.Registerer, opts ...Option) *Persister {
 		o(p)
 	}
 	if reg != nil {
-		reg.MustRegister(p.batchSize, p.rows, p.changed, p.failures, p.waits, p.waited, p.lag, p.eventLag)
+		reg.MustRegister(p.batchSize, p.rows, p.changed, p.failures, p.waits, p.waited, p.lag, p.eventLag, p.applied)
 	}
 	return p
 }
@@ -129,7 +135,9 @@ func (p *Persister) Handle(ctx context.Context, batch []Message) error {
 		events[i] = m.Event
 		last = max(last, m.Seq)
 	}
+	start := time.Now()
 	changed, err := p.store.Apply(ctx, events, last)
+	p.applied.Observe(time.Since(start).Seconds())
 	if err != nil {
 		p.failures.Inc()
 		p.log.Error("persister: batch not applied; it will be redelivered", "events", len(batch), "last_seq", last, "err", err)

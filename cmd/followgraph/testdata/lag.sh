@@ -20,7 +20,7 @@ bin=$(mktemp -d)/followgraph
 psql "$pg" -qc "CREATE DATABASE $db"
 data=$(mktemp -d)
 "$bin" serve --addr "$addr" --data "$data" --redis "$redis" --redis-prefix "$prefix" \
-	--nats "$nats" --nats-stream "$stream" --db "${pg%/*}/$db" >"$data/log" 2>&1 &
+	--nats "$nats" --nats-stream "$stream" --db "${pg%/*}/$db" ${FOLLOWGRAPH_LAG_FLAGS:-} >"$data/log" 2>&1 &
 srv=$!
 cleanup() {
 	kill $srv 2>/dev/null; wait $srv 2>/dev/null || true
@@ -30,7 +30,8 @@ cleanup() {
 }
 trap cleanup EXIT
 until curl -sf "http://$addr/readyz" >/dev/null; do sleep 0.1; done
-"$bin" bench --url "http://$addr" --mix writes --concurrency 64 --rate "$rate" --duration "${secs}s" | grep -E 'rate|p99|answers' || true
+"$bin" bench --url "http://$addr" --mix writes --concurrency 64 --rate "$rate" --duration "${secs}s"
+curl -s "http://$addr/metrics" | grep -E "^followgraph_persister_(batch_events_(sum|count)|pending|lag_seconds|token)|^followgraph_relay" >&2
 until [ "$(curl -s "http://$addr/metrics" | awk '$1 == "followgraph_persister_pending_events" {print $2}')" = 0 ]; do sleep 0.2; done
 curl -s "http://$addr/metrics" | awk '
 	/^followgraph_persister_event_lag_seconds_bucket/ {
