@@ -79,7 +79,7 @@ const maxPacket = 4 << 20
 // names one is rejected rather than silently overridden.
 var ownedParams = []string{
 	"allowAllFiles",     // no LOAD DATA from local files
-	"clientFoundRows",   // affected rows are changed rows, not matched ones (see Apply)
+	"clientFoundRows",   // affected rows are changed rows, not matched ones (see upsert)
 	"columnsWithAlias",  // plain column names
 	"interpolateParams", // see ParseURL
 	"maxAllowedPacket",  // maxPacket
@@ -114,12 +114,12 @@ var ownedParams = []string{
 //
 // Why interpolation rather than server-side prepared statements: on
 // MariaDB 10.11 a prepared statement ran about 20% faster than the same
-// text (512 rows: the key read 1.1 ms against 1.4 ms, the upsert 2.3 ms
-// against 2.9 ms), but Apply of 1000-edge batches measured the same
-// either way, even with one cached statement of exactly the right size
-// (12-16 ms per batch both, on a table in memory), and a statement per
-// row count would mean several round trips per chunk, as store/sqlite's
-// 2^k statements do.
+// text (512 rows: the read of the stored versions that Apply then did
+// first 1.1 ms against 1.4 ms, the upsert 2.3 ms against 2.9 ms), but
+// Apply of 1000-edge batches measured the same either way, even with one
+// cached statement of exactly the right size (12-16 ms per batch both,
+// on a table in memory), and a statement per row count would mean several
+// round trips per chunk, as store/sqlite's 2^k statements do.
 func ParseURL(rawURL string) (*gomysql.Config, error) {
 	if strings.Contains(rawURL, "#") {
 		return nil, badURL("a # starts a fragment, which has no meaning here (write # in a password as %%23)")
