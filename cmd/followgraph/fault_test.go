@@ -183,24 +183,12 @@ func (l *load) operations() (sent, acked int) {
 // storeRows reads every edge of the deployment's PostgreSQL database.
 func storeRows(t *testing.T, db string) map[[2]fg.UserID]ack {
 	t.Helper()
-	ctx := context.Background()
-	st, err := postgres.Open(ctx, db)
+	st, err := postgres.Open(context.Background(), db)
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer st.Close()
-	out := map[[2]fg.UserID]ack{}
-	for e, err := range st.Events(ctx) {
-		if err != nil {
-			t.Fatal(err)
-		}
-		a := ack{}
-		if e.Op == fg.OpFollow {
-			a = ack{following: true, since: e.Time}
-		}
-		out[[2]fg.UserID{e.User, e.Target}] = a
-	}
-	return out
+	return rowsOf(t, st)
 }
 
 // missing counts the acknowledged writes rows does not hold as

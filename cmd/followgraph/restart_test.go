@@ -34,17 +34,23 @@ func writeFor(t *testing.T, s *server, d time.Duration, seed int64) []*writer {
 	return ws
 }
 
-// storeState reads every edge of the durable store.
+// storeState reads every edge of the data folder's SQLite store.
 func storeState(t *testing.T, data string) map[[2]fg.UserID]ack {
 	t.Helper()
-	ctx := context.Background()
-	st, err := sqlite.Open(ctx, filepath.Join(data, "followgraph.db"))
+	st, err := sqlite.Open(context.Background(), filepath.Join(data, "followgraph.db"))
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer st.Close()
+	return rowsOf(t, st)
+}
+
+// rowsOf reads every edge of a durable store, as the state a writer
+// acknowledges.
+func rowsOf(t *testing.T, st durableStore) map[[2]fg.UserID]ack {
+	t.Helper()
 	out := map[[2]fg.UserID]ack{}
-	for e, err := range st.Events(ctx) {
+	for e, err := range st.Events(context.Background()) {
 		if err != nil {
 			t.Fatal(err)
 		}
