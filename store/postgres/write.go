@@ -130,10 +130,12 @@ SET following = excluded.following, since_ms = excluded.since_ms, version = excl
 WHERE e.version < excluded.version`
 
 // Apply records a batch of events read from the event log, and lastSeq,
-// the stream sequence of the batch's last event, in one transaction: when
-// Apply returns nil, the batch is committed (and flushed, see Open); when
-// it returns an error, nothing of it is, except after a connection lost
-// during the commit, when it may be (a redelivery then changes nothing).
+// the stream sequence of the batch's last event: when Apply returns nil,
+// the batch is committed (and flushed, see Open) and so is lastSeq; when it
+// returns an error, lastSeq is not moved, and the batch's edges are not
+// written or (a large batch, written in two halves: see applySplit; or a
+// connection lost during the commit) may be in part, which a redelivery
+// completes without changing anything twice.
 //
 // Each event is a conditional upsert of its edge: it takes effect only if
 // its version is greater than the edge's stored version. Duplicates,
