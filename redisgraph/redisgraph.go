@@ -96,7 +96,10 @@ func WithMaxFollowing(n int) Option { return func(g *Graph) { g.maxFollowing = n
 // then loses its data. When the hook fails the write returns its error
 // although the change is made: its outcome is unknown to the caller, as
 // for any unacknowledged write, and the event stays in the outbox for the
-// relay. The relay publishes it again, which the log drops as a duplicate.
+// relay. When the hook returns nil, the change's outbox entry is deleted
+// (on a Cluster, once its second step is done), so that the relay does not
+// publish the event again; the outbox then holds only what a crash or a
+// failed hook left.
 func WithHook(h fg.Hook) Option { return func(g *Graph) { g.hook = h } }
 
 // WithOutboxLimit bounds each outbox stream (default DefaultOutboxLimit

@@ -98,42 +98,57 @@ func (g *Graph) change(ctx context.Context, user, target fg.UserID, op fg.Op) (b
 		}
 		return false, v, nil
 	}
-	g.noteStamps(res[2:], user, target)
+	id, _ := res[2].ToString()
+	g.noteStamps(res[3:], user, target)
 	e := fg.NewEvent(user, target, op, v)
+	settled := true
 	if g.cluster {
-		g.secondStep(ctx, e)
+		settled = g.secondStep(ctx, e)
 	}
 	if g.hook != nil {
 		if err := g.hook(ctx, e); err != nil {
 			return false, 0, fmt.Errorf("redisgraph: %s: %w", op, err)
 		}
+		if settled && id != "" {
+			g.dropFromOutbox(ctx, user, id)
+		}
 	}
 	return true, v, nil
 }
 
+// dropFromOutbox deletes the outbox entry id of a change of user that the
+// hook has taken care of (its event is in the log, and on a Cluster its
+// second step is done), so that the relay does not publish it a second
+// time. Best effort: an entry left is published again and dropped by the
+// log as a duplicate, as before.
+func (g *Graph) dropFromOutbox(ctx context.Context, user fg.UserID, id string) {
+	g.c.Do(context.WithoutCancel(ctx), g.c.B().Xdel().Key(g.outbox(user)).Id(id).Build())
+}
+
 // secondStep applies e on the followee's side (Cluster only), retrying
-// with backoff; after the last attempt fails it counts the step as
-// deferred and leaves it to the outbox (SettleOutbox, Repair). It goes on
+// with backoff, and reports whether it is done; after the last attempt
+// fails it counts the step as deferred and leaves it to the outbox
+// (SettleOutbox, Repair). It goes on
 // when ctx is cancelled: the first step is done, and the caller hanging up
 // must not leave the second undone.
-func (g *Graph) secondStep(ctx context.Context, e fg.Event) {
+func (g *Graph) secondStep(ctx context.Context, e fg.Event) (done bool) {
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), secondStepTimeout)
 	defer cancel()
 	wait := secondStepBackoff
 	for attempt := 1; ; attempt++ {
 		err := g.secondStepOnce(ctx, e)
 		if err == nil {
-			return
+			return true
 		}
 		if attempt == secondStepAttempts {
 			g.deferred.Add(1)
-			return
+			return false
 		}
 		select {
 		case <-time.After(wait):
 		case <-ctx.Done():
 			g.deferred.Add(1)
-			return
+			return false
 		}
 		wait *= 2
 	}

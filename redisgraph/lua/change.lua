@@ -9,8 +9,8 @@
 -- Returns {0, version}: nothing to change, version the edge's (ZERO if
 -- none); {-1}: the following limit is reached; {-2}: the outbox is full;
 -- {-3}: the outbox stream does not exist (Redis lost its data);
--- {1, version, u's stamp[, t's stamp]}: changed, as the event in the outbox
--- says. Nothing is changed unless the first element is 1.
+-- {1, version, the event's outbox entry id, u's stamp[, t's stamp]}:
+-- changed, as the event in the outbox says. Nothing is changed unless the first element is 1.
 --
 -- This is the script of every live write, so it makes as few calls into
 -- Redis as it can (lib.lua's apply does the same work in more): u's
@@ -64,9 +64,8 @@ local v = vfmt(ms, c)
 -- lost its data; until a rebuild restores the graph and the stream, a
 -- write on what is left could be wrong (an unfollow finding nothing to
 -- remove), so it is refused.
-if not redis.call('XADD', KEYS[4], 'NOMKSTREAM', '*', 'u', ARGV[6], 't', ARGV[7], 'op', op, 'v', v) then
-  return {-3}
-end
+local id = redis.call('XADD', KEYS[4], 'NOMKSTREAM', '*', 'u', ARGV[6], 't', ARGV[7], 'op', op, 'v', v)
+if not id then return {-3} end
 -- stored: whether the versions hashes held a version of the edge (only a
 -- follow over a tombstone needs to know: unfollows overwrite it).
 -- e: h(u)'s field e as this change leaves it (nil: as it was).
@@ -93,7 +92,7 @@ if e then
 else
   redis.call('HSET', h, 'clk', v, 'nout', n, 'st', st)
 end
-if not KEYS[5] then return {1, v, st} end
+if not KEYS[5] then return {1, v, id, st} end
 local um, th = ARGV[8], KEYS[7]
 if follow then
   redis.call('ZADD', KEYS[5], score, um)
@@ -108,4 +107,4 @@ else
   redis.call('HINCRBY', th, 'nin', -1)
   redis.call('HSET', KEYS[6], um, v)
 end
-return {1, v, st, redis.call('HINCRBY', th, 'st', 1)}
+return {1, v, id, st, redis.call('HINCRBY', th, 'st', 1)}
