@@ -25,8 +25,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"io/fs"
-	"math"
 	"net"
 	"net/url"
 	"path"
@@ -38,6 +36,7 @@ import (
 	gomysql "github.com/go-sql-driver/mysql"
 
 	fg "github.com/followgraph/followgraph"
+	"github.com/followgraph/followgraph/store/internal/migrations"
 )
 
 // Store is the durable record in one MySQL or MariaDB database. It is
@@ -272,46 +271,30 @@ func (s *Store) Ready(ctx context.Context) error {
 }
 
 //go:embed migrations/*.sql
-var migrations embed.FS
+var migrationFiles embed.FS
 
-// migration is one file of migrations/: NNNN_name.sql, applied as schema
-// version NNNN.
+// migration is one file of migrations/ (see migrations.Load), split into
+// its statements.
 type migration struct {
-	version    int
-	name       string
+	migrations.Migration
 	statements []string
 }
 
-// loadMigrations returns the embedded migrations in version order. Their
-// versions must be 1, 2, 3, … with no gap or repeat.
+// loadMigrations returns the embedded migrations (migrations/NNNN_name.sql,
+// applied as schema version NNNN) in version order. Their versions must be
+// 1, 2, 3, … with no gap or repeat.
 func loadMigrations() ([]migration, error) {
-	names, err := fs.Glob(migrations, "migrations/*.sql")
+	loaded, err := migrations.Load(migrationFiles, "migrations")
 	if err != nil {
 		return nil, err
 	}
-	var ms []migration
-	for _, name := range names {
-		base := path.Base(name)
-		num, _, ok := strings.Cut(base, "_")
-		v, err := strconv.Atoi(num)
-		if !ok || err != nil || v < 1 {
-			return nil, fmt.Errorf("migration %s: the name must be NNNN_name.sql", name)
-		}
-		b, err := migrations.ReadFile(name)
+	ms := make([]migration, 0, len(loaded))
+	for _, m := range loaded {
+		stmts, err := splitStatements(m.SQL)
 		if err != nil {
-			return nil, err
+			return nil, fmt.Errorf("migration %s: %w", path.Join("migrations", m.Name), err)
 		}
-		stmts, err := splitStatements(string(b))
-		if err != nil {
-			return nil, fmt.Errorf("migration %s: %w", name, err)
-		}
-		ms = append(ms, migration{version: v, name: base, statements: stmts})
-	}
-	slices.SortFunc(ms, func(a, b migration) int { return a.version - b.version })
-	for i, m := range ms {
-		if m.version != i+1 {
-			return nil, fmt.Errorf("migration %s: expected version %d", m.name, i+1)
-		}
+		ms = append(ms, migration{Migration: m, statements: stmts})
 	}
 	return ms, nil
 }
@@ -399,22 +382,17 @@ func (s *Store) migrate(ctx context.Context) (applied int, err error) {
 	for _, m := range ms[current:] {
 		for _, stmt := range m.statements {
 			if _, err := conn.ExecContext(ctx, stmt); err != nil {
-				return applied, fmt.Errorf("migration %s: %w", m.name, err)
+				return applied, fmt.Errorf("migration %s: %w", m.Name, err)
 			}
 		}
 		if _, err := conn.ExecContext(ctx, `INSERT INTO schema_migrations (version, name, applied_ms) VALUES (?, ?, ?)`,
-			m.version, m.name, time.Now().UnixMilli()); err != nil {
-			return applied, fmt.Errorf("migration %s: %w", m.name, err)
+			m.Version, m.Name, time.Now().UnixMilli()); err != nil {
+			return applied, fmt.Errorf("migration %s: %w", m.Name, err)
 		}
 		applied++
 	}
 	return applied, nil
 }
-
-// maxVersion bounds the versions and sequences the store accepts: the
-// columns are signed 64-bit, as in SQLite. A Version below 2^63 has a
-// millisecond part below 2^43, that is, times before the year 2248.
-const maxVersion = math.MaxInt64
 
 // MySQL and MariaDB error numbers that mean "not now": the statement or
 // transaction changed nothing (InnoDB rolls back a deadlocked transaction

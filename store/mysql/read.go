@@ -7,6 +7,7 @@ import (
 	"iter"
 
 	fg "github.com/followgraph/followgraph"
+	"github.com/followgraph/followgraph/store/internal/row"
 )
 
 // eventsBatch is how many rows Events reads per query.
@@ -50,13 +51,13 @@ func (s *Store) Events(ctx context.Context) iter.Seq2[fg.Event, error] {
 			return
 		}
 		defer tx.Rollback()
-		batch := make([]edge, 0, eventsBatch)
+		batch := make([]row.Edge, 0, eventsBatch)
 		for {
 			if len(batch) == 0 {
 				batch, err = readEdges(ctx, tx, batch, eventsFirstSQL, eventsBatch)
 			} else {
 				last := batch[len(batch)-1]
-				batch, err = readEdges(ctx, tx, batch[:0], eventsAfterSQL, last.follower, last.follower, last.followee, eventsBatch)
+				batch, err = readEdges(ctx, tx, batch[:0], eventsAfterSQL, last.Follower, last.Follower, last.Followee, eventsBatch)
 			}
 			if err != nil {
 				fail(err)
@@ -64,10 +65,10 @@ func (s *Store) Events(ctx context.Context) iter.Seq2[fg.Event, error] {
 			}
 			for _, e := range batch {
 				op := fg.OpUnfollow
-				if e.following != 0 {
+				if e.Following {
 					op = fg.OpFollow
 				}
-				if !yield(fg.NewEvent(fg.UserID(e.follower), fg.UserID(e.followee), op, fg.Version(e.version)), nil) {
+				if !yield(fg.NewEvent(fg.UserID(e.Follower), fg.UserID(e.Followee), op, fg.Version(e.Version)), nil) {
 					return
 				}
 			}
@@ -80,15 +81,15 @@ func (s *Store) Events(ctx context.Context) iter.Seq2[fg.Event, error] {
 
 // readEdges appends to dst the rows (follower, followee, following,
 // version) of query, and returns it.
-func readEdges(ctx context.Context, tx *sql.Tx, dst []edge, query string, args ...any) ([]edge, error) {
+func readEdges(ctx context.Context, tx *sql.Tx, dst []row.Edge, query string, args ...any) ([]row.Edge, error) {
 	rows, err := tx.QueryContext(ctx, query, args...)
 	if err != nil {
 		return dst, err
 	}
 	defer rows.Close()
 	for rows.Next() {
-		var e edge
-		if err := rows.Scan(&e.follower, &e.followee, &e.following, &e.version); err != nil {
+		var e row.Edge
+		if err := rows.Scan(&e.Follower, &e.Followee, &e.Following, &e.Version); err != nil {
 			return dst, err
 		}
 		dst = append(dst, e)

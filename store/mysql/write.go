@@ -1,15 +1,14 @@
 package mysql
 
 import (
-	"cmp"
 	"context"
 	"database/sql"
 	"fmt"
 	"iter"
-	"slices"
 	"strings"
 
 	fg "github.com/followgraph/followgraph"
+	"github.com/followgraph/followgraph/store/internal/row"
 )
 
 // maxRows is the most edges one statement writes. A statement of 1000
@@ -32,55 +31,6 @@ func statementRows(packet int64) int {
 	const overhead = 1024 // the statement text around the rows
 	budget := min(packet, maxPacket) - overhead
 	return int(max(1, min(maxRows, budget/rowBytes)))
-}
-
-// edge is one row of the edges table.
-type edge struct {
-	follower, followee int64
-	following          int64 // 1 following, 0 unfollowed (a tombstone)
-	sinceMs            int64 // the time of version
-	version            int64
-}
-
-// toEdge returns the row that records e, or an error if e is invalid
-// (Event.Validate) or its version does not fit a signed 64-bit integer.
-func toEdge(e fg.Event) (edge, error) {
-	if err := e.Validate(); err != nil {
-		return edge{}, err
-	}
-	if e.Version > maxVersion {
-		return edge{}, fg.Errorf(fg.EInvalidArgument,
-			"event %s: version %d is 2^63 or more, beyond the store's range (times after the year 2248)", e.ID(), e.Version)
-	}
-	var following int64
-	if e.Op == fg.OpFollow {
-		following = 1
-	}
-	return edge{
-		follower:  int64(e.User),
-		followee:  int64(e.Target),
-		following: following,
-		sinceMs:   e.Version.Millis(),
-		version:   int64(e.Version),
-	}, nil
-}
-
-// dedupe sorts edges in primary-key order and keeps only the highest
-// version of each edge. Fewer rows to write, B-tree pages touched in
-// order, and no statement that names one row twice.
-func dedupe(edges []edge) []edge {
-	slices.SortFunc(edges, func(a, b edge) int {
-		if c := cmp.Compare(a.follower, b.follower); c != 0 {
-			return c
-		}
-		if c := cmp.Compare(a.followee, b.followee); c != 0 {
-			return c
-		}
-		return cmp.Compare(b.version, a.version) // highest first, kept by Compact
-	})
-	return slices.CompactFunc(edges, func(a, b edge) bool {
-		return a.follower == b.follower && a.followee == b.followee
-	})
 }
 
 // lockMeta starts Import's transaction, as the update of the sequence
@@ -121,16 +71,16 @@ const lockMeta = "SELECT value FROM meta WHERE `key` = 'last_seq' FOR UPDATE"
 // within the server's innodb_lock_wait_timeout or a deadlock returns
 // EUnavailable.
 func (s *Store) Apply(ctx context.Context, events []fg.Event, lastSeq uint64) (changed int, err error) {
-	if lastSeq > maxVersion {
+	if lastSeq > row.MaxVersion {
 		return 0, fmt.Errorf("mysql: apply: %w", fg.Errorf(fg.EInvalidArgument, "sequence %d is 2^63 or more", lastSeq))
 	}
-	edges := make([]edge, len(events))
+	edges := make([]row.Edge, len(events))
 	for i, e := range events {
-		if edges[i], err = toEdge(e); err != nil {
+		if edges[i], err = row.FromEvent(e); err != nil {
 			return 0, fmt.Errorf("mysql: apply: %w", err)
 		}
 	}
-	edges = dedupe(edges)
+	edges = row.Dedupe(edges)
 
 	tx, err := s.db.BeginTx(ctx, nil)
 	if err != nil {
@@ -154,7 +104,7 @@ func (s *Store) Apply(ctx context.Context, events []fg.Event, lastSeq uint64) (c
 // s.rows per statement, and returns how many it changed: created, or
 // overwritten by a greater version. tx must hold the writers' lock (see
 // lockMeta).
-func (s *Store) write(ctx context.Context, tx *sql.Tx, edges []edge) (int, error) {
+func (s *Store) write(ctx context.Context, tx *sql.Tx, edges []row.Edge) (int, error) {
 	changed := 0
 	for len(edges) > 0 {
 		n := min(len(edges), s.rows)
@@ -226,7 +176,7 @@ const upsertTail = " ON DUPLICATE KEY UPDATE" +
 // disk sets the rate whatever the statements; rebuilding the indexes
 // compact (OPTIMIZE TABLE: 112 MiB) did not change it, nor did reading
 // the batch's pages ahead from other connections (0.6-0.7x).
-func (s *Store) upsert(ctx context.Context, tx *sql.Tx, edges []edge) (int, error) {
+func (s *Store) upsert(ctx context.Context, tx *sql.Tx, edges []row.Edge) (int, error) {
 	if _, err := tx.ExecContext(ctx, resetCounter); err != nil {
 		return 0, err
 	}
@@ -239,7 +189,7 @@ func (s *Store) upsert(ctx context.Context, tx *sql.Tx, edges []edge) (int, erro
 			b.WriteByte(',')
 		}
 		b.WriteString("(?,?,?,?,?)")
-		args = append(args, e.follower, e.followee, e.following, e.sinceMs, e.version)
+		args = append(args, e.Follower, e.Followee, e.Following, e.SinceMs, e.Version)
 	}
 	b.WriteString(upsertTail)
 	res, err := tx.ExecContext(ctx, b.String(), args...)
@@ -297,15 +247,15 @@ func (s *Store) Import(ctx context.Context, events iter.Seq[fg.Event]) (int, err
 		return 0, fmt.Errorf("mysql: import: %w", translate(err))
 	}
 	changed := 0
-	buf := make([]edge, 0, importChunk)
+	buf := make([]row.Edge, 0, importChunk)
 	flush := func() error {
-		n, err := s.write(ctx, tx, dedupe(buf))
+		n, err := s.write(ctx, tx, row.Dedupe(buf))
 		changed += n
 		buf = buf[:0]
 		return translate(err)
 	}
 	for e := range events {
-		r, err := toEdge(e)
+		r, err := row.FromEvent(e)
 		if err != nil {
 			return 0, fmt.Errorf("mysql: import: %w", err)
 		}

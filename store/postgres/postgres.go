@@ -21,12 +21,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"io/fs"
-	"math"
 	"net"
-	"path"
-	"slices"
-	"strconv"
 	"strings"
 
 	"github.com/jackc/pgx/v5"
@@ -34,6 +29,7 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	fg "github.com/followgraph/followgraph"
+	"github.com/followgraph/followgraph/store/internal/migrations"
 )
 
 // Store is the durable record in one PostgreSQL database. It is safe for
@@ -93,44 +89,13 @@ func (s *Store) Ready(ctx context.Context) error {
 }
 
 //go:embed migrations/*.sql
-var migrations embed.FS
+var migrationFiles embed.FS
 
-// migration is one file of migrations/: NNNN_name.sql, applied as schema
-// version NNNN.
-type migration struct {
-	version int
-	name    string
-	sql     string
-}
-
-// loadMigrations returns the embedded migrations in version order. Their
-// versions must be 1, 2, 3, … with no gap or repeat.
-func loadMigrations() ([]migration, error) {
-	names, err := fs.Glob(migrations, "migrations/*.sql")
-	if err != nil {
-		return nil, err
-	}
-	var ms []migration
-	for _, name := range names {
-		base := path.Base(name)
-		num, _, ok := strings.Cut(base, "_")
-		v, err := strconv.Atoi(num)
-		if !ok || err != nil || v < 1 {
-			return nil, fmt.Errorf("migration %s: the name must be NNNN_name.sql", name)
-		}
-		b, err := migrations.ReadFile(name)
-		if err != nil {
-			return nil, err
-		}
-		ms = append(ms, migration{version: v, name: base, sql: string(b)})
-	}
-	slices.SortFunc(ms, func(a, b migration) int { return a.version - b.version })
-	for i, m := range ms {
-		if m.version != i+1 {
-			return nil, fmt.Errorf("migration %s: expected version %d", m.name, i+1)
-		}
-	}
-	return ms, nil
+// loadMigrations returns the embedded migrations (migrations/NNNN_name.sql,
+// applied as schema version NNNN) in version order. Their versions must be
+// 1, 2, 3, … with no gap or repeat.
+func loadMigrations() ([]migrations.Migration, error) {
+	return migrations.Load(migrationFiles, "migrations")
 }
 
 // migrateLock is the key of the transaction-level advisory lock that
@@ -154,7 +119,7 @@ func (s *Store) migrate(ctx context.Context) (applied int, err error) {
 	for _, m := range ms {
 		ok, err := s.migrateOne(ctx, m, len(ms))
 		if err != nil {
-			return applied, fmt.Errorf("migration %s: %w", m.name, err)
+			return applied, fmt.Errorf("migration %s: %w", m.Name, err)
 		}
 		if ok {
 			applied++
@@ -166,7 +131,7 @@ func (s *Store) migrate(ctx context.Context) (applied int, err error) {
 // migrateOne applies m unless the database is at m's version or later.
 // known is the highest version this build knows. DDL is transactional in
 // PostgreSQL: a migration that fails leaves no trace.
-func (s *Store) migrateOne(ctx context.Context, m migration, known int) (applied bool, err error) {
+func (s *Store) migrateOne(ctx context.Context, m migrations.Migration, known int) (applied bool, err error) {
 	err = pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
 		if _, err := tx.Exec(ctx, `SELECT pg_advisory_xact_lock($1)`, migrateLock); err != nil {
 			return err
@@ -187,13 +152,13 @@ func (s *Store) migrateOne(ctx context.Context, m migration, known int) (applied
 		if current > known {
 			return fmt.Errorf("the database is at schema version %d, newer than this build knows (%d)", current, known)
 		}
-		if current >= m.version {
+		if current >= m.Version {
 			return nil
 		}
-		if _, err := tx.Exec(ctx, m.sql); err != nil {
+		if _, err := tx.Exec(ctx, m.SQL); err != nil {
 			return err
 		}
-		if _, err := tx.Exec(ctx, `INSERT INTO schema_migrations (version, name) VALUES ($1, $2)`, m.version, m.name); err != nil {
+		if _, err := tx.Exec(ctx, `INSERT INTO schema_migrations (version, name) VALUES ($1, $2)`, m.Version, m.Name); err != nil {
 			return err
 		}
 		applied = true
@@ -201,11 +166,6 @@ func (s *Store) migrateOne(ctx context.Context, m migration, known int) (applied
 	})
 	return applied && err == nil, err
 }
-
-// maxVersion bounds the versions and sequences the store accepts: bigint
-// is signed 64-bit. A Version below 2^63 has a millisecond part below
-// 2^43, that is, times before the year 2248.
-const maxVersion = math.MaxInt64
 
 // translate maps driver errors to the domain's vocabulary where one fits:
 // a server that cannot be reached or dropped the connection, one that is

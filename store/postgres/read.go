@@ -9,6 +9,7 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	fg "github.com/followgraph/followgraph"
+	"github.com/followgraph/followgraph/store/internal/row"
 )
 
 // eventsBatch is how many rows Events reads per query.
@@ -38,19 +39,19 @@ func (s *Store) Events(ctx context.Context) iter.Seq2[fg.Event, error] {
 			return
 		}
 		defer tx.Rollback(ctx) // read only: nothing to commit
-		var after edge         // ids are positive: (0, 0) is before every key
-		batch := make([]edge, 0, eventsBatch)
+		var after row.Edge     // ids are positive: (0, 0) is before every key
+		batch := make([]row.Edge, 0, eventsBatch)
 		for {
 			rows, err := tx.Query(ctx, `SELECT follower, followee, following, version FROM edges
 				WHERE (follower, followee) > ($1, $2)
-				ORDER BY follower, followee LIMIT $3`, after.follower, after.followee, eventsBatch)
+				ORDER BY follower, followee LIMIT $3`, after.Follower, after.Followee, eventsBatch)
 			if err != nil {
 				fail(err)
 				return
 			}
 			batch = batch[:0]
-			var e edge
-			_, err = pgx.ForEachRow(rows, []any{&e.follower, &e.followee, &e.following, &e.version}, func() error {
+			var e row.Edge
+			_, err = pgx.ForEachRow(rows, []any{&e.Follower, &e.Followee, &e.Following, &e.Version}, func() error {
 				batch = append(batch, e)
 				return nil
 			})
@@ -60,10 +61,10 @@ func (s *Store) Events(ctx context.Context) iter.Seq2[fg.Event, error] {
 			}
 			for _, e := range batch {
 				op := fg.OpUnfollow
-				if e.following {
+				if e.Following {
 					op = fg.OpFollow
 				}
-				if !yield(fg.NewEvent(fg.UserID(e.follower), fg.UserID(e.followee), op, fg.Version(e.version)), nil) {
+				if !yield(fg.NewEvent(fg.UserID(e.Follower), fg.UserID(e.Followee), op, fg.Version(e.Version)), nil) {
 					return
 				}
 			}

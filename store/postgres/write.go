@@ -1,66 +1,17 @@
 package postgres
 
 import (
-	"cmp"
 	"context"
 	"errors"
 	"fmt"
 	"iter"
-	"slices"
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
 
 	fg "github.com/followgraph/followgraph"
+	"github.com/followgraph/followgraph/store/internal/row"
 )
-
-// edge is one row of the edges table.
-type edge struct {
-	follower, followee int64
-	following          bool  // false: unfollowed (a tombstone)
-	sinceMs            int64 // the time of version
-	version            int64
-}
-
-// toEdge returns the row that records e, or an error if e is invalid
-// (Event.Validate) or its version does not fit a signed 64-bit integer.
-func toEdge(e fg.Event) (edge, error) {
-	if err := e.Validate(); err != nil {
-		return edge{}, err
-	}
-	if e.Version > maxVersion {
-		return edge{}, fg.Errorf(fg.EInvalidArgument,
-			"event %s: version %d is 2^63 or more, beyond the store's range (times after the year 2248)", e.ID(), e.Version)
-	}
-	return edge{
-		follower:  int64(e.User),
-		followee:  int64(e.Target),
-		following: e.Op == fg.OpFollow,
-		sinceMs:   e.Version.Millis(),
-		version:   int64(e.Version),
-	}, nil
-}
-
-// dedupe sorts edges in primary-key order and keeps only the highest
-// version of each edge. ON CONFLICT DO UPDATE rejects a statement that
-// names one row twice; and the key order makes every applier lock the rows
-// it changes in the same order, so concurrent appliers (two persisters,
-// or Apply and Import) wait for each other instead of deadlocking, and
-// the B-tree pages are visited in order.
-func dedupe(edges []edge) []edge {
-	slices.SortFunc(edges, func(a, b edge) int {
-		if c := cmp.Compare(a.follower, b.follower); c != 0 {
-			return c
-		}
-		if c := cmp.Compare(a.followee, b.followee); c != 0 {
-			return c
-		}
-		return cmp.Compare(b.version, a.version) // highest first, kept by Compact
-	})
-	return slices.CompactFunc(edges, func(a, b edge) bool {
-		return a.follower == b.follower && a.followee == b.followee
-	})
-}
 
 // columns is a batch of edges as one array per column, the parameters of
 // upsertSQL.
@@ -70,7 +21,7 @@ type columns struct {
 	sinceMs, version   []int64
 }
 
-func columnsOf(edges []edge) columns {
+func columnsOf(edges []row.Edge) columns {
 	c := columns{
 		follower:  make([]int64, len(edges)),
 		followee:  make([]int64, len(edges)),
@@ -80,7 +31,7 @@ func columnsOf(edges []edge) columns {
 	}
 	for i, e := range edges {
 		c.follower[i], c.followee[i], c.following[i], c.sinceMs[i], c.version[i] =
-			e.follower, e.followee, e.following, e.sinceMs, e.version
+			e.Follower, e.Followee, e.Following, e.SinceMs, e.Version
 	}
 	return c
 }
@@ -92,7 +43,7 @@ func columnsOf(edges []edge) columns {
 // does not depend on the batch size, so pgx prepares it once per
 // connection; the arrays travel in binary, 8 bytes an id.
 //
-// unnest yields the rows in array order, which is key order (see dedupe).
+// unnest yields the rows in array order, which is key order (see row.Dedupe).
 //
 // Measured against the alternatives on the generated 1M-edge graph
 // (PostgreSQL 15 with its default 128 MB of shared_buffers, 2 cores;
@@ -153,16 +104,16 @@ WHERE e.version < excluded.version`
 // applies nothing. A server that cannot be reached, or a transaction that
 // cannot go through for now, returns EUnavailable (see translate).
 func (s *Store) Apply(ctx context.Context, events []fg.Event, lastSeq uint64) (changed int, err error) {
-	if lastSeq > maxVersion {
+	if lastSeq > row.MaxVersion {
 		return 0, fmt.Errorf("postgres: apply: %w", fg.Errorf(fg.EInvalidArgument, "sequence %d is 2^63 or more", lastSeq))
 	}
-	edges := make([]edge, len(events))
+	edges := make([]row.Edge, len(events))
 	for i, e := range events {
-		if edges[i], err = toEdge(e); err != nil {
+		if edges[i], err = row.FromEvent(e); err != nil {
 			return 0, fmt.Errorf("postgres: apply: %w", err)
 		}
 	}
-	edges = dedupe(edges)
+	edges = row.Dedupe(edges)
 	if len(edges) >= splitMin {
 		changed, err = s.applySplit(ctx, edges, lastSeq)
 	} else {
@@ -187,7 +138,7 @@ const writeLock int64 = migrateLock + 1
 // transaction that commits when the server reaches the Sync, or rolls back
 // whole at the first error. The meta row, which every Apply writes, comes
 // last: it is locked only once the edges are, and for the shortest time.
-func (s *Store) applyOne(ctx context.Context, edges []edge, lastSeq uint64) (changed int, err error) {
+func (s *Store) applyOne(ctx context.Context, edges []row.Edge, lastSeq uint64) (changed int, err error) {
 	b := &pgx.Batch{}
 	b.Queue(`SELECT pg_advisory_xact_lock($1)`, writeLock)
 	if len(edges) > 0 {
@@ -224,7 +175,7 @@ func (s *Store) applyOne(ctx context.Context, edges []edge, lastSeq uint64) (cha
 // cannot see them; so every Apply and Import first takes writeLock and
 // writers go one at a time. The first transaction takes it and holds it
 // until its commit, before the second begins writing.
-func (s *Store) applySplit(ctx context.Context, edges []edge, lastSeq uint64) (int, error) {
+func (s *Store) applySplit(ctx context.Context, edges []row.Edge, lastSeq uint64) (int, error) {
 	half := len(edges) / 2
 	first, err := s.pool.Begin(ctx)
 	if err != nil {
@@ -240,7 +191,7 @@ func (s *Store) applySplit(ctx context.Context, edges []edge, lastSeq uint64) (i
 	}
 	defer second.Rollback(context.WithoutCancel(ctx))
 
-	upsert := func(tx pgx.Tx, edges []edge) (int, error) {
+	upsert := func(tx pgx.Tx, edges []row.Edge) (int, error) {
 		c := columnsOf(edges)
 		tag, err := tx.Exec(ctx, upsertSQL, c.follower, c.followee, c.following, c.sinceMs, c.version)
 		return int(tag.RowsAffected()), err
@@ -306,19 +257,19 @@ func (s *Store) Import(ctx context.Context, events iter.Seq[fg.Event]) (int, err
 		if _, err := tx.Exec(ctx, `CREATE TEMPORARY TABLE edges_import (LIKE edges) ON COMMIT DROP`); err != nil {
 			return err
 		}
-		buf := make([]edge, 0, importChunk)
+		buf := make([]row.Edge, 0, importChunk)
 		flush := func() error {
 			_, err := tx.CopyFrom(ctx, pgx.Identifier{"edges_import"},
 				[]string{"follower", "followee", "following", "since_ms", "version"},
 				pgx.CopyFromSlice(len(buf), func(i int) ([]any, error) {
 					e := buf[i]
-					return []any{e.follower, e.followee, e.following, e.sinceMs, e.version}, nil
+					return []any{e.Follower, e.Followee, e.Following, e.SinceMs, e.Version}, nil
 				}))
 			buf = buf[:0]
 			return err
 		}
 		for e := range events {
-			r, err := toEdge(e)
+			r, err := row.FromEvent(e)
 			if err != nil {
 				return err
 			}

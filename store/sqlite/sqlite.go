@@ -20,10 +20,6 @@ import (
 	"embed"
 	"errors"
 	"fmt"
-	"io/fs"
-	"math"
-	"path"
-	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -32,6 +28,7 @@ import (
 	sqlite3 "modernc.org/sqlite/lib"
 
 	fg "github.com/followgraph/followgraph"
+	"github.com/followgraph/followgraph/store/internal/migrations"
 )
 
 // Store is the durable record in one SQLite file. It is safe for concurrent
@@ -155,44 +152,13 @@ func (s *Store) Ready(ctx context.Context) error {
 }
 
 //go:embed migrations/*.sql
-var migrations embed.FS
+var migrationFiles embed.FS
 
-// migration is one file of migrations/: NNNN_name.sql, applied as schema
-// version NNNN.
-type migration struct {
-	version int
-	name    string
-	sql     string
-}
-
-// loadMigrations returns the embedded migrations in version order. Their
-// versions must be 1, 2, 3, … with no gap or repeat.
-func loadMigrations() ([]migration, error) {
-	names, err := fs.Glob(migrations, "migrations/*.sql")
-	if err != nil {
-		return nil, err
-	}
-	var ms []migration
-	for _, name := range names {
-		base := path.Base(name)
-		num, _, ok := strings.Cut(base, "_")
-		v, err := strconv.Atoi(num)
-		if !ok || err != nil || v < 1 {
-			return nil, fmt.Errorf("migration %s: the name must be NNNN_name.sql", name)
-		}
-		b, err := migrations.ReadFile(name)
-		if err != nil {
-			return nil, err
-		}
-		ms = append(ms, migration{version: v, name: base, sql: string(b)})
-	}
-	slices.SortFunc(ms, func(a, b migration) int { return a.version - b.version })
-	for i, m := range ms {
-		if m.version != i+1 {
-			return nil, fmt.Errorf("migration %s: expected version %d", m.name, i+1)
-		}
-	}
-	return ms, nil
+// loadMigrations returns the embedded migrations (migrations/NNNN_name.sql,
+// applied as schema version NNNN) in version order. Their versions must be
+// 1, 2, 3, … with no gap or repeat.
+func loadMigrations() ([]migrations.Migration, error) {
+	return migrations.Load(migrationFiles, "migrations")
 }
 
 // migrate applies the embedded migrations the database has not had yet,
@@ -218,7 +184,7 @@ func (s *Store) migrate(ctx context.Context) (applied int, err error) {
 		// at once cannot both apply a migration.
 		ok, err := s.migrateOne(ctx, m, len(ms))
 		if err != nil {
-			return applied, fmt.Errorf("migration %s: %w", m.name, err)
+			return applied, fmt.Errorf("migration %s: %w", m.Name, err)
 		}
 		if ok {
 			applied++
@@ -229,7 +195,7 @@ func (s *Store) migrate(ctx context.Context) (applied int, err error) {
 
 // migrateOne applies m unless the database is at m's version or later.
 // known is the highest version this build knows.
-func (s *Store) migrateOne(ctx context.Context, m migration, known int) (applied bool, err error) {
+func (s *Store) migrateOne(ctx context.Context, m migrations.Migration, known int) (applied bool, err error) {
 	tx, err := s.w.BeginTx(ctx, nil)
 	if err != nil {
 		return false, err
@@ -242,23 +208,18 @@ func (s *Store) migrateOne(ctx context.Context, m migration, known int) (applied
 	if current > known {
 		return false, fmt.Errorf("the database is at schema version %d, newer than this build knows (%d)", current, known)
 	}
-	if current >= m.version {
+	if current >= m.Version {
 		return false, nil
 	}
-	if _, err := tx.ExecContext(ctx, m.sql); err != nil {
+	if _, err := tx.ExecContext(ctx, m.SQL); err != nil {
 		return false, err
 	}
 	if _, err := tx.ExecContext(ctx, `INSERT INTO schema_version (version, name, applied_ms) VALUES (?, ?, ?)`,
-		m.version, m.name, time.Now().UnixMilli()); err != nil {
+		m.Version, m.Name, time.Now().UnixMilli()); err != nil {
 		return false, err
 	}
 	return true, tx.Commit()
 }
-
-// maxVersion bounds the versions and sequences the store accepts: SQLite
-// integers are signed 64-bit. A Version below 2^63 has a millisecond part
-// below 2^43, that is, times before the year 2248.
-const maxVersion = math.MaxInt64
 
 // translate maps driver errors to the domain's vocabulary where one fits:
 // a lock not obtained within busyTimeout, a full disk, an I/O error or a

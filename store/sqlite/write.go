@@ -1,15 +1,14 @@
 package sqlite
 
 import (
-	"cmp"
 	"context"
 	"database/sql"
 	"fmt"
 	"iter"
-	"slices"
 	"strings"
 
 	fg "github.com/followgraph/followgraph"
+	"github.com/followgraph/followgraph/store/internal/row"
 )
 
 // maxRows is the most rows one upsert statement writes. Each row binds 5
@@ -39,56 +38,6 @@ func upsertSQL(rows int) string {
 	return b.String()
 }
 
-// edge is one row of the edges table.
-type edge struct {
-	follower, followee int64
-	following          int64 // 1 following, 0 unfollowed (a tombstone)
-	sinceMs            int64 // the time of version
-	version            int64
-}
-
-// toEdge returns the row that records e, or an error if e is invalid
-// (Event.Validate) or its version does not fit a signed 64-bit integer.
-func toEdge(e fg.Event) (edge, error) {
-	if err := e.Validate(); err != nil {
-		return edge{}, err
-	}
-	if e.Version > maxVersion {
-		return edge{}, fg.Errorf(fg.EInvalidArgument,
-			"event %s: version %d is 2^63 or more, beyond the store's range (times after the year 2248)", e.ID(), e.Version)
-	}
-	var following int64
-	if e.Op == fg.OpFollow {
-		following = 1
-	}
-	return edge{
-		follower:  int64(e.User),
-		followee:  int64(e.Target),
-		following: following,
-		sinceMs:   e.Version.Millis(),
-		version:   int64(e.Version),
-	}, nil
-}
-
-// dedupe sorts edges in primary-key order and keeps only the highest
-// version of each edge. Fewer rows to write, B-tree pages touched in
-// order, and no statement that names one row twice (which PostgreSQL's
-// ON CONFLICT rejects).
-func dedupe(edges []edge) []edge {
-	slices.SortFunc(edges, func(a, b edge) int {
-		if c := cmp.Compare(a.follower, b.follower); c != 0 {
-			return c
-		}
-		if c := cmp.Compare(a.followee, b.followee); c != 0 {
-			return c
-		}
-		return cmp.Compare(b.version, a.version) // highest first, kept by Compact
-	})
-	return slices.CompactFunc(edges, func(a, b edge) bool {
-		return a.follower == b.follower && a.followee == b.followee
-	})
-}
-
 // Apply records a batch of events read from the event log, and lastSeq,
 // the stream sequence of the batch's last event, in one transaction: when
 // Apply returns nil, the batch is on disk (synchronous=FULL, see Open);
@@ -108,16 +57,16 @@ func dedupe(edges []edge) []edge {
 // error with its code (EInvalidArgument, EInvalidID, ESelfFollow) and
 // applies nothing. A lock not obtained in time returns EUnavailable.
 func (s *Store) Apply(ctx context.Context, events []fg.Event, lastSeq uint64) (changed int, err error) {
-	if lastSeq > maxVersion {
+	if lastSeq > row.MaxVersion {
 		return 0, fmt.Errorf("sqlite: apply: %w", fg.Errorf(fg.EInvalidArgument, "sequence %d is 2^63 or more", lastSeq))
 	}
-	edges := make([]edge, len(events))
+	edges := make([]row.Edge, len(events))
 	for i, e := range events {
-		if edges[i], err = toEdge(e); err != nil {
+		if edges[i], err = row.FromEvent(e); err != nil {
 			return 0, fmt.Errorf("sqlite: apply: %w", err)
 		}
 	}
-	edges = dedupe(edges)
+	edges = row.Dedupe(edges)
 
 	tx, err := s.w.BeginTx(ctx, nil)
 	if err != nil {
@@ -139,7 +88,7 @@ func (s *Store) Apply(ctx context.Context, events []fg.Event, lastSeq uint64) (c
 // upsert writes edges in tx with as few statements as possible, using the
 // prepared statements of 2^k rows (a batch of 1000 takes 512+256+128+64+
 // 32+8), and returns the number of rows changed.
-func (s *Store) upsert(ctx context.Context, tx *sql.Tx, edges []edge) (int, error) {
+func (s *Store) upsert(ctx context.Context, tx *sql.Tx, edges []row.Edge) (int, error) {
 	changed := 0
 	args := make([]any, 0, 5*min(len(edges), maxRows))
 	for len(edges) > 0 {
@@ -150,7 +99,7 @@ func (s *Store) upsert(ctx context.Context, tx *sql.Tx, edges []edge) (int, erro
 		n := 1 << k
 		args = args[:0]
 		for _, e := range edges[:n] {
-			args = append(args, e.follower, e.followee, e.following, e.sinceMs, e.version)
+			args = append(args, e.Follower, e.Followee, e.Following, e.SinceMs, e.Version)
 		}
 		res, err := tx.StmtContext(ctx, s.upserts[k]).ExecContext(ctx, args...)
 		if err != nil {
@@ -185,15 +134,15 @@ func (s *Store) Import(ctx context.Context, events iter.Seq[fg.Event]) (int, err
 	}
 	defer tx.Rollback()
 	changed := 0
-	buf := make([]edge, 0, importChunk)
+	buf := make([]row.Edge, 0, importChunk)
 	flush := func() error {
-		n, err := s.upsert(ctx, tx, dedupe(buf))
+		n, err := s.upsert(ctx, tx, row.Dedupe(buf))
 		changed += n
 		buf = buf[:0]
 		return translate(err)
 	}
 	for e := range events {
-		r, err := toEdge(e)
+		r, err := row.FromEvent(e)
 		if err != nil {
 			return 0, fmt.Errorf("sqlite: import: %w", err)
 		}
