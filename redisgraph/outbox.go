@@ -46,17 +46,8 @@ func (g *Graph) outboxOfSlot(slot uint16) string {
 // events: on a Cluster it asks each slot's stream for its length, 1024 a
 // round trip.
 func (g *Graph) PendingOutboxStreams(ctx context.Context) ([]string, error) {
-	var keys []string
-	if !g.cluster {
-		keys = []string{g.outbox(0)}
-	} else {
-		keys = make([]string, slots)
-		for s := range keys {
-			keys[s] = g.outboxOfSlot(uint16(s))
-		}
-	}
 	var pending []string
-	for batch := range slices.Chunk(keys, 1024) {
+	for batch := range slices.Chunk(g.outboxKeys(), 1024) {
 		cmds := make(rueidis.Commands, len(batch))
 		for i, key := range batch {
 			cmds[i] = g.c.B().Xlen().Key(key).Build()

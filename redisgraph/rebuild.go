@@ -48,7 +48,7 @@ func (s Side) String() string {
 	return fg.ListFollowers
 }
 
-// keys returns the keys of side s of user u, as scriptBulk takes them.
+// sideKeys returns the keys of side s of user u, as scriptBulk takes them.
 func (g *Graph) sideKeys(u fg.UserID, s Side) []string {
 	if s == SideFollowing {
 		return []string{g.key(u, kindOut), g.key(u, kindOutVer), g.key(u, kindCounters)}

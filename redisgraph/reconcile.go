@@ -593,12 +593,3 @@ func (g *Graph) readUser(ctx context.Context, u fg.UserID) (redisUser, error) {
 	}
 	return red, nil
 }
-
-// parseVersionString reads a version written by versionHex.
-func parseVersionString(s string) (fg.Version, error) {
-	n, err := strconv.ParseUint(s, 16, 64)
-	if err != nil || len(s) != 16 {
-		return 0, fmt.Errorf("version %q is not 16 hex digits", s)
-	}
-	return fg.Version(n), nil
-}
