@@ -110,7 +110,7 @@ func (g *Graph) change(ctx context.Context, user, target fg.UserID, op fg.Op) (b
 			return false, 0, fmt.Errorf("redisgraph: %s: %w", op, err)
 		}
 		if settled && id != "" {
-			g.dropFromOutbox(ctx, user, id)
+			g.dropFromOutbox(user, id)
 		}
 	}
 	return true, v, nil
@@ -119,10 +119,12 @@ func (g *Graph) change(ctx context.Context, user, target fg.UserID, op fg.Op) (b
 // dropFromOutbox deletes the outbox entry id of a change of user that the
 // hook has taken care of (its event is in the log, and on a Cluster its
 // second step is done), so that the relay does not publish it a second
-// time. Best effort: an entry left is published again and dropped by the
-// log as a duplicate, as before.
-func (g *Graph) dropFromOutbox(ctx context.Context, user fg.UserID, id string) {
-	g.c.Do(context.WithoutCancel(ctx), g.c.B().Xdel().Key(g.outbox(user)).Id(id).Build())
+// time. Best effort, and off the write's path: the write is acknowledged
+// without waiting for it, and an entry left is published again by the
+// relay and dropped by the log as a duplicate.
+func (g *Graph) dropFromOutbox(user fg.UserID, id string) {
+	cmd := g.c.B().Xdel().Key(g.outbox(user)).Id(id).Build()
+	go g.c.Do(context.Background(), cmd)
 }
 
 // secondStep applies e on the followee's side (Cluster only), retrying
@@ -260,6 +262,11 @@ func parseVersion(m rueidis.RedisMessage) (fg.Version, error) {
 	if err != nil {
 		return 0, err
 	}
+	return parseVersionString(s)
+}
+
+// parseVersionString reads a version written by versionHex.
+func parseVersionString(s string) (fg.Version, error) {
 	n, err := strconv.ParseUint(s, 16, 64)
 	if err != nil || len(s) != 16 {
 		return 0, fmt.Errorf("version %q is not 16 hex digits", s)
