@@ -106,8 +106,15 @@ func (l *Log) Consume(ctx context.Context, durable string, max int, wait time.Du
 		return unavailable(op, err)
 	}
 	failures := 0
+	// How many to ask for (see fetch): at first, the backlog the consumer
+	// has; then what the last batch's last message says waits behind it.
+	want := max
+	if info, err := cons.Info(ctx); err == nil {
+		want = int(min(uint64(max), info.NumPending))
+		want = cmp.Or(want, 1)
+	}
 	for {
-		raw, err := l.fetch(ctx, cons, max, wait)
+		raw, err := l.fetch(ctx, cons, want, wait)
 		if ctx.Err() != nil {
 			return nil
 		}
@@ -125,10 +132,23 @@ func (l *Log) Consume(ctx context.Context, durable string, max int, wait time.Du
 		}
 		if l.handleBatch(ctx, durable, raw, handle, failures+1) {
 			failures = 0
+			want = waiting(raw[len(raw)-1], max)
 		} else {
 			failures++
+			want = max
 		}
 	}
+}
+
+// waiting returns how many messages to ask for after m, the last of a
+// batch handled: as many as the server said were waiting behind it when
+// it delivered m (its metadata's pending count), 1 to max.
+func waiting(m jetstream.Msg, max int) int {
+	md, err := m.Metadata()
+	if err != nil || md.NumPending == 0 {
+		return 1
+	}
+	return int(min(uint64(max), md.NumPending))
 }
 
 // isWQNotUnique reports the server's refusal of a second consumer on a
@@ -138,31 +158,23 @@ func isWQNotUnique(err error) bool {
 	return errors.As(err, &apiErr) && (apiErr.ErrorCode == 10099 || apiErr.ErrorCode == 10100)
 }
 
-// fetch returns up to max messages. It asks for as many as the consumer
-// has waiting, so that the pull ends as soon as they are delivered; with
-// none waiting, for one, which ends the pull as soon as one arrives (or
-// after wait). A pull for more than are there ends only when the server
-// expires it, and it does so coarsely: 50 ms pulls took ~100 ms, and
-// often 1.1 s, under a steady 5k events/s, which made an event's time from
-// write to store seconds at the tail. (A no-wait pull did the same.) The
-// price is a consumer info request per batch, and small batches at a
-// trickle; under load a batch is what arrived while the last was handled.
-// While messages are out unacknowledged (a failed batch waiting for its
-// redelivery, or another node's batch in flight) it asks for max and
-// waits, as before: the failed batch must come back before anything
-// newer, and with one batch in flight nothing else could come anyway.
+// fetch returns up to n messages that arrive within wait. Consume asks
+// for as many as were waiting after its last batch (the last message's
+// metadata says how many), or for one when none were, so that the pull
+// ends as soon as they are delivered: a pull for more messages than are
+// there ends only when the server expires it, and it does so coarsely.
+// Asking for a full batch each time made an event's time from write to
+// store p99 ~2.5 s at 5k events/s, and asking for what waits ≤ 25 ms
+// (cmd/followgraph/testdata/lag.sh, at 2e0c662 and before 13388be).
+// After a failed batch Consume asks for a full one and waits: the failed
+// batch must come back before anything newer.
 //
 // The server ends a pull after wait and the client reads until that end,
 // so that no message is delivered to a pull the client has given up on (it
 // would stay unacknowledged until the ack wait and, with one batch in
 // flight, hold up the consumer as long). When ctx ends first, what arrived
 // and what still arrives is handed back to the server at once.
-func (l *Log) fetch(ctx context.Context, cons jetstream.Consumer, max int, wait time.Duration) ([]jetstream.Msg, error) {
-	n := max
-	if info, err := cons.Info(ctx); err == nil && info.NumAckPending == 0 {
-		n = int(min(uint64(max), info.NumPending))
-		n = cmp.Or(n, 1) // nothing waiting: the first that comes
-	}
+func (l *Log) fetch(ctx context.Context, cons jetstream.Consumer, n int, wait time.Duration) ([]jetstream.Msg, error) {
 	b, err := cons.Fetch(n, jetstream.FetchMaxWait(wait))
 	if err != nil {
 		return nil, err
