@@ -65,10 +65,10 @@ func memEngine(cfg Config, store durableStore, elog *eventlog.Log, reg prometheu
 // acknowledged once its event is also in the log (the hook), so that
 // Redis losing its data (no persistence, a failover to a replica that had
 // not caught up) loses nothing acknowledged: `followgraph rebuild` brings
-// it back from the store and the log. The relay moves into the log what a
-// crash between the two left in the outbox (the rest it publishes again,
-// and the log drops as duplicates), and the persister stores the log as
-// in the default.
+// it back from the store and the log. A change whose event the hook put in
+// the log leaves the outbox; the relay moves into the log what a crash or
+// a failed hook left there, and the persister stores the log as in the
+// default.
 func redisEngine(cfg Config, store durableStore, elog *eventlog.Log, reg prometheus.Registerer, logger *slog.Logger) (*engine, error) {
 	opt, err := redisgraph.ParseURL(cfg.Redis)
 	if err != nil {

@@ -81,3 +81,27 @@ func TestGenImportServe(t *testing.T) {
 	}
 	s.stop(t)
 }
+
+// TestImportRedis: `import --redis` writes the imported graph into Redis
+// too, and reconcile finds Redis equal to the store.
+func TestImportRedis(t *testing.T) {
+	url, prefix := testRedis(t)
+	dir := t.TempDir()
+	file, data := filepath.Join(dir, "g.tsv"), filepath.Join(dir, "data")
+	run := func(args ...string) string {
+		t.Helper()
+		out, err := exec.Command(binary, args...).CombinedOutput()
+		if err != nil {
+			t.Fatalf("followgraph %s: %v\n%s", strings.Join(args, " "), err, out)
+		}
+		return string(out)
+	}
+	run("gen", "--edges", "20000", "--users", "2000", "--seed", "4", "-o", file)
+	out := run("import", file, "--data", data, "--redis", url, "--redis-prefix", prefix)
+	if !strings.Contains(out, "rebuilt: 2000 users") {
+		t.Fatalf("import --redis said %q", out)
+	}
+	if out := run("reconcile", "--data", data, "--redis", url, "--redis-prefix", prefix); !strings.Contains(out, "differences: 0 ") {
+		t.Fatalf("reconcile after import --redis said %q", out)
+	}
+}

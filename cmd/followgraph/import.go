@@ -12,13 +12,11 @@ import (
 	"github.com/spf13/cobra"
 
 	fg "github.com/followgraph/followgraph"
-	"github.com/followgraph/followgraph/eventlog"
 	"github.com/followgraph/followgraph/redisgraph"
 )
 
 func newImport() *cobra.Command {
-	var data, db string
-	var hot opsConfig
+	var cfg opsConfig // --redis optional: the hot copy is written when given
 	cmd := &cobra.Command{
 		Use:   "import FILE",
 		Short: "Bulk-load an edge list into the durable store (the service must not be running)",
@@ -39,12 +37,7 @@ With --redis, the hot copy in Redis is then written from the store in bulk too
 				return err
 			}
 			defer f.Close()
-			if db != "" {
-				if err := checkDB(db); err != nil {
-					return err
-				}
-			}
-			store, _, err := openStore(cmd.Context(), db, data)
+			store, _, err := openStore(cmd.Context(), cfg.DB, cfg.Data)
 			if err != nil {
 				return err
 			}
@@ -55,22 +48,16 @@ With --redis, the hot copy in Redis is then written from the store in bulk too
 				return err
 			}
 			fmt.Fprintf(cmd.OutOrStdout(), "imported %d edges in %s\n", n, time.Since(start).Round(time.Millisecond))
-			if hot.Redis == "" {
+			if cfg.Redis == "" {
 				return nil
 			}
-			hot.Data, hot.DB = data, db
-			if err := hot.validate(); err != nil {
+			if err := cfg.validate(); err != nil {
 				return err
 			}
-			return hot.rebuild(cmd.Context(), cmd.OutOrStdout(), redisgraph.RebuildOptions{})
+			return cfg.rebuild(cmd.Context(), cmd.OutOrStdout(), redisgraph.RebuildOptions{})
 		},
 	}
-	cmd.Flags().StringVar(&data, "data", "./data", "folder for embedded data")
-	cmd.Flags().StringVar(&db, "db", "", "postgres:// or mysql:// durable store; replaces embedded SQLite")
-	cmd.Flags().StringVar(&hot.Redis, "redis", "", "Redis URL: also write the imported graph into the hot copy there")
-	cmd.Flags().StringVar(&hot.RedisPrefix, "redis-prefix", "fg", "prefix of every Redis key, as serve --redis-prefix")
-	cmd.Flags().StringVar(&hot.NATS, "nats", "", "NATS URL of the event log, as serve --nats (read for events not yet in the store)")
-	cmd.Flags().StringVar(&hot.NATSStream, "nats-stream", eventlog.DefaultStream, "name of the event stream, as serve --nats-stream")
+	cfg.flags(cmd)
 	return cmd
 }
 

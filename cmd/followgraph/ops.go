@@ -38,7 +38,7 @@ type opsConfig struct {
 func (c *opsConfig) flags(cmd *cobra.Command) {
 	f := cmd.Flags()
 	f.StringVar(&c.Data, "data", "./data", "folder for embedded data (the SQLite store and NATS log when --db and --nats are not given; serve must not be running then)")
-	f.StringVar(&c.Redis, "redis", "", "Redis URL of the hot copy, as serve --redis (required)")
+	f.StringVar(&c.Redis, "redis", "", "Redis URL of the hot copy, as serve --redis")
 	f.StringVar(&c.RedisPrefix, "redis-prefix", "fg", "prefix of every Redis key, as serve --redis-prefix")
 	f.StringVar(&c.NATS, "nats", "", "NATS URL of the event log, as serve --nats")
 	f.StringVar(&c.NATSStream, "nats-stream", eventlog.DefaultStream, "name of the event stream, as serve --nats-stream")
@@ -46,15 +46,10 @@ func (c *opsConfig) flags(cmd *cobra.Command) {
 }
 
 func (c *opsConfig) validate() error {
-	switch {
-	case c.Redis == "":
+	if c.Redis == "" {
 		return errors.New("--redis is required: the hot copy to work on")
-	case c.RedisPrefix == "" || strings.ContainsAny(c.RedisPrefix, "{}"):
-		return fmt.Errorf("--redis-prefix %q: want a non-empty prefix without '{' or '}'", c.RedisPrefix)
-	case c.DB != "":
-		return checkDB(c.DB)
 	}
-	return nil
+	return Config{Redis: c.Redis, RedisPrefix: c.RedisPrefix, DB: c.DB, NATS: c.NATS}.checkServers()
 }
 
 // expected loads the graph Redis should hold: the store, then the events

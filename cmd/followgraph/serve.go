@@ -51,11 +51,10 @@ type Config struct {
 
 // Validate reports a configuration that cannot run.
 func (c Config) Validate() error {
+	if err := c.checkServers(); err != nil {
+		return err
+	}
 	switch {
-	case c.Redis != "" && (c.RedisPrefix == "" || strings.ContainsAny(c.RedisPrefix, "{}")):
-		return fmt.Errorf("--redis-prefix %q: want a non-empty prefix without '{' or '}'", c.RedisPrefix)
-	case c.DB != "" && checkDB(c.DB) != nil:
-		return checkDB(c.DB)
 	case c.NATSReplicas < 1 || c.NATSReplicas > 5:
 		return fmt.Errorf("--nats-replicas %d: want 1 to 5", c.NATSReplicas)
 	case c.NATS == "" && c.NATSReplicas != 1:
@@ -68,6 +67,18 @@ func (c Config) Validate() error {
 		return errors.New("rates cannot be negative")
 	case c.MaxFollowing < 0:
 		return errors.New("--max-following cannot be negative")
+	}
+	return nil
+}
+
+// checkServers reports a Redis prefix or a --db that cannot work; serve,
+// import, rebuild and reconcile take them alike.
+func (c Config) checkServers() error {
+	if c.Redis != "" && (c.RedisPrefix == "" || strings.ContainsAny(c.RedisPrefix, "{}")) {
+		return fmt.Errorf("--redis-prefix %q: want a non-empty prefix without '{' or '}'", c.RedisPrefix)
+	}
+	if c.DB != "" {
+		return checkDB(c.DB)
 	}
 	return nil
 }
