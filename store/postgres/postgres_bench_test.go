@@ -3,6 +3,7 @@ package postgres_test
 import (
 	"context"
 	"iter"
+	"math"
 	"math/rand/v2"
 	"slices"
 	"strconv"
@@ -85,6 +86,12 @@ func BenchmarkApply(b *testing.B) {
 		runApply(b, newStore(b), liveBatches(benchEdges/50, batch, 1), batch)
 	})
 	b.Run("Graph1M", func(b *testing.B) {
+		s, _ := importedStore(b)
+		runApply(b, s, liveBatches(benchEdges/50, batch, 1), batch)
+	})
+	// The same with every batch in one transaction, as before applySplit.
+	b.Run("Graph1MOneTransaction", func(b *testing.B) {
+		defer postgres.SetSplitMin(math.MaxInt)()
 		s, _ := importedStore(b)
 		runApply(b, s, liveBatches(benchEdges/50, batch, 1), batch)
 	})

@@ -125,8 +125,9 @@ func (s *Store) Apply(ctx context.Context, events []fg.Event, lastSeq uint64) (c
 	return changed, nil
 }
 
-// splitMin is the smallest batch that applySplit writes in two halves.
-const splitMin = 256
+// splitMin is the smallest batch that applySplit writes in two halves (a
+// variable so that the benchmarks compare with one transaction).
+var splitMin = 256
 
 // writeLock is the key of the transaction-level advisory lock that every
 // Apply and Import takes first: they write one at a time (see applySplit;
@@ -158,8 +159,9 @@ func (s *Store) applyOne(ctx context.Context, edges []row.Edge, lastSeq uint64) 
 // no row) in two transactions on two connections at once, then commits
 // the first, then the second, which also moves lastSeq. A backend applies
 // an upsert on one core; most of its time is descending the three B-trees
-// (see upsertSQL), so two halves at once use both cores of a small server:
-// on this 2-core machine two appliers together ran 1.5-1.8x one.
+// (see upsertSQL), so two halves at once use both cores of a small server
+// (side by side: `go test -run '^$' -bench 'Apply/Graph1M' ./store/postgres/`,
+// Graph1M against Graph1MOneTransaction).
 //
 // The rule the store keeps is the one a single transaction gives: the
 // stored sequence never claims an event that is not stored. lastSeq moves
