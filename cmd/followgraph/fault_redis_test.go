@@ -52,11 +52,8 @@ func TestFault_ClusterFailover(t *testing.T) {
 // rebuild runs `followgraph rebuild` on the deployment.
 func rebuild(t *testing.T, d *deployment) {
 	t.Helper()
-	out, err := exec.Command(binary, "rebuild", "--redis", d.redis, "--redis-prefix", d.prefix,
-		"--nats", d.nats, "--nats-stream", d.stream, "--db", d.db).CombinedOutput()
-	if err != nil {
-		t.Fatalf("followgraph rebuild: %v\n%s", err, out)
-	}
+	runBinary(t, "rebuild", "--redis", d.redis, "--redis-prefix", d.prefix,
+		"--nats", d.nats, "--nats-stream", d.stream, "--db", d.db)
 }
 
 // redisProc is a redis-server of the test's own, keeping nothing on disk.

@@ -19,14 +19,7 @@ import (
 func TestGenImportServe(t *testing.T) {
 	dir := t.TempDir()
 	file, data := filepath.Join(dir, "g.tsv"), filepath.Join(dir, "data")
-	run := func(args ...string) string {
-		t.Helper()
-		out, err := exec.Command(binary, args...).CombinedOutput()
-		if err != nil {
-			t.Fatalf("followgraph %s: %v\n%s", strings.Join(args, " "), err, out)
-		}
-		return string(out)
-	}
+	run := func(args ...string) string { return runBinary(t, args...) }
 	run("gen", "--edges", "20000", "--seed", "3", "-o", file)
 	if out := run("import", file, "--data", data); !strings.Contains(out, "imported") {
 		t.Fatalf("import said %q", out)
@@ -88,14 +81,7 @@ func TestImportRedis(t *testing.T) {
 	url, prefix := testRedis(t)
 	dir := t.TempDir()
 	file, data := filepath.Join(dir, "g.tsv"), filepath.Join(dir, "data")
-	run := func(args ...string) string {
-		t.Helper()
-		out, err := exec.Command(binary, args...).CombinedOutput()
-		if err != nil {
-			t.Fatalf("followgraph %s: %v\n%s", strings.Join(args, " "), err, out)
-		}
-		return string(out)
-	}
+	run := func(args ...string) string { return runBinary(t, args...) }
 	run("gen", "--edges", "20000", "--users", "2000", "--seed", "4", "-o", file)
 	out := run("import", file, "--data", data, "--redis", url, "--redis-prefix", prefix)
 	if !strings.Contains(out, "rebuilt: 2000 users") {
@@ -104,4 +90,15 @@ func TestImportRedis(t *testing.T) {
 	if out := run("reconcile", "--data", data, "--redis", url, "--redis-prefix", prefix); !strings.Contains(out, "differences: 0 ") {
 		t.Fatalf("reconcile after import --redis said %q", out)
 	}
+}
+
+// runBinary runs the followgraph binary with args and returns its output,
+// failing t if it fails.
+func runBinary(t *testing.T, args ...string) string {
+	t.Helper()
+	out, err := exec.Command(binary, args...).CombinedOutput()
+	if err != nil {
+		t.Fatalf("followgraph %s: %v\n%s", strings.Join(args, " "), err, out)
+	}
+	return string(out)
 }
