@@ -165,7 +165,7 @@ func isWQNotUnique(err error) bool {
 // there ends only when the server expires it, and it does so coarsely.
 // Asking for a full batch each time made an event's time from write to
 // store p99 ~2.5 s at 5k events/s, and asking for what waits ≤ 25 ms
-// (cmd/followgraph/testdata/lag.sh, at 2e0c662 and before 13388be).
+// (cmd/followgraph/testdata/lag.sh, before 13388be and at f18604b).
 // After a failed batch Consume asks for a full one and waits: the failed
 // batch must come back before anything newer.
 //
