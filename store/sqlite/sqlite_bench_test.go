@@ -1,141 +1,27 @@
 package sqlite_test
 
 import (
-	"context"
-	"iter"
-	"math/rand/v2"
-	"path/filepath"
-	"slices"
 	"testing"
-	"time"
 
-	fg "github.com/followgraph/followgraph"
-	"github.com/followgraph/followgraph/graphgen"
-	"github.com/followgraph/followgraph/store/sqlite"
+	"github.com/followgraph/followgraph/store/storetest"
 )
 
-// benchEdges is the size of the generated graph of the Events and Import
-// benchmarks: graphgen.Default(1M), 20,000 users.
-const benchEdges = 1_000_000
+// The benchmarks are storetest's, the same on every store (see
+// store/storetest/bench.go), on a file in the benchmark's temporary
+// directory.
 
-// generated yields the follows of graphgen.Default(benchEdges, 1), in
-// (follower, followee) order, each at the version of its time.
-func generated() iter.Seq[fg.Event] {
-	return func(yield func(fg.Event) bool) {
-		for e := range graphgen.Edges(graphgen.Default(benchEdges, 1)) {
-			if !yield(fg.NewEvent(e.Follower, e.Followee, fg.OpFollow, fg.VersionAt(e.Millis))) {
-				return
-			}
-		}
-	}
-}
+func open(tb testing.TB) storetest.Store { return newStore(tb) }
 
-// importedStore returns a store in tb's temporary directory holding the
-// generated graph, and the path of its file.
-func importedStore(tb testing.TB) (*sqlite.Store, string) {
-	tb.Helper()
-	path := filepath.Join(tb.TempDir(), "bench.db")
-	s := openStore(tb, path)
-	if _, err := s.Import(context.Background(), generated()); err != nil {
-		tb.Fatal(err)
-	}
-	return s, path
-}
-
-// liveBatches returns a source of batches of n events shaped like live
-// traffic: random followers among users, targets skewed toward popular
-// users, one event in ten an unfollow, versions increasing from now.
-func liveBatches(users, n int) func() []fg.Event {
-	rng := rand.New(rand.NewPCG(1, 2))
-	zipf := rand.NewZipf(rng, 1.1, 1, uint64(users-1))
-	v := fg.VersionAt(time.Now().UnixMilli())
-	batch := make([]fg.Event, n)
-	return func() []fg.Event {
-		for i := range batch {
-			u := fg.UserID(1 + rng.IntN(users))
-			t := fg.UserID(1 + zipf.Uint64())
-			if t == u {
-				t = u%fg.UserID(users) + 1
-			}
-			op := fg.OpFollow
-			if rng.IntN(10) == 0 {
-				op = fg.OpUnfollow
-			}
-			v++
-			batch[i] = fg.NewEvent(u, t, op, v)
-		}
-		return batch
-	}
-}
+func imported(tb testing.TB) storetest.Store { return storetest.Imported(tb, open) }
 
 // BenchmarkApply applies batches of 1000 live events, each batch one
 // committed (fsynced) transaction: to an empty store, to the generated
 // 1M-edge graph, and the same batch again (a redelivery: no row changes).
-func BenchmarkApply(b *testing.B) {
-	const batch = 1000
-	run := func(b *testing.B, s *sqlite.Store, next func() []fg.Event) {
-		ctx := context.Background()
-		seq := uint64(0)
-		b.ResetTimer()
-		for b.Loop() {
-			seq++
-			if _, err := s.Apply(ctx, next(), seq); err != nil {
-				b.Fatal(err)
-			}
-		}
-		b.ReportMetric(float64(b.N*batch)/b.Elapsed().Seconds(), "rows/s")
-	}
-	b.Run("Empty", func(b *testing.B) {
-		s := openStore(b, filepath.Join(b.TempDir(), "bench.db"))
-		run(b, s, liveBatches(benchEdges/50, batch))
-	})
-	b.Run("Graph1M", func(b *testing.B) {
-		s, _ := importedStore(b)
-		run(b, s, liveBatches(benchEdges/50, batch))
-	})
-	b.Run("Redelivered", func(b *testing.B) {
-		s := openStore(b, filepath.Join(b.TempDir(), "bench.db"))
-		events := liveBatches(benchEdges/50, batch)()
-		if _, err := s.Apply(context.Background(), events, 1); err != nil {
-			b.Fatal(err)
-		}
-		run(b, s, func() []fg.Event { return events })
-	})
-}
+func BenchmarkApply(b *testing.B) { storetest.BenchApply(b, open, imported) }
 
 // BenchmarkEvents reads the generated 1M-edge graph back with Events.
-func BenchmarkEvents(b *testing.B) {
-	s, _ := importedStore(b)
-	ctx := context.Background()
-	b.ResetTimer()
-	n := 0
-	for b.Loop() {
-		for _, err := range s.Events(ctx) {
-			if err != nil {
-				b.Fatal(err)
-			}
-			n++
-		}
-	}
-	b.ReportMetric(float64(n)/b.Elapsed().Seconds(), "rows/s")
-}
+func BenchmarkEvents(b *testing.B) { storetest.BenchEvents(b, imported(b)) }
 
-// BenchmarkImport imports the generated 1M-edge graph into an empty store,
-// from events generated beforehand. Run it with -benchtime 1x: each op is
-// a full import.
-func BenchmarkImport(b *testing.B) {
-	ctx := context.Background()
-	events := slices.Collect(generated())
-	n := 0
-	for b.Loop() {
-		b.StopTimer()
-		s := openStore(b, filepath.Join(b.TempDir(), "bench.db"))
-		b.StartTimer()
-		k, err := s.Import(ctx, slices.Values(events))
-		if err != nil {
-			b.Fatal(err)
-		}
-		n += k
-	}
-	b.ReportMetric(float64(n)/b.Elapsed().Seconds(), "rows/s")
-}
+// BenchmarkImport imports the generated 1M-edge graph into an empty store.
+// Run it with -benchtime 1x: each op is a full import.
+func BenchmarkImport(b *testing.B) { storetest.BenchImport(b, open) }
