@@ -165,7 +165,7 @@ func serve(ctx context.Context, cfg Config) error {
 
 	reg := prometheus.NewRegistry()
 	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
-	registerLagMetrics(reg, elog)
+	registerLogMetrics(reg, elog)
 	var eng *engine
 	if cfg.Redis != "" {
 		if eng, err = redisEngine(cfg, store, elog, reg, logger); err != nil {
@@ -386,8 +386,10 @@ func drain(ctx context.Context, elog *eventlog.Log, logger *slog.Logger) {
 	}
 }
 
-// registerLagMetrics exports how far the durable store is behind the log.
-func registerLagMetrics(reg prometheus.Registerer, elog *eventlog.Log) {
+// registerLogMetrics exports how far the durable store is behind the log,
+// and how many messages of the log were not events (each is logged, and
+// skipped: never applied).
+func registerLogMetrics(reg prometheus.Registerer, elog *eventlog.Log) {
 	pending := func() (uint64, time.Time) {
 		ctx, cancel := context.WithTimeout(context.Background(), time.Second)
 		defer cancel()
@@ -407,5 +409,7 @@ func registerLagMetrics(reg prometheus.Registerer, elog *eventlog.Log) {
 				}
 				return 0
 			}),
+		prometheus.NewCounterFunc(prometheus.CounterOpts{Name: "followgraph_eventlog_undecodable_total", Help: "Messages met in the event log that were not events: logged and skipped, never applied."},
+			func() float64 { return float64(elog.Undecodable()) }),
 	)
 }
