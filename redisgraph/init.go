@@ -47,18 +47,15 @@ return 1`)
 // missing, which is how a loss shows (OutboxMissing).
 func (g *Graph) InitOutbox(ctx context.Context) (int, error) {
 	created := 0
-	for batch := range slices.Chunk(g.outboxKeys(), 1024) {
+	err := g.eachOutbox(func(batch []string) []rueidis.RedisResult {
 		calls := make([]rueidis.LuaExec, len(batch))
 		for i, key := range batch {
 			calls[i] = rueidis.LuaExec{Keys: []string{key}}
 		}
-		for _, r := range scriptCreateStream.ExecMulti(ctx, g.c, calls...) {
-			n, err := r.AsInt64()
-			if err != nil {
-				return created, unavailable("creating the outbox", err)
-			}
-			created += int(n)
-		}
+		return scriptCreateStream.ExecMulti(ctx, g.c, calls...)
+	}, func(_ string, n int64) { created += int(n) })
+	if err != nil {
+		return created, unavailable("creating the outbox", err)
 	}
 	return created, nil
 }
@@ -67,21 +64,44 @@ func (g *Graph) InitOutbox(ctx context.Context) (int, error) {
 // holds the deployment's graph as far as it can tell; all of them for a
 // Redis that never held it (or lost everything).
 func (g *Graph) OutboxMissing(ctx context.Context) (missing, total int, err error) {
-	keys := g.outboxKeys()
-	for batch := range slices.Chunk(keys, 1024) {
-		cmds := make(rueidis.Commands, len(batch))
-		for i, key := range batch {
-			cmds[i] = g.c.B().Exists().Key(key).Build()
+	err = g.eachOutbox(g.perStream(ctx, func(key string) rueidis.Completed {
+		return g.c.B().Exists().Key(key).Build()
+	}), func(_ string, n int64) {
+		total++
+		if n == 0 {
+			missing++
 		}
-		for _, r := range g.c.DoMulti(ctx, cmds...) {
+	})
+	if err != nil {
+		return 0, 0, unavailable("checking the outbox", err)
+	}
+	return missing, total, nil
+}
+
+// eachOutbox sends do's commands for every outbox stream, 1024 streams a
+// round trip (do returns one reply a key of batch), and calls each with
+// every stream's key and integer reply, until a reply is an error.
+func (g *Graph) eachOutbox(do func(batch []string) []rueidis.RedisResult, each func(key string, n int64)) error {
+	for batch := range slices.Chunk(g.outboxKeys(), 1024) {
+		for i, r := range do(batch) {
 			n, err := r.AsInt64()
 			if err != nil {
-				return 0, 0, unavailable("checking the outbox", err)
+				return err
 			}
-			if n == 0 {
-				missing++
-			}
+			each(batch[i], n)
 		}
 	}
-	return missing, len(keys), nil
+	return nil
+}
+
+// perStream is a do for eachOutbox that sends the command cmd makes for
+// each stream.
+func (g *Graph) perStream(ctx context.Context, cmd func(key string) rueidis.Completed) func([]string) []rueidis.RedisResult {
+	return func(batch []string) []rueidis.RedisResult {
+		cmds := make(rueidis.Commands, len(batch))
+		for i, key := range batch {
+			cmds[i] = cmd(key)
+		}
+		return g.c.DoMulti(ctx, cmds...)
+	}
 }

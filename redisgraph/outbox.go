@@ -3,7 +3,6 @@ package redisgraph
 import (
 	"context"
 	"fmt"
-	"slices"
 	"strconv"
 	"strings"
 
@@ -47,20 +46,15 @@ func (g *Graph) outboxOfSlot(slot uint16) string {
 // round trip.
 func (g *Graph) PendingOutboxStreams(ctx context.Context) ([]string, error) {
 	var pending []string
-	for batch := range slices.Chunk(g.outboxKeys(), 1024) {
-		cmds := make(rueidis.Commands, len(batch))
-		for i, key := range batch {
-			cmds[i] = g.c.B().Xlen().Key(key).Build()
+	err := g.eachOutbox(g.perStream(ctx, func(key string) rueidis.Completed {
+		return g.c.B().Xlen().Key(key).Build()
+	}), func(key string, n int64) {
+		if n > 0 {
+			pending = append(pending, key)
 		}
-		for i, r := range g.c.DoMulti(ctx, cmds...) {
-			n, err := r.AsInt64()
-			if err != nil {
-				return nil, unavailable("listing the outbox", err)
-			}
-			if n > 0 {
-				pending = append(pending, batch[i])
-			}
-		}
+	})
+	if err != nil {
+		return nil, unavailable("listing the outbox", err)
 	}
 	return pending, nil
 }

@@ -364,14 +364,3 @@ func bulkArgs(s Side, es []bulkEdge, horizon string, clk fg.Version) []string {
 }
 
 func stateOrder(state byte) int { return strings.IndexByte("fun", state) }
-
-// appendVersionHex appends v as versionHex writes it.
-func appendVersionHex(b []byte, v fg.Version) []byte {
-	const digits = "0123456789abcdef"
-	var h [16]byte
-	for i := 15; i >= 0; i-- {
-		h[i] = digits[v&15]
-		v >>= 4
-	}
-	return append(b, h[:]...)
-}

@@ -255,7 +255,18 @@ func (g *Graph) applySecondSteps(ctx context.Context, events []fg.Event) (int, e
 }
 
 // versionHex writes v as the scripts do: 16 lowercase hex digits.
-func versionHex(v fg.Version) string { return fmt.Sprintf("%016x", uint64(v)) }
+func versionHex(v fg.Version) string { return string(appendVersionHex(nil, v)) }
+
+// appendVersionHex appends v as versionHex writes it.
+func appendVersionHex(b []byte, v fg.Version) []byte {
+	const digits = "0123456789abcdef"
+	var h [16]byte
+	for i := 15; i >= 0; i-- {
+		h[i] = digits[v&15]
+		v >>= 4
+	}
+	return append(b, h[:]...)
+}
 
 func parseVersion(m rueidis.RedisMessage) (fg.Version, error) {
 	s, err := m.ToString()
