@@ -1,7 +1,7 @@
 #!/bin/sh
 # follow_bench.sh: the reference figures of the follow-throughput target.
 #
-#   redisgraph/testdata/follow_bench.sh [redis-url] [requests] [seeds|ours]
+#   redisgraph/testdata/follow_bench.sh [redis-url] [requests] [seeds|seeds-event|ours]
 #
 # Loads a follow script with SCRIPT LOAD and drives it with redis-benchmark:
 # 64 connections, pipelines of 16 (-c 64 -P 16), random users among 1M, keys
@@ -10,6 +10,9 @@
 #
 #   seeds (default): the seeds' follow script, testdata/seeds_follow.lua, the
 #          same file the Go baseline runs: the target's reference.
+#   seeds-event: the seeds' script plus an XADD of the change event to a
+#          stream (testdata/seeds_follow_event.lua): what writing the event
+#          in the same atomic step, as the engine must, costs their design.
 #   ours:  the engine's follow script as the engine sends it on a standalone
 #          Redis (lua/version.lua + lua/change.lua, 7 keys, 8 arguments): what
 #          Redis alone can do with it, without the Go client.
@@ -44,6 +47,12 @@ seeds)
 		"${prefix}follow:count" "${prefix}following:count" \
 		$r $r "$now"
 	;;
+seeds-event)
+	sha=$(redis-cli -u "$url" SCRIPT LOAD "$(cat "$dir/seeds_follow_event.lua")")
+	set -- 5 "${prefix}following:$r" "${prefix}follower:$r" \
+		"${prefix}follow:count" "${prefix}following:count" "${prefix}events" \
+		$r $r "$now"
+	;;
 ours)
 	sha=$(redis-cli -u "$url" SCRIPT LOAD "$(cat "$dir/../lua/version.lua" "$dir/../lua/change.lua")")
 	# The outbox stream exists, as InitOutbox makes it (the script refuses
@@ -56,7 +65,7 @@ ours)
 		follow $r "$now" 0 100000000 $r $r $r
 	;;
 *)
-	echo "follow_bench.sh: unknown mode $mode: seeds or ours" >&2
+	echo "follow_bench.sh: unknown mode $mode: seeds, seeds-event or ours" >&2
 	exit 2
 	;;
 esac
