@@ -15,7 +15,6 @@ import (
 	"strings"
 	"sync"
 	"testing"
-	"time"
 
 	gomysql "github.com/go-sql-driver/mysql"
 
@@ -84,29 +83,6 @@ func openStore(tb testing.TB, url string) *mysql.Store {
 func newStore(tb testing.TB) *mysql.Store {
 	tb.Helper()
 	return openStore(tb, newDatabase(tb))
-}
-
-// t0 is the time of version v(0).
-var t0 = time.Date(2025, 6, 1, 0, 0, 0, 0, time.UTC).UnixMilli()
-
-// v returns a version n milliseconds after t0.
-func v(n int64) fg.Version { return fg.VersionAt(t0 + n) }
-
-func follow(u, t fg.UserID, ver fg.Version) fg.Event {
-	return fg.NewEvent(u, t, fg.OpFollow, ver)
-}
-
-func unfollow(u, t fg.UserID, ver fg.Version) fg.Event {
-	return fg.NewEvent(u, t, fg.OpUnfollow, ver)
-}
-
-func apply(tb testing.TB, s *mysql.Store, seq uint64, events ...fg.Event) int {
-	tb.Helper()
-	n, err := s.Apply(context.Background(), events, seq)
-	if err != nil {
-		tb.Fatal(err)
-	}
-	return n
 }
 
 // The store is what the conformance suite and the persister use.
@@ -255,12 +231,12 @@ func TestOpen_Unavailable(t *testing.T) {
 		p := newProxy(t, u.Host)
 		u.Host = p.addr()
 		s := openStore(t, u.String())
-		apply(t, s, 1, follow(1, 2, v(1)))
+		storetest.Apply(t, s, 1, storetest.Follow(1, 2, storetest.V(1)))
 		p.close()
 		if err := s.Ready(ctx); fg.ErrorCode(err) != fg.EUnavailable {
 			t.Errorf("Ready = %v, want %s", err, fg.EUnavailable)
 		}
-		if _, err := s.Apply(ctx, []fg.Event{follow(1, 3, v(2))}, 2); fg.ErrorCode(err) != fg.EUnavailable {
+		if _, err := s.Apply(ctx, []fg.Event{storetest.Follow(1, 3, storetest.V(2))}, 2); fg.ErrorCode(err) != fg.EUnavailable {
 			t.Errorf("Apply = %v, want %s", err, fg.EUnavailable)
 		}
 		if _, err := s.LastSeq(ctx); fg.ErrorCode(err) != fg.EUnavailable {
@@ -363,7 +339,7 @@ func TestStore_Migrations(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	apply(t, s, 42, follow(1, 2, v(1)), unfollow(2, 1, v(2)))
+	storetest.Apply(t, s, 42, storetest.Follow(1, 2, storetest.V(1)), storetest.Unfollow(2, 1, storetest.V(2)))
 	want := storetest.StoredEvents(t, s)
 	if err := s.Close(); err != nil {
 		t.Fatal(err)
@@ -448,23 +424,23 @@ func TestStore_Migrations(t *testing.T) {
 // inserts.
 func TestStore_ApplyCount(t *testing.T) {
 	s := newStore(t)
-	if n := apply(t, s, 1, follow(1, 2, v(1)), follow(1, 3, v(1)), follow(1, 4, v(1))); n != 3 {
+	if n := storetest.Apply(t, s, 1, storetest.Follow(1, 2, storetest.V(1)), storetest.Follow(1, 3, storetest.V(1)), storetest.Follow(1, 4, storetest.V(1))); n != 3 {
 		t.Errorf("3 new edges: changed %d", n)
 	}
-	if n := apply(t, s, 2, unfollow(1, 2, v(2))); n != 1 {
+	if n := storetest.Apply(t, s, 2, storetest.Unfollow(1, 2, storetest.V(2))); n != 1 {
 		t.Errorf("1 update: changed %d, want 1 (affected rows would say 2)", n)
 	}
-	if n := apply(t, s, 3, follow(1, 5, v(3)), follow(1, 6, v(3))); n != 2 {
+	if n := storetest.Apply(t, s, 3, storetest.Follow(1, 5, storetest.V(3)), storetest.Follow(1, 6, storetest.V(3))); n != 2 {
 		t.Errorf("2 inserts: changed %d, want 2", n)
 	}
 	batch := []fg.Event{
-		follow(1, 2, v(4)), follow(1, 2, v(3)), // an update, with an older duplicate in the batch
-		follow(1, 3, v(1)),   // a redelivery: the same version
-		unfollow(1, 4, v(0)), // older than the stored one
-		follow(2, 1, v(5)),   // new
-		unfollow(3, 1, v(5)), // new, a tombstone
+		storetest.Follow(1, 2, storetest.V(4)), storetest.Follow(1, 2, storetest.V(3)), // an update, with an older duplicate in the batch
+		storetest.Follow(1, 3, storetest.V(1)),   // a redelivery: the same version
+		storetest.Unfollow(1, 4, storetest.V(0)), // older than the stored one
+		storetest.Follow(2, 1, storetest.V(5)),   // new
+		storetest.Unfollow(3, 1, storetest.V(5)), // new, a tombstone
 	}
-	if n := apply(t, s, 4, batch...); n != 3 {
+	if n := storetest.Apply(t, s, 4, batch...); n != 3 {
 		t.Errorf("1 update, 2 inserts, 3 unchanged: changed %d, want 3", n)
 	}
 
@@ -476,11 +452,11 @@ func TestStore_ApplyCount(t *testing.T) {
 		batch := make([]fg.Event, 3*mysql.MaxRows)
 		for i := range batch {
 			u, t := fg.UserID(1+rng.IntN(60)), fg.UserID(61+rng.IntN(60))
-			batch[i] = fg.NewEvent(u, t, fg.Op(1+rng.IntN(2)), v(int64(rng.IntN(1<<12))))
+			batch[i] = fg.NewEvent(u, t, fg.Op(1+rng.IntN(2)), storetest.V(int64(rng.IntN(1<<12))))
 		}
 		want := changes(m, batch)
 		m.Apply(batch...)
-		if n := apply(t, s, seq, batch...); n != want {
+		if n := storetest.Apply(t, s, seq, batch...); n != want {
 			t.Errorf("batch %d: changed %d, want %d", seq, n, want)
 		}
 	}
@@ -510,9 +486,9 @@ func TestStore_EventsBatches(t *testing.T) {
 	var in []fg.Event
 	for i := range 25_000 {
 		u := fg.UserID(1 + i/3000) // 3000 edges per follower: batches end inside them
-		e := follow(u, fg.UserID(10_000+i%3000), v(int64(i)))
+		e := storetest.Follow(u, fg.UserID(10_000+i%3000), storetest.V(int64(i)))
 		if i%7 == 0 {
-			e = unfollow(e.User, e.Target, e.Version)
+			e = storetest.Unfollow(e.User, e.Target, e.Version)
 		}
 		in = append(in, e)
 	}
@@ -532,7 +508,7 @@ func TestStore_EventsBatches(t *testing.T) {
 		}
 		if got = append(got, e); len(got) == 10 {
 			last := want[len(want)-1]
-			apply(t, s, 1, unfollow(last.User, last.Target, last.Version+1), follow(last.User, last.Target+1, v(1<<30)))
+			storetest.Apply(t, s, 1, storetest.Unfollow(last.User, last.Target, last.Version+1), storetest.Follow(last.User, last.Target+1, storetest.V(1<<30)))
 		}
 	}
 	if !slices.EqualFunc(got, want, sameEvent) {
@@ -550,18 +526,18 @@ func TestStore_Lists(t *testing.T) {
 		// User 1 follows 100..139 and each of them follows user 2, at
 		// times with ties (i/3); one in five is unfollowed afterwards.
 		u := fg.UserID(100 + i)
-		batch = append(batch, follow(1, u, v(int64(i/3))), follow(u, 2, v(int64(i/3))))
+		batch = append(batch, storetest.Follow(1, u, storetest.V(int64(i/3))), storetest.Follow(u, 2, storetest.V(int64(i/3))))
 		if i%5 == 0 {
-			batch = append(batch, unfollow(1, u, v(1000)), unfollow(u, 2, v(1000)))
+			batch = append(batch, storetest.Unfollow(1, u, storetest.V(1000)), storetest.Unfollow(u, 2, storetest.V(1000)))
 		}
 	}
-	apply(t, s, 1, batch...)
+	storetest.Apply(t, s, 1, batch...)
 
 	// want: the live edges newest first, ties by id, larger first.
 	var want []fg.Entry
 	for i := range 40 {
 		if i%5 != 0 {
-			want = append(want, fg.Entry{ID: fg.UserID(100 + i), Since: fg.Millis(t0 + int64(i/3))})
+			want = append(want, fg.Entry{ID: fg.UserID(100 + i), Since: fg.Millis(storetest.T0 + int64(i/3))})
 		}
 	}
 	slices.SortFunc(want, func(a, b fg.Entry) int {
@@ -622,7 +598,7 @@ func TestStore_Lists(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		apply(t, s, 2, follow(1, 500, v(2000)), unfollow(1, want[7].ID, v(2000)))
+		storetest.Apply(t, s, 2, storetest.Follow(1, 500, storetest.V(2000)), storetest.Unfollow(1, want[7].ID, storetest.V(2000)))
 		k := first[len(first)-1].Key()
 		rest, err := s.Following(ctx, 1, &k, fg.MaxLimit)
 		if err != nil {
@@ -670,9 +646,9 @@ func TestStore_ListPlans(t *testing.T) {
 	// Enough edges, of several users, that the optimizer has a choice.
 	var batch []fg.Event
 	for i := range 3000 {
-		batch = append(batch, follow(fg.UserID(1+i%30), fg.UserID(100+i/30), v(int64(i))))
+		batch = append(batch, storetest.Follow(fg.UserID(1+i%30), fg.UserID(100+i/30), storetest.V(int64(i))))
 	}
-	apply(t, s, 1, batch...)
+	storetest.Apply(t, s, 1, batch...)
 	db := rawDB(t, url)
 	if _, err := db.Exec(`ANALYZE TABLE edges`); err != nil {
 		t.Fatal(err)
@@ -685,7 +661,7 @@ func TestStore_ListPlans(t *testing.T) {
 		t.Run(name, func(t *testing.T) {
 			args := []any{int64(5), int64(20)}
 			if strings.HasSuffix(name, "After") {
-				args = []any{int64(5), t0 + 1500, t0 + 1500, int64(120), int64(20)}
+				args = []any{int64(5), storetest.T0 + 1500, storetest.T0 + 1500, int64(120), int64(20)}
 			}
 			rows, err := db.Query("EXPLAIN "+query, args...)
 			if err != nil {

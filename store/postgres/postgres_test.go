@@ -12,7 +12,6 @@ import (
 	"slices"
 	"sync"
 	"testing"
-	"time"
 
 	"github.com/jackc/pgx/v5"
 
@@ -87,29 +86,6 @@ func TestStore(t *testing.T) {
 	storetest.Run(t, func(tb testing.TB) storetest.Store { return newStore(tb) })
 }
 
-// t0 is the time of version v(0).
-var t0 = time.Date(2025, 6, 1, 0, 0, 0, 0, time.UTC).UnixMilli()
-
-// v returns a version n milliseconds after t0.
-func v(n int64) fg.Version { return fg.VersionAt(t0 + n) }
-
-func follow(u, t fg.UserID, ver fg.Version) fg.Event {
-	return fg.NewEvent(u, t, fg.OpFollow, ver)
-}
-
-func unfollow(u, t fg.UserID, ver fg.Version) fg.Event {
-	return fg.NewEvent(u, t, fg.OpUnfollow, ver)
-}
-
-func apply(tb testing.TB, s *postgres.Store, seq uint64, events ...fg.Event) int {
-	tb.Helper()
-	n, err := s.Apply(context.Background(), events, seq)
-	if err != nil {
-		tb.Fatal(err)
-	}
-	return n
-}
-
 // query runs sql on the database at url, outside the store, and returns
 // the values of its rows.
 func query(tb testing.TB, url, sql string, args ...any) [][]any {
@@ -145,7 +121,7 @@ func TestOpen_Migrations(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	apply(t, s, 42, follow(1, 2, v(1)), unfollow(2, 1, v(2)))
+	storetest.Apply(t, s, 42, storetest.Follow(1, 2, storetest.V(1)), storetest.Unfollow(2, 1, storetest.V(2)))
 	want := storetest.StoredEvents(t, s)
 	s.Close()
 	const versions = `SELECT version, name, applied_at FROM schema_migrations ORDER BY version`
@@ -207,7 +183,7 @@ func TestOpen_Concurrent(t *testing.T) {
 		t.Errorf("migrations applied more than once: %v", rows)
 	}
 	for i, s := range stores {
-		apply(t, s, uint64(i+1), follow(fg.UserID(i+1), 100, v(int64(i))))
+		storetest.Apply(t, s, uint64(i+1), storetest.Follow(fg.UserID(i+1), 100, storetest.V(int64(i))))
 	}
 	if seq, err := stores[0].LastSeq(context.Background()); err != nil || seq != n {
 		t.Errorf("LastSeq = %d, %v; want %d", seq, err, n)
@@ -220,14 +196,14 @@ func TestStore_Lists(t *testing.T) {
 	// User 1 follows 2..6; 7 and 8 follow 1. 3 and 4 at the same time (the
 	// larger id first); 5 was unfollowed (a tombstone), 6 unfollowed and
 	// followed again (at the later time); 9 is a tombstone only.
-	apply(t, s, 1,
-		follow(1, 2, v(10)), follow(1, 3, v(20)), follow(1, 4, v(20)+1),
-		follow(1, 5, v(30)), unfollow(1, 5, v(31)),
-		follow(1, 6, v(5)), unfollow(1, 6, v(6)), follow(1, 6, v(40)),
-		unfollow(1, 9, v(50)),
-		follow(7, 1, v(1)), follow(8, 1, v(2)),
+	storetest.Apply(t, s, 1,
+		storetest.Follow(1, 2, storetest.V(10)), storetest.Follow(1, 3, storetest.V(20)), storetest.Follow(1, 4, storetest.V(20)+1),
+		storetest.Follow(1, 5, storetest.V(30)), storetest.Unfollow(1, 5, storetest.V(31)),
+		storetest.Follow(1, 6, storetest.V(5)), storetest.Unfollow(1, 6, storetest.V(6)), storetest.Follow(1, 6, storetest.V(40)),
+		storetest.Unfollow(1, 9, storetest.V(50)),
+		storetest.Follow(7, 1, storetest.V(1)), storetest.Follow(8, 1, storetest.V(2)),
 	)
-	entry := func(id fg.UserID, n int64) fg.Entry { return fg.Entry{ID: id, Since: fg.Millis(t0 + n)} }
+	entry := func(id fg.UserID, n int64) fg.Entry { return fg.Entry{ID: id, Since: fg.Millis(storetest.T0 + n)} }
 	wantFollowing := []fg.Entry{entry(6, 40), entry(4, 20), entry(3, 20), entry(2, 10)}
 	wantFollowers := []fg.Entry{entry(8, 2), entry(7, 1)}
 
@@ -281,7 +257,7 @@ func TestStore_Lists(t *testing.T) {
 		}
 		k := page[1].Key()
 		// 3 (after the cursor) is unfollowed, 10 followed (before it).
-		apply(t, s, 2, unfollow(1, 3, v(60)), follow(1, 10, v(61)))
+		storetest.Apply(t, s, 2, storetest.Unfollow(1, 3, storetest.V(60)), storetest.Follow(1, 10, storetest.V(61)))
 		rest, err := s.Following(ctx, 1, &k, 10)
 		if err != nil {
 			t.Fatal(err)
@@ -289,7 +265,7 @@ func TestStore_Lists(t *testing.T) {
 		if want := []fg.Entry{entry(2, 10)}; !slices.EqualFunc(rest, want, sameEntry) {
 			t.Errorf("after the change: got %v, want %v", rest, want)
 		}
-		apply(t, s, 3, follow(1, 3, v(20))) // an older follow does not bring 3 back
+		storetest.Apply(t, s, 3, storetest.Follow(1, 3, storetest.V(20))) // an older follow does not bring 3 back
 		if rest, _ := s.Following(ctx, 1, &k, 10); len(rest) != 1 {
 			t.Errorf("an older follow resurrected a tombstone: %v", rest)
 		}
@@ -345,7 +321,7 @@ func TestStore_ImportConcurrent(t *testing.T) {
 	batch := func(u fg.UserID) []fg.Event {
 		var out []fg.Event
 		for i := range fg.UserID(2000) {
-			out = append(out, follow(u, 10+i, v(int64(u)*10_000+int64(i))))
+			out = append(out, storetest.Follow(u, 10+i, storetest.V(int64(u)*10_000+int64(i))))
 		}
 		return out
 	}
@@ -403,7 +379,7 @@ func TestStore_ListPlans(t *testing.T) {
 			if i%10 == 9 {
 				op = fg.OpUnfollow
 			}
-			events = append(events, fg.NewEvent(u, t, op, v(int64(u)*1000+int64(i))))
+			events = append(events, fg.NewEvent(u, t, op, storetest.V(int64(u)*1000+int64(i))))
 		}
 	}
 	if _, err := s.Import(ctx, slices.Values(events)); err != nil {
@@ -415,7 +391,7 @@ func TestStore_ListPlans(t *testing.T) {
 		{"Followers", postgres.FollowersSQL, "edges_followers"},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
-			for _, after := range []fg.Key{{Millis: 1<<63 - 1, ID: fg.MaxUserID}, {Millis: t0 + 150_000, ID: 7}} {
+			for _, after := range []fg.Key{{Millis: 1<<63 - 1, ID: fg.MaxUserID}, {Millis: storetest.T0 + 150_000, ID: 7}} {
 				rows := query(t, url, "EXPLAIN (ANALYZE, FORMAT JSON) "+tt.sql, int64(1), after.Millis, int64(after.ID), 20)
 				scan := findScan(rows[0][0])
 				if scan == nil {
@@ -467,15 +443,21 @@ func TestStore_Unavailable(t *testing.T) {
 	p := newProxy(t, u.Host)
 	u.Host = p.addr
 	s := openStore(t, u.String())
-	apply(t, s, 1, follow(1, 2, v(1)))
+	storetest.Apply(t, s, 1, storetest.Follow(1, 2, storetest.V(1)))
 
 	p.stop()
 	checks := []struct {
 		name string
 		call func() error
 	}{
-		{"Apply", func() error { _, err := s.Apply(ctx, []fg.Event{follow(1, 3, v(2))}, 2); return err }},
-		{"Import", func() error { _, err := s.Import(ctx, slices.Values([]fg.Event{follow(1, 3, v(2))})); return err }},
+		{"Apply", func() error {
+			_, err := s.Apply(ctx, []fg.Event{storetest.Follow(1, 3, storetest.V(2))}, 2)
+			return err
+		}},
+		{"Import", func() error {
+			_, err := s.Import(ctx, slices.Values([]fg.Event{storetest.Follow(1, 3, storetest.V(2))}))
+			return err
+		}},
 		{"LastSeq", func() error { _, err := s.LastSeq(ctx); return err }},
 		{"Ready", func() error { return s.Ready(ctx) }},
 		{"Events", func() error {
@@ -496,7 +478,7 @@ func TestStore_Unavailable(t *testing.T) {
 	}
 
 	p.start()
-	if n := apply(t, s, 3, follow(1, 3, v(3))); n != 1 {
+	if n := storetest.Apply(t, s, 3, storetest.Follow(1, 3, storetest.V(3))); n != 1 {
 		t.Errorf("Apply after the server came back changed %d rows, want 1", n)
 	}
 
@@ -587,7 +569,7 @@ func TestStore_CanceledApply(t *testing.T) {
 	s := newStore(t)
 	ctx, cancel := context.WithCancel(context.Background())
 	cancel()
-	if _, err := s.Apply(ctx, []fg.Event{follow(1, 2, v(1))}, 1); !errors.Is(err, context.Canceled) {
+	if _, err := s.Apply(ctx, []fg.Event{storetest.Follow(1, 2, storetest.V(1))}, 1); !errors.Is(err, context.Canceled) {
 		t.Errorf("Apply with a canceled context: %v, want context.Canceled", err)
 	}
 	storetest.CheckEvents(t, s, nil)

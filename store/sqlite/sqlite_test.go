@@ -40,38 +40,6 @@ func newStore(tb testing.TB) *sqlite.Store {
 	return openStore(tb, filepath.Join(tb.TempDir(), "followgraph.db"))
 }
 
-// t0 is the time of version v(0).
-var t0 = time.Date(2025, 6, 1, 0, 0, 0, 0, time.UTC).UnixMilli()
-
-// v returns a version n milliseconds after t0.
-func v(n int64) fg.Version { return fg.VersionAt(t0 + n) }
-
-func follow(u, t fg.UserID, ver fg.Version) fg.Event {
-	return fg.NewEvent(u, t, fg.OpFollow, ver)
-}
-
-func unfollow(u, t fg.UserID, ver fg.Version) fg.Event {
-	return fg.NewEvent(u, t, fg.OpUnfollow, ver)
-}
-
-func apply(tb testing.TB, s *sqlite.Store, seq uint64, events ...fg.Event) int {
-	tb.Helper()
-	n, err := s.Apply(context.Background(), events, seq)
-	if err != nil {
-		tb.Fatal(err)
-	}
-	return n
-}
-
-func lastSeq(tb testing.TB, s *sqlite.Store) uint64 {
-	tb.Helper()
-	seq, err := s.LastSeq(context.Background())
-	if err != nil {
-		tb.Fatal(err)
-	}
-	return seq
-}
-
 // TestStore runs the conformance suite of durable stores, each test on a
 // new file of its own.
 func TestStore(t *testing.T) {
@@ -85,7 +53,7 @@ func TestStore_Reopen(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	apply(t, s, 42, follow(1, 2, v(1)), unfollow(2, 1, v(2)))
+	storetest.Apply(t, s, 42, storetest.Follow(1, 2, storetest.V(1)), storetest.Unfollow(2, 1, storetest.V(2)))
 	want := storetest.StoredEvents(t, s)
 	if err := s.Close(); err != nil {
 		t.Fatal(err)
@@ -97,7 +65,7 @@ func TestStore_Reopen(t *testing.T) {
 
 	s = openStore(t, path)
 	storetest.CheckEvents(t, s, want)
-	if got := lastSeq(t, s); got != 42 {
+	if got := storetest.LastSeq(t, s); got != 42 {
 		t.Errorf("LastSeq after reopen = %d, want 42", got)
 	}
 	if got := schemaVersions(t, path); !slices.Equal(got, versions) {
@@ -189,7 +157,7 @@ func crashBatch(seq uint64) []fg.Event {
 	for i := range batch {
 		u := fg.UserID(1 + rng.IntN(100))
 		t := fg.UserID(101 + rng.IntN(100))
-		batch[i] = fg.NewEvent(u, t, fg.Op(1+rng.IntN(2)), v(int64(seq))+fg.Version(i))
+		batch[i] = fg.NewEvent(u, t, fg.Op(1+rng.IntN(2)), storetest.V(int64(seq))+fg.Version(i))
 	}
 	return batch
 }
@@ -275,7 +243,7 @@ func TestStore_Crash(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		seq := lastSeq(t, s)
+		seq := storetest.LastSeq(t, s)
 		t.Logf("round %d: killed after printing %d, LastSeq %d", round, printed, seq)
 		if seq < printed {
 			t.Fatalf("round %d: LastSeq = %d after the helper printed %d: a committed batch was lost", round, seq, printed)

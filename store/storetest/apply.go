@@ -23,18 +23,18 @@ func (s suite) testApplyRoundTrip(t *testing.T) {
 	CheckEvents(t, st, nil)
 	m := Model{}
 	batch := []fg.Event{
-		follow(1, 2, v(1)), follow(1, 3, v(2)), follow(2, 1, v(3)),
-		follow(3, 1, v(4)), unfollow(3, 1, v(5)), // a tombstone
-		unfollow(4, 5, v(6)), // an unfollow of an edge never seen: a tombstone too
-		follow(fg.MaxUserID, 1, v(7)),
-		follow(1, fg.MaxUserID, fg.Version(1<<63-1)), // the highest version a store takes
+		Follow(1, 2, V(1)), Follow(1, 3, V(2)), Follow(2, 1, V(3)),
+		Follow(3, 1, V(4)), Unfollow(3, 1, V(5)), // a tombstone
+		Unfollow(4, 5, V(6)), // an unfollow of an edge never seen: a tombstone too
+		Follow(fg.MaxUserID, 1, V(7)),
+		Follow(1, fg.MaxUserID, fg.Version(1<<63-1)), // the highest version a store takes
 	}
 	m.Apply(batch...)
-	if n := apply(t, st, 7, batch...); n != 7 {
+	if n := Apply(t, st, 7, batch...); n != 7 {
 		t.Errorf("Apply changed %d rows, want 7 (one per edge)", n)
 	}
 	CheckEvents(t, st, m.Events())
-	if got := lastSeq(t, st); got != 7 {
+	if got := LastSeq(t, st); got != 7 {
 		t.Errorf("LastSeq = %d, want 7", got)
 	}
 }
@@ -43,8 +43,8 @@ func (s suite) testApplyRoundTrip(t *testing.T) {
 // one edge, in one batch with duplicates, or one event per batch
 // delivered twice, ends at follow v3.
 func (s suite) testApplyConverge(t *testing.T) {
-	evs := []fg.Event{follow(1, 2, v(1)), unfollow(1, 2, v(2)), follow(1, 2, v(3))}
-	want := []fg.Event{follow(1, 2, v(3))}
+	evs := []fg.Event{Follow(1, 2, V(1)), Unfollow(1, 2, V(2)), Follow(1, 2, V(3))}
+	want := []fg.Event{Follow(1, 2, V(3))}
 	for _, p := range permutations(len(evs)) {
 		perm := make([]fg.Event, len(p))
 		for i, j := range p {
@@ -52,15 +52,15 @@ func (s suite) testApplyConverge(t *testing.T) {
 		}
 		t.Run(fmt.Sprint(p), func(t *testing.T) {
 			st := s.newStore(t)
-			if n := apply(t, st, 1, slices.Concat(perm, perm)...); n != 1 {
+			if n := Apply(t, st, 1, slices.Concat(perm, perm)...); n != 1 {
 				t.Errorf("Apply of %v twice changed %d rows, want 1", perm, n)
 			}
 			CheckEvents(t, st, want)
 
 			st = s.newStore(t)
 			for i, e := range perm {
-				apply(t, st, uint64(i+1), e)
-				if n := apply(t, st, uint64(i+1), e); n != 0 {
+				Apply(t, st, uint64(i+1), e)
+				if n := Apply(t, st, uint64(i+1), e); n != 0 {
 					t.Errorf("redelivery of %v changed %d rows", e, n)
 				}
 			}
@@ -87,15 +87,15 @@ func permutations(n int) [][]int {
 // one changes nothing, and is not counted.
 func (s suite) testApplyOlderAfterNewer(t *testing.T) {
 	st := s.newStore(t)
-	apply(t, st, 1, follow(1, 2, v(3)), unfollow(1, 3, v(5)))
+	Apply(t, st, 1, Follow(1, 2, V(3)), Unfollow(1, 3, V(5)))
 	want := StoredEvents(t, st)
 	for _, e := range []fg.Event{
-		follow(1, 2, v(1)),   // an older follow: the time must not move back
-		unfollow(1, 2, v(2)), // an older unfollow must not remove it
-		follow(1, 2, v(3)),   // the same version again
-		follow(1, 3, v(4)),   // an older follow must not resurrect a tombstone
+		Follow(1, 2, V(1)),   // an older follow: the time must not move back
+		Unfollow(1, 2, V(2)), // an older unfollow must not remove it
+		Follow(1, 2, V(3)),   // the same version again
+		Follow(1, 3, V(4)),   // an older follow must not resurrect a tombstone
 	} {
-		if n := apply(t, st, 2, e); n != 0 {
+		if n := Apply(t, st, 2, e); n != 0 {
 			t.Errorf("Apply(%v) changed %d rows, want 0", e, n)
 		}
 	}
@@ -106,23 +106,23 @@ func (s suite) testApplyOlderAfterNewer(t *testing.T) {
 // backward, and takes values up to 2^63-1.
 func (s suite) testApplyLastSeq(t *testing.T) {
 	st := s.newStore(t)
-	if got := lastSeq(t, st); got != 0 {
+	if got := LastSeq(t, st); got != 0 {
 		t.Fatalf("LastSeq of a new store = %d, want 0", got)
 	}
-	apply(t, st, 10)
-	if got := lastSeq(t, st); got != 10 {
+	Apply(t, st, 10)
+	if got := LastSeq(t, st); got != 10 {
 		t.Fatalf("LastSeq = %d, want 10", got)
 	}
 	// A lower sequence still applies its events, but the sequence stays
 	// where it was.
-	if n := apply(t, st, 5, follow(1, 2, v(1))); n != 1 {
+	if n := Apply(t, st, 5, Follow(1, 2, V(1))); n != 1 {
 		t.Errorf("Apply changed %d rows, want 1", n)
 	}
-	if got := lastSeq(t, st); got != 10 {
+	if got := LastSeq(t, st); got != 10 {
 		t.Errorf("LastSeq = %d after Apply(5), want 10", got)
 	}
-	apply(t, st, 1<<63-1)
-	if got := lastSeq(t, st); got != 1<<63-1 {
+	Apply(t, st, 1<<63-1)
+	if got := LastSeq(t, st); got != 1<<63-1 {
 		t.Errorf("LastSeq = %d, want 2^63-1", got)
 	}
 	if _, err := st.Apply(context.Background(), nil, 1<<63); fg.ErrorCode(err) != fg.EInvalidArgument {
@@ -133,28 +133,28 @@ func (s suite) testApplyLastSeq(t *testing.T) {
 // testApplyInvalid: one invalid event fails the whole batch with its
 // code, and nothing of the batch, nor its sequence, is stored.
 func (s suite) testApplyInvalid(t *testing.T) {
-	bad := follow(1, 2, v(1))
+	bad := Follow(1, 2, V(1))
 	bad.Time = bad.Time.Add(time.Millisecond)
 	tests := []struct {
 		name string
 		e    fg.Event
 		code string
 	}{
-		{"SelfFollow", follow(7, 7, v(1)), fg.ESelfFollow},
-		{"ZeroID", follow(0, 7, v(1)), fg.EInvalidID},
-		{"NegativeID", follow(7, -1, v(1)), fg.EInvalidID},
-		{"UnknownOp", fg.NewEvent(1, 2, 3, v(1)), fg.EInvalidArgument},
+		{"SelfFollow", Follow(7, 7, V(1)), fg.ESelfFollow},
+		{"ZeroID", Follow(0, 7, V(1)), fg.EInvalidID},
+		{"NegativeID", Follow(7, -1, V(1)), fg.EInvalidID},
+		{"UnknownOp", fg.NewEvent(1, 2, 3, V(1)), fg.EInvalidArgument},
 		{"ZeroVersion", fg.Event{User: 1, Target: 2, Op: fg.OpFollow, Time: fg.Millis(0)}, fg.EInvalidArgument},
 		{"TimeNotVersion", bad, fg.EInvalidArgument},
-		{"Version2^63", follow(1, 2, 1<<63), fg.EInvalidArgument},
-		{"VersionMax", follow(1, 2, 1<<64-1), fg.EInvalidArgument},
+		{"Version2^63", Follow(1, 2, 1<<63), fg.EInvalidArgument},
+		{"VersionMax", Follow(1, 2, 1<<64-1), fg.EInvalidArgument},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			st := s.newStore(t)
-			apply(t, st, 3, follow(5, 6, v(1)))
+			Apply(t, st, 3, Follow(5, 6, V(1)))
 			want := StoredEvents(t, st)
-			batch := []fg.Event{follow(1, 3, v(2)), unfollow(5, 6, v(3)), tt.e, follow(2, 3, v(4))}
+			batch := []fg.Event{Follow(1, 3, V(2)), Unfollow(5, 6, V(3)), tt.e, Follow(2, 3, V(4))}
 			n, err := st.Apply(context.Background(), batch, 9)
 			if err == nil || n != 0 {
 				t.Fatalf("Apply = %d, %v; want an error", n, err)
@@ -163,7 +163,7 @@ func (s suite) testApplyInvalid(t *testing.T) {
 				t.Errorf("error %v has code %q, want %q", err, code, tt.code)
 			}
 			CheckEvents(t, st, want)
-			if got := lastSeq(t, st); got != 3 {
+			if got := LastSeq(t, st); got != 3 {
 				t.Errorf("LastSeq = %d after a failed Apply, want 3", got)
 			}
 		})
@@ -180,13 +180,13 @@ func (s suite) testApplyLarge(t *testing.T) {
 		batch := make([]fg.Event, 1500+rng.IntN(1000))
 		for i := range batch {
 			u, t := fg.UserID(1+rng.IntN(40)), fg.UserID(41+rng.IntN(40))
-			batch[i] = fg.NewEvent(u, t, fg.Op(1+rng.IntN(2)), v(int64(rng.IntN(1<<20))))
+			batch[i] = fg.NewEvent(u, t, fg.Op(1+rng.IntN(2)), V(int64(rng.IntN(1<<20))))
 		}
 		m.Apply(batch...)
-		apply(t, st, seq, batch...)
+		Apply(t, st, seq, batch...)
 	}
 	CheckEvents(t, st, m.Events())
-	if got := lastSeq(t, st); got != 3 {
+	if got := LastSeq(t, st); got != 3 {
 		t.Errorf("LastSeq = %d, want 3", got)
 	}
 }

@@ -17,7 +17,7 @@ func randomEvents(seed uint64, n int) []fg.Event {
 	in := make([]fg.Event, n)
 	for i := range in {
 		u, t := fg.UserID(1+rng.IntN(300)), fg.UserID(301+rng.IntN(300))
-		in[i] = fg.NewEvent(u, t, fg.Op(1+rng.IntN(2)), v(int64(rng.IntN(1<<30))))
+		in[i] = fg.NewEvent(u, t, fg.Op(1+rng.IntN(2)), V(int64(rng.IntN(1<<30))))
 	}
 	return in
 }
@@ -38,14 +38,14 @@ func (s suite) testImportEvents(t *testing.T) {
 		t.Errorf("Import changed %d rows; want %d to %d", n, len(m), len(in))
 	}
 	CheckEvents(t, st, m.Events())
-	if got := lastSeq(t, st); got != 0 {
+	if got := LastSeq(t, st); got != 0 {
 		t.Errorf("LastSeq after Import = %d, want 0", got)
 	}
 	// Importing or applying the same events again changes nothing.
 	if n, err := st.Import(context.Background(), slices.Values(in)); err != nil || n != 0 {
 		t.Errorf("Import again = %d, %v; want 0 rows changed", n, err)
 	}
-	if n := apply(t, st, 1, in...); n != 0 {
+	if n := Apply(t, st, 1, in...); n != 0 {
 		t.Errorf("Apply of the imported events changed %d rows", n)
 	}
 }
@@ -58,12 +58,12 @@ func (s suite) testImportNotEmpty(t *testing.T) {
 	m := Model{}
 	m.Apply(before...)
 	m.Apply(in...)
-	apply(t, st, 3, before...)
+	Apply(t, st, 3, before...)
 	if _, err := st.Import(context.Background(), slices.Values(in)); err != nil {
 		t.Fatal(err)
 	}
 	CheckEvents(t, st, m.Events())
-	if got := lastSeq(t, st); got != 3 {
+	if got := LastSeq(t, st); got != 3 {
 		t.Errorf("LastSeq after Import = %d, want 3", got)
 	}
 }
@@ -75,9 +75,9 @@ func (s suite) testImportInvalid(t *testing.T) {
 	const n = 10_000 // several chunks written before the invalid event
 	in := func(yield func(fg.Event) bool) {
 		for i := range n {
-			e := follow(1, fg.UserID(i+2), v(int64(i)))
+			e := Follow(1, fg.UserID(i+2), V(int64(i)))
 			if i == n-1 {
-				e = follow(1, 1, v(1))
+				e = Follow(1, 1, V(1))
 			}
 			if !yield(e) {
 				return
@@ -95,9 +95,9 @@ func (s suite) eventsStore(t *testing.T) (Store, []fg.Event) {
 	st := s.newStore(t)
 	var batch []fg.Event
 	for i := fg.UserID(2); i < 1000; i++ {
-		batch = append(batch, follow(1, i, v(int64(i))))
+		batch = append(batch, Follow(1, i, V(int64(i))))
 	}
-	apply(t, st, 1, batch...)
+	Apply(t, st, 1, batch...)
 	return st, batch
 }
 
@@ -111,7 +111,7 @@ func (s suite) testEventsSnapshot(t *testing.T) {
 			t.Fatal(err)
 		}
 		if n++; n == 10 {
-			apply(t, st, 2, follow(5000, 5001, v(1)), unfollow(1, 999, v(5000)))
+			Apply(t, st, 2, Follow(5000, 5001, V(1)), Unfollow(1, 999, V(5000)))
 		}
 	}
 	if n != len(batch) {
@@ -119,7 +119,7 @@ func (s suite) testEventsSnapshot(t *testing.T) {
 	}
 	want := Model{}
 	want.Apply(batch...)
-	want.Apply(follow(5000, 5001, v(1)), unfollow(1, 999, v(5000)))
+	want.Apply(Follow(5000, 5001, V(1)), Unfollow(1, 999, V(5000)))
 	CheckEvents(t, st, want.Events())
 }
 
@@ -135,8 +135,8 @@ func (s suite) testEventsBreak(t *testing.T) {
 			break
 		}
 	}
-	lastSeq(t, st)
-	apply(t, st, 2, follow(5000, 5001, v(1)))
+	LastSeq(t, st)
+	Apply(t, st, 2, Follow(5000, 5001, V(1)))
 }
 
 // testEventsCanceled: a canceled context ends the iteration with an error
@@ -168,7 +168,7 @@ func (s suite) testConcurrent(t *testing.T) {
 		out := make([]fg.Event, 50)
 		for i := range out {
 			out[i] = fg.NewEvent(fg.UserID(1+rng.IntN(30)), fg.UserID(31+rng.IntN(30)), fg.Op(1+rng.IntN(2)),
-				v(int64(b*1000+w*100+i)))
+				V(int64(b*1000+w*100+i)))
 		}
 		return out
 	}
@@ -222,7 +222,7 @@ func (s suite) testConcurrent(t *testing.T) {
 		}
 	}
 	CheckEvents(t, st, m.Events())
-	if got := lastSeq(t, st); got != batches*writers {
+	if got := LastSeq(t, st); got != batches*writers {
 		t.Errorf("LastSeq = %d, want %d", got, batches*writers)
 	}
 }

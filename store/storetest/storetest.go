@@ -117,17 +117,20 @@ func (s suite) newStore(tb testing.TB) Store {
 	return st
 }
 
-// t0 is the time of version v(0).
-var t0 = time.Date(2025, 6, 1, 0, 0, 0, 0, time.UTC).UnixMilli()
+// T0 is the time of version V(0), in Unix milliseconds: the helpers
+// below are exported for the stores' own tests.
+var T0 = time.Date(2025, 6, 1, 0, 0, 0, 0, time.UTC).UnixMilli()
 
-// v returns a version n milliseconds after t0.
-func v(n int64) fg.Version { return fg.VersionAt(t0 + n) }
+// V returns a version n milliseconds after T0.
+func V(n int64) fg.Version { return fg.VersionAt(T0 + n) }
 
-func follow(u, t fg.UserID, ver fg.Version) fg.Event {
+// Follow is the event of u following t at version ver.
+func Follow(u, t fg.UserID, ver fg.Version) fg.Event {
 	return fg.NewEvent(u, t, fg.OpFollow, ver)
 }
 
-func unfollow(u, t fg.UserID, ver fg.Version) fg.Event {
+// Unfollow is the event of u unfollowing t at version ver.
+func Unfollow(u, t fg.UserID, ver fg.Version) fg.Event {
 	return fg.NewEvent(u, t, fg.OpUnfollow, ver)
 }
 
@@ -209,9 +212,9 @@ func describeDifference(got, want []fg.Event) string {
 	return fmt.Sprintf("got %v, want %v", at(got), at(want))
 }
 
-// apply applies events as one batch with sequence seq, and fails tb on an
+// Apply applies events as one batch with sequence seq, and fails tb on an
 // error.
-func apply(tb testing.TB, s Store, seq uint64, events ...fg.Event) int {
+func Apply(tb testing.TB, s Store, seq uint64, events ...fg.Event) int {
 	tb.Helper()
 	n, err := s.Apply(context.Background(), events, seq)
 	if err != nil {
@@ -220,8 +223,8 @@ func apply(tb testing.TB, s Store, seq uint64, events ...fg.Event) int {
 	return n
 }
 
-// lastSeq returns s.LastSeq, and fails tb on an error.
-func lastSeq(tb testing.TB, s Store) uint64 {
+// LastSeq returns s.LastSeq, and fails tb on an error.
+func LastSeq(tb testing.TB, s Store) uint64 {
 	tb.Helper()
 	seq, err := s.LastSeq(context.Background())
 	if err != nil {
