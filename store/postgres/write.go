@@ -259,30 +259,18 @@ func (s *Store) Import(ctx context.Context, events iter.Seq[fg.Event]) (int, err
 		if _, err := tx.Exec(ctx, `CREATE TEMPORARY TABLE edges_import (LIKE edges) ON COMMIT DROP`); err != nil {
 			return err
 		}
-		buf := make([]row.Edge, 0, importChunk)
-		flush := func() error {
-			_, err := tx.CopyFrom(ctx, pgx.Identifier{"edges_import"},
-				[]string{"follower", "followee", "following", "since_ms", "version"},
-				pgx.CopyFromSlice(len(buf), func(i int) ([]any, error) {
-					e := buf[i]
-					return []any{e.Follower, e.Followee, e.Following, e.SinceMs, e.Version}, nil
-				}))
-			buf = buf[:0]
-			return err
-		}
-		for e := range events {
-			r, err := row.FromEvent(e)
+		for chunk, err := range row.Chunks(events, importChunk) {
 			if err != nil {
 				return err
 			}
-			if buf = append(buf, r); len(buf) == cap(buf) {
-				if err := flush(); err != nil {
-					return err
-				}
+			if _, err := tx.CopyFrom(ctx, pgx.Identifier{"edges_import"},
+				[]string{"follower", "followee", "following", "since_ms", "version"},
+				pgx.CopyFromSlice(len(chunk), func(i int) ([]any, error) {
+					e := chunk[i]
+					return []any{e.Follower, e.Followee, e.Following, e.SinceMs, e.Version}, nil
+				})); err != nil {
+				return err
 			}
-		}
-		if err := flush(); err != nil {
-			return err
 		}
 		rebuild, err := dropListIndexes(ctx, tx)
 		if err != nil {

@@ -134,26 +134,15 @@ func (s *Store) Import(ctx context.Context, events iter.Seq[fg.Event]) (int, err
 	}
 	defer tx.Rollback()
 	changed := 0
-	buf := make([]row.Edge, 0, importChunk)
-	flush := func() error {
-		n, err := s.upsert(ctx, tx, row.Dedupe(buf))
-		changed += n
-		buf = buf[:0]
-		return translate(err)
-	}
-	for e := range events {
-		r, err := row.FromEvent(e)
+	for chunk, err := range row.Chunks(events, importChunk) {
 		if err != nil {
 			return 0, fmt.Errorf("sqlite: import: %w", err)
 		}
-		if buf = append(buf, r); len(buf) == cap(buf) {
-			if err := flush(); err != nil {
-				return 0, fmt.Errorf("sqlite: import: %w", err)
-			}
+		n, err := s.upsert(ctx, tx, row.Dedupe(chunk))
+		if err != nil {
+			return 0, fmt.Errorf("sqlite: import: %w", translate(err))
 		}
-	}
-	if err := flush(); err != nil {
-		return 0, fmt.Errorf("sqlite: import: %w", err)
+		changed += n
 	}
 	if err := tx.Commit(); err != nil {
 		return 0, fmt.Errorf("sqlite: import: %w", translate(err))

@@ -6,6 +6,7 @@ package row
 
 import (
 	"cmp"
+	"iter"
 	"math"
 	"slices"
 
@@ -68,4 +69,30 @@ func Dedupe(edges []Edge) []Edge {
 	return slices.CompactFunc(edges, func(a, b Edge) bool {
 		return a.Follower == b.Follower && a.Followee == b.Followee
 	})
+}
+
+// Chunks yields the rows of events n at a time (the last chunk may be
+// shorter, and is not yielded empty), for the stores' Imports, which write
+// a chunk at a time. Each chunk reuses the array of the one before it. An
+// invalid event (as for FromEvent) is yielded as the error, and ends it.
+func Chunks(events iter.Seq[fg.Event], n int) iter.Seq2[[]Edge, error] {
+	return func(yield func([]Edge, error) bool) {
+		buf := make([]Edge, 0, n)
+		for e := range events {
+			r, err := FromEvent(e)
+			if err != nil {
+				yield(nil, err)
+				return
+			}
+			if buf = append(buf, r); len(buf) == n {
+				if !yield(buf, nil) {
+					return
+				}
+				buf = buf[:0]
+			}
+		}
+		if len(buf) > 0 {
+			yield(buf, nil)
+		}
+	}
 }
