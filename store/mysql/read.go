@@ -64,11 +64,7 @@ func (s *Store) Events(ctx context.Context) iter.Seq2[fg.Event, error] {
 				return
 			}
 			for _, e := range batch {
-				op := fg.OpUnfollow
-				if e.Following {
-					op = fg.OpFollow
-				}
-				if !yield(fg.NewEvent(fg.UserID(e.Follower), fg.UserID(e.Followee), op, fg.Version(e.Version)), nil) {
+				if !yield(e.Event(), nil) {
 					return
 				}
 			}

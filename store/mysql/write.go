@@ -71,16 +71,10 @@ const lockMeta = "SELECT value FROM meta WHERE `key` = 'last_seq' FOR UPDATE"
 // within the server's innodb_lock_wait_timeout or a deadlock returns
 // EUnavailable.
 func (s *Store) Apply(ctx context.Context, events []fg.Event, lastSeq uint64) (changed int, err error) {
-	if lastSeq > row.MaxVersion {
-		return 0, fmt.Errorf("mysql: apply: %w", fg.Errorf(fg.EInvalidArgument, "sequence %d is 2^63 or more", lastSeq))
+	edges, err := row.Batch(events, lastSeq)
+	if err != nil {
+		return 0, fmt.Errorf("mysql: apply: %w", err)
 	}
-	edges := make([]row.Edge, len(events))
-	for i, e := range events {
-		if edges[i], err = row.FromEvent(e); err != nil {
-			return 0, fmt.Errorf("mysql: apply: %w", err)
-		}
-	}
-	edges = row.Dedupe(edges)
 
 	tx, err := s.db.BeginTx(ctx, nil)
 	if err != nil {

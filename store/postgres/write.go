@@ -104,16 +104,10 @@ WHERE e.version < excluded.version`
 // applies nothing. A server that cannot be reached, or a transaction that
 // cannot go through for now, returns EUnavailable (see translate).
 func (s *Store) Apply(ctx context.Context, events []fg.Event, lastSeq uint64) (changed int, err error) {
-	if lastSeq > row.MaxVersion {
-		return 0, fmt.Errorf("postgres: apply: %w", fg.Errorf(fg.EInvalidArgument, "sequence %d is 2^63 or more", lastSeq))
+	edges, err := row.Batch(events, lastSeq)
+	if err != nil {
+		return 0, fmt.Errorf("postgres: apply: %w", err)
 	}
-	edges := make([]row.Edge, len(events))
-	for i, e := range events {
-		if edges[i], err = row.FromEvent(e); err != nil {
-			return 0, fmt.Errorf("postgres: apply: %w", err)
-		}
-	}
-	edges = row.Dedupe(edges)
 	if len(edges) >= splitMin {
 		changed, err = s.applySplit(ctx, edges, lastSeq)
 	} else {

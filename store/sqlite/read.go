@@ -6,6 +6,7 @@ import (
 	"iter"
 
 	fg "github.com/followgraph/followgraph"
+	"github.com/followgraph/followgraph/store/internal/row"
 )
 
 // Events yields the state of every edge as one event, in (follower,
@@ -30,16 +31,12 @@ func (s *Store) Events(ctx context.Context) iter.Seq2[fg.Event, error] {
 		}
 		defer rows.Close()
 		for rows.Next() {
-			var follower, followee, following, version int64
-			if err := rows.Scan(&follower, &followee, &following, &version); err != nil {
+			var e row.Edge
+			if err := rows.Scan(&e.Follower, &e.Followee, &e.Following, &e.Version); err != nil {
 				yield(fg.Event{}, fmt.Errorf("sqlite: events: %w", err))
 				return
 			}
-			op := fg.OpUnfollow
-			if following != 0 {
-				op = fg.OpFollow
-			}
-			if !yield(fg.NewEvent(fg.UserID(follower), fg.UserID(followee), op, fg.Version(version)), nil) {
+			if !yield(e.Event(), nil) {
 				return
 			}
 		}

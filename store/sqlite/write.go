@@ -57,16 +57,10 @@ func upsertSQL(rows int) string {
 // error with its code (EInvalidArgument, EInvalidID, ESelfFollow) and
 // applies nothing. A lock not obtained in time returns EUnavailable.
 func (s *Store) Apply(ctx context.Context, events []fg.Event, lastSeq uint64) (changed int, err error) {
-	if lastSeq > row.MaxVersion {
-		return 0, fmt.Errorf("sqlite: apply: %w", fg.Errorf(fg.EInvalidArgument, "sequence %d is 2^63 or more", lastSeq))
+	edges, err := row.Batch(events, lastSeq)
+	if err != nil {
+		return 0, fmt.Errorf("sqlite: apply: %w", err)
 	}
-	edges := make([]row.Edge, len(events))
-	for i, e := range events {
-		if edges[i], err = row.FromEvent(e); err != nil {
-			return 0, fmt.Errorf("sqlite: apply: %w", err)
-		}
-	}
-	edges = row.Dedupe(edges)
 
 	tx, err := s.w.BeginTx(ctx, nil)
 	if err != nil {

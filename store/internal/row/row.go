@@ -30,6 +30,17 @@ type Edge struct {
 	Version   int64
 }
 
+// Event returns the event that records e, the inverse of FromEvent: an
+// OpFollow at the edge's version for a live edge, an OpUnfollow for a
+// tombstone. It is what the stores' Events yield for a row.
+func (e Edge) Event() fg.Event {
+	op := fg.OpUnfollow
+	if e.Following {
+		op = fg.OpFollow
+	}
+	return fg.NewEvent(fg.UserID(e.Follower), fg.UserID(e.Followee), op, fg.Version(e.Version))
+}
+
 // FromEvent returns the row that records e, or an error if e is invalid
 // (Event.Validate) or its version does not fit a signed 64-bit integer.
 func FromEvent(e fg.Event) (Edge, error) {
@@ -47,6 +58,25 @@ func FromEvent(e fg.Event) (Edge, error) {
 		SinceMs:   e.Version.Millis(),
 		Version:   int64(e.Version),
 	}, nil
+}
+
+// Batch returns the rows that record a batch of events applied with the
+// stream sequence lastSeq, deduplicated (see Dedupe), for the stores'
+// Applies, which check all of a batch before they write any of it. An
+// invalid event (as for FromEvent) or a lastSeq that does not fit a signed
+// 64-bit integer is an error with its code.
+func Batch(events []fg.Event, lastSeq uint64) ([]Edge, error) {
+	if lastSeq > MaxVersion {
+		return nil, fg.Errorf(fg.EInvalidArgument, "sequence %d is 2^63 or more", lastSeq)
+	}
+	edges := make([]Edge, len(events))
+	for i, e := range events {
+		var err error
+		if edges[i], err = FromEvent(e); err != nil {
+			return nil, err
+		}
+	}
+	return Dedupe(edges), nil
 }
 
 // Dedupe sorts edges in primary-key order and keeps only the highest

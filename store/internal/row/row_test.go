@@ -52,3 +52,19 @@ func TestChunks(t *testing.T) {
 		t.Errorf("%d chunks after a break at the second, want 2", n)
 	}
 }
+
+func TestEdge_Event(t *testing.T) {
+	for _, e := range []fg.Event{
+		fg.NewEvent(1, 2, fg.OpFollow, fg.VersionAt(1_700_000_000_000)+3),
+		fg.NewEvent(fg.MaxUserID, 1, fg.OpUnfollow, MaxVersion),
+	} {
+		r, err := FromEvent(e)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := r.Event(); got.User != e.User || got.Target != e.Target || got.Op != e.Op ||
+			got.Version != e.Version || !got.Time.Equal(e.Time) {
+			t.Errorf("FromEvent(%v).Event() = %v", e, got)
+		}
+	}
+}
