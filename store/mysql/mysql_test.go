@@ -6,14 +6,12 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
-	"io"
 	"maps"
 	"math/rand/v2"
 	"net"
 	"net/url"
 	"slices"
 	"strings"
-	"sync"
 	"testing"
 
 	gomysql "github.com/go-sql-driver/mysql"
@@ -228,11 +226,11 @@ func TestOpen_Unavailable(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		p := newProxy(t, u.Host)
-		u.Host = p.addr()
+		p := storetest.NewProxy(t, u.Host)
+		u.Host = p.Addr()
 		s := openStore(t, u.String())
 		storetest.Apply(t, s, 1, storetest.Follow(1, 2, storetest.V(1)))
-		p.close()
+		p.Stop()
 		if err := s.Ready(ctx); fg.ErrorCode(err) != fg.EUnavailable {
 			t.Errorf("Ready = %v, want %s", err, fg.EUnavailable)
 		}
@@ -242,65 +240,19 @@ func TestOpen_Unavailable(t *testing.T) {
 		if _, err := s.LastSeq(ctx); fg.ErrorCode(err) != fg.EUnavailable {
 			t.Errorf("LastSeq = %v, want %s", err, fg.EUnavailable)
 		}
-		for _, err := range s.Events(ctx) {
-			if fg.ErrorCode(err) != fg.EUnavailable {
-				t.Errorf("Events = %v, want %s", err, fg.EUnavailable)
-			}
+		// The first thing Events yields must be the error: an iteration
+		// that yields nothing fails too.
+		var eventsErr error
+		for _, eventsErr = range s.Events(ctx) {
+			break
+		}
+		if fg.ErrorCode(eventsErr) != fg.EUnavailable {
+			t.Errorf("Events = %v, want %s", eventsErr, fg.EUnavailable)
 		}
 		if _, err := s.Following(ctx, 1, nil, 10); fg.ErrorCode(err) != fg.EUnavailable {
 			t.Errorf("Following = %v, want %s", err, fg.EUnavailable)
 		}
 	})
-}
-
-// proxy forwards TCP connections to a server until closed, so that a test
-// can take the server away from a store.
-type proxy struct {
-	l     net.Listener
-	mu    sync.Mutex
-	conns []net.Conn
-}
-
-func newProxy(tb testing.TB, target string) *proxy {
-	tb.Helper()
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		tb.Fatal(err)
-	}
-	p := &proxy{l: l}
-	tb.Cleanup(p.close)
-	go func() {
-		for {
-			c, err := l.Accept()
-			if err != nil {
-				return
-			}
-			s, err := net.Dial("tcp", target)
-			if err != nil {
-				c.Close()
-				continue
-			}
-			p.mu.Lock()
-			p.conns = append(p.conns, c, s)
-			p.mu.Unlock()
-			go func() { io.Copy(s, c); s.Close() }()
-			go func() { io.Copy(c, s); c.Close() }()
-		}
-	}()
-	return p
-}
-
-func (p *proxy) addr() string { return p.l.Addr().String() }
-
-// close stops accepting and cuts every connection.
-func (p *proxy) close() {
-	p.l.Close()
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	for _, c := range p.conns {
-		c.Close()
-	}
-	p.conns = nil
 }
 
 // migrationRows returns the rows of schema_migrations.
@@ -511,7 +463,7 @@ func TestStore_EventsBatches(t *testing.T) {
 			storetest.Apply(t, s, 1, storetest.Unfollow(last.User, last.Target, last.Version+1), storetest.Follow(last.User, last.Target+1, storetest.V(1<<30)))
 		}
 	}
-	if !slices.EqualFunc(got, want, sameEvent) {
+	if !slices.EqualFunc(got, want, storetest.SameEvent) {
 		t.Errorf("Events during a write: %d events, want the %d of the state before it", len(got), len(want))
 	}
 }
@@ -630,10 +582,6 @@ func TestStore_Lists(t *testing.T) {
 			t.Errorf("Counts(-1) = %v, want %s", err, fg.EInvalidID)
 		}
 	})
-}
-
-func sameEvent(a, b fg.Event) bool {
-	return a.User == b.User && a.Target == b.Target && a.Op == b.Op && a.Version == b.Version && a.Time.Equal(b.Time)
 }
 
 func sameEntry(a, b fg.Entry) bool { return a.ID == b.ID && a.Since.Equal(b.Since) }

@@ -6,7 +6,6 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
-	"io"
 	"net"
 	"net/url"
 	"slices"
@@ -440,12 +439,12 @@ func TestStore_Unavailable(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	p := newProxy(t, u.Host)
-	u.Host = p.addr
+	p := storetest.NewProxy(t, u.Host)
+	u.Host = p.Addr()
 	s := openStore(t, u.String())
 	storetest.Apply(t, s, 1, storetest.Follow(1, 2, storetest.V(1)))
 
-	p.stop()
+	p.Stop()
 	checks := []struct {
 		name string
 		call func() error
@@ -477,7 +476,7 @@ func TestStore_Unavailable(t *testing.T) {
 		}
 	}
 
-	p.start()
+	p.Start()
 	if n := storetest.Apply(t, s, 3, storetest.Follow(1, 3, storetest.V(3))); n != 1 {
 		t.Errorf("Apply after the server came back changed %d rows, want 1", n)
 	}
@@ -499,69 +498,6 @@ func TestStore_Unavailable(t *testing.T) {
 			t.Errorf("Open of a closed port: %v, want %s", err, fg.EUnavailable)
 		}
 	})
-}
-
-// proxy forwards TCP connections from a local address to the server, and
-// can be stopped (its listener closed and every connection cut) and
-// started again on the same address.
-type proxy struct {
-	tb     testing.TB
-	addr   string
-	target string
-
-	mu    sync.Mutex
-	l     net.Listener
-	conns []net.Conn
-	wg    sync.WaitGroup
-}
-
-func newProxy(tb testing.TB, target string) *proxy {
-	p := &proxy{tb: tb, target: target, addr: "127.0.0.1:0"}
-	p.start()
-	tb.Cleanup(p.stop)
-	return p
-}
-
-func (p *proxy) start() {
-	l, err := net.Listen("tcp", p.addr)
-	if err != nil {
-		p.tb.Fatal(err)
-	}
-	p.mu.Lock()
-	p.l, p.addr = l, l.Addr().String()
-	p.mu.Unlock()
-	p.wg.Go(func() {
-		for {
-			c, err := l.Accept()
-			if err != nil {
-				return
-			}
-			s, err := net.Dial("tcp", p.target)
-			if err != nil {
-				c.Close()
-				continue
-			}
-			p.mu.Lock()
-			p.conns = append(p.conns, c, s)
-			p.mu.Unlock()
-			p.wg.Go(func() { io.Copy(s, c); s.Close() })
-			p.wg.Go(func() { io.Copy(c, s); c.Close() })
-		}
-	})
-}
-
-func (p *proxy) stop() {
-	p.mu.Lock()
-	if p.l != nil {
-		p.l.Close()
-		p.l = nil
-	}
-	for _, c := range p.conns {
-		c.Close()
-	}
-	p.conns = nil
-	p.mu.Unlock()
-	p.wg.Wait()
 }
 
 // TestStore_CanceledApply: a canceled Apply changes nothing and says so.

@@ -15,8 +15,8 @@
 //
 // What only one store has (reopening a file, migrations, pragmas, the
 // reads of a shared database) is tested in that store's package; the
-// helpers exported here (Model, StoredEvents, CheckEvents) serve those
-// tests too.
+// helpers exported here (Model, StoredEvents, CheckEvents, SameEvent)
+// serve those tests too.
 package storetest
 
 import (
@@ -174,7 +174,7 @@ func StoredEvents(tb testing.TB, s Store) []fg.Event {
 func CheckEvents(tb testing.TB, s Store, want []fg.Event) {
 	tb.Helper()
 	got := StoredEvents(tb, s)
-	if !slices.EqualFunc(got, want, sameEvent) {
+	if !slices.EqualFunc(got, want, SameEvent) {
 		if len(got) > 20 || len(want) > 20 {
 			tb.Fatalf("Events: got %d events, want %d; first difference at %d: %s",
 				len(got), len(want), firstDifference(got, want), describeDifference(got, want))
@@ -188,14 +188,15 @@ func CheckEvents(tb testing.TB, s Store, want []fg.Event) {
 	}
 }
 
-// sameEvent compares events by value, times by instant.
-func sameEvent(a, b fg.Event) bool {
+// SameEvent reports whether a and b are the same event: the same values,
+// times compared by instant.
+func SameEvent(a, b fg.Event) bool {
 	return a.User == b.User && a.Target == b.Target && a.Op == b.Op && a.Version == b.Version && a.Time.Equal(b.Time)
 }
 
 func firstDifference(got, want []fg.Event) int {
 	i := 0
-	for i < len(got) && i < len(want) && sameEvent(got[i], want[i]) {
+	for i < len(got) && i < len(want) && SameEvent(got[i], want[i]) {
 		i++
 	}
 	return i
