@@ -72,6 +72,31 @@ func setBufferPool(b *testing.B, size int64) {
 	resize(b, size)
 }
 
+// BenchmarkSize reports the size of the generated 1M-edge graph in the
+// store, as imported: the edges table with its indexes (MiB), and the
+// list indexes alone (list-MiB), from InnoDB's statistics after ANALYZE
+// TABLE.
+func BenchmarkSize(b *testing.B) {
+	url := newDatabase(b)
+	s := openStore(b, url)
+	if _, err := s.Import(b.Context(), storetest.Generated()); err != nil {
+		b.Fatal(err)
+	}
+	db := rawDB(b, url)
+	if _, err := db.Exec("ANALYZE TABLE edges"); err != nil {
+		b.Fatal(err)
+	}
+	var data, index int64
+	for b.Loop() {
+		if err := db.QueryRow(`SELECT data_length, index_length FROM information_schema.tables
+			WHERE table_schema = DATABASE() AND table_name = 'edges'`).Scan(&data, &index); err != nil {
+			b.Fatal(err)
+		}
+	}
+	b.ReportMetric(float64(data+index)/(1<<20), "MiB")
+	b.ReportMetric(float64(index)/(1<<20), "list-MiB")
+}
+
 // BenchmarkBatchSize applies live batches of 1000, 2000 and 5000 events
 // to the generated 1M-edge graph.
 func BenchmarkBatchSize(b *testing.B) { storetest.BenchBatchSize(b, imported(b)) }

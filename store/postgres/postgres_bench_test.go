@@ -40,13 +40,35 @@ func importedStore(tb testing.TB) (*postgres.Store, string) {
 // committed (synchronous_commit as the server has it, on by default): to
 // an empty store, to the generated 1M-edge graph, and the same batch again
 // (a redelivery: no row changes); and, to compare with Graph1M, the same
-// with every batch in one transaction, as before applySplit.
+// with every batch in one transaction, as before applySplit, and the same
+// without the two list indexes.
 func BenchmarkApply(b *testing.B) {
 	storetest.BenchApply(b, open, imported)
 	b.Run("Graph1MOneTransaction", func(b *testing.B) {
 		defer postgres.SetSplitMin(math.MaxInt)()
 		storetest.RunApply(b, imported(b), storetest.LiveBatches(storetest.ApplyBatch, 1))
 	})
+	// What the two list indexes cost Apply: the same without them.
+	b.Run("Graph1MNoListIndexes", func(b *testing.B) {
+		s, url := importedStore(b)
+		query(b, url, `DROP INDEX edges_following, edges_followers`)
+		storetest.RunApply(b, s, storetest.LiveBatches(storetest.ApplyBatch, 1))
+	})
+}
+
+// BenchmarkSize reports the size of the generated 1M-edge graph in the
+// store, as imported and vacuumed: the edges table with its indexes
+// (MiB), and the list indexes alone (list-MiB).
+func BenchmarkSize(b *testing.B) {
+	_, url := importedStore(b)
+	var total, lists int64
+	for b.Loop() {
+		r := query(b, url, `SELECT pg_total_relation_size('edges'),
+			pg_relation_size('edges_following') + pg_relation_size('edges_followers')`)
+		total, lists = r[0][0].(int64), r[0][1].(int64)
+	}
+	b.ReportMetric(float64(total)/(1<<20), "MiB")
+	b.ReportMetric(float64(lists)/(1<<20), "list-MiB")
 }
 
 // BenchmarkBatchSize applies live batches of 1000, 2000 and 5000 events
