@@ -36,10 +36,10 @@ func (g *Graph) outboxKeys() []string {
 
 // scriptCreateStream creates an empty stream where there is none: XADD
 // with MAXLEN 0 adds an entry and trims it at once.
-var scriptCreateStream = rueidis.NewLuaScript(`
+var scriptCreateStream = newScript(`
 if redis.call('EXISTS', KEYS[1]) == 1 then return 0 end
 redis.call('XADD', KEYS[1], 'MAXLEN', '0', '*', 'created', '1')
-return 1`)
+return 1`, false)
 
 // InitOutbox creates every outbox stream that does not exist, and returns
 // how many it created. Call it for a new deployment, and after Rebuild has
@@ -52,7 +52,7 @@ func (g *Graph) InitOutbox(ctx context.Context) (int, error) {
 		for i, key := range batch {
 			calls[i] = rueidis.LuaExec{Keys: []string{key}}
 		}
-		return scriptCreateStream.ExecMulti(ctx, g.c, calls...)
+		return scriptCreateStream.execMulti(ctx, g.c, calls)
 	}, func(_ string, n int64) { created += int(n) })
 	if err != nil {
 		return created, unavailable("creating the outbox", err)

@@ -4,8 +4,6 @@ import (
 	"context"
 	"strconv"
 	"time"
-
-	"github.com/redis/rueidis"
 )
 
 // Several serve nodes run a relay each over the same outbox. So that they
@@ -17,7 +15,7 @@ import (
 // correctness rests on: a paused owner whose lease ran out may publish a
 // batch another node publishes too, which the log drops as a duplicate
 // (message id = event id), and trims are idempotent.
-var scriptLease = rueidis.NewLuaScript(`
+var scriptLease = newScript(`
 local cur = redis.call('GET', KEYS[1])
 if cur == ARGV[1] then
   redis.call('PEXPIRE', KEYS[1], ARGV[2])
@@ -25,12 +23,12 @@ if cur == ARGV[1] then
 end
 if cur then return 0 end
 redis.call('SET', KEYS[1], ARGV[1], 'PX', ARGV[2])
-return 1`)
+return 1`, false)
 
 // ClaimOutbox takes or renews the lease of the outbox stream for owner,
 // for ttl, and reports whether owner holds it.
 func (g *Graph) ClaimOutbox(ctx context.Context, stream, owner string, ttl time.Duration) (bool, error) {
-	n, err := scriptLease.Exec(ctx, g.c, []string{stream + ":lease"},
+	n, err := scriptLease.exec(ctx, g.c, []string{stream + ":lease"},
 		[]string{owner, strconv.FormatInt(max(ttl.Milliseconds(), 1), 10)}).AsInt64()
 	if err != nil {
 		return false, unavailable("outbox lease", err)
@@ -41,13 +39,13 @@ func (g *Graph) ClaimOutbox(ctx context.Context, stream, owner string, ttl time.
 // ReleaseOutbox gives up owner's lease of the stream, if it holds it, so
 // that another node takes the stream over at once (at a clean stop).
 func (g *Graph) ReleaseOutbox(ctx context.Context, stream, owner string) error {
-	err := scriptRelease.Exec(ctx, g.c, []string{stream + ":lease"}, []string{owner}).Error()
+	err := scriptRelease.exec(ctx, g.c, []string{stream + ":lease"}, []string{owner}).Error()
 	if err != nil {
 		return unavailable("outbox lease", err)
 	}
 	return nil
 }
 
-var scriptRelease = rueidis.NewLuaScript(`
+var scriptRelease = newScript(`
 if redis.call('GET', KEYS[1]) == ARGV[1] then return redis.call('DEL', KEYS[1]) end
-return 0`)
+return 0`, false)

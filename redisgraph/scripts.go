@@ -39,7 +39,10 @@ var (
 	scriptCensus = newScript(luaCensus, true)                    // a user's counters and set sizes, for Reconcile
 )
 
-var allScripts = []*script{scriptChange, scriptSecond, scriptApply, scriptTies, scriptBulk, scriptCensus}
+// allScripts are those loadScripts loads: these, and the small ones of
+// the outbox's streams and leases (init.go, lease.go).
+var allScripts = []*script{scriptChange, scriptSecond, scriptApply, scriptTies, scriptBulk, scriptCensus,
+	scriptCreateStream, scriptLease, scriptRelease}
 
 // script is a Lua script run by EVALSHA (EVALSHA_RO when read-only), and
 // by EVAL when Redis does not have it (after a restart or a failover).
