@@ -513,8 +513,8 @@ func (r *reconciler) report(diffs []Diff) {
 // bounded steps.
 func (g *Graph) readUser(ctx context.Context, u fg.UserID) (redisUser, error) {
 	var red redisUser
-	keys := [2][2]string{{g.key(u, kindOut), g.key(u, kindOutVer)}, {g.key(u, kindIn), g.key(u, kindInVer)}}
-	censusKeys := []string{keys[0][0], keys[1][0], g.key(u, kindCounters)}
+	keys := [2][]string{g.sideKeys(u, SideFollowing), g.sideKeys(u, SideFollowers)} // set, versions hash, h
+	censusKeys := []string{keys[0][0], keys[1][0], keys[0][2]}
 	cmds := rueidis.Commands{scriptCensus.cmd(g.c, censusKeys, nil)}
 	for _, k := range keys {
 		cmds = append(cmds,
