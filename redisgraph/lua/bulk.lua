@@ -103,20 +103,16 @@ else
       if want == 'f' then
         zadd[#zadd + 1] = string.format('%d', ems[k])
         zadd[#zadd + 1] = m
-        if ehex[k] then
-          hset[#hset + 1] = m
-          hset[#hset + 1] = ehex[k]
-        elseif rec then
-          hdel[#hdel + 1] = m
-        end
-      else
-        if live then zrem[#zrem + 1] = m end
-        if want == 'u' then
-          hset[#hset + 1] = m
-          hset[#hset + 1] = ehex[k]
-        elseif rec then
-          hdel[#hdel + 1] = m
-        end
+      elseif live then
+        zrem[#zrem + 1] = m
+      end
+      -- ehex: the version to store (a tombstone's, or a live edge's with
+      -- a counter); none for the other states.
+      if ehex[k] then
+        hset[#hset + 1] = m
+        hset[#hset + 1] = ehex[k]
+      elseif rec then
+        hdel[#hdel + 1] = m
       end
     end
     if repair then flags[k] = write and '1' or '0' end
