@@ -39,8 +39,12 @@ func (g *Graph) key(id fg.UserID, kind string) string {
 // byte order is numeric order.
 func member(id fg.UserID) string {
 	var b [8]byte
-	binary.BigEndian.PutUint64(b[:], uint64(id))
-	return string(b[:])
+	return string(appendMember(b[:0], id))
+}
+
+// appendMember appends to b the member of id, as member returns it.
+func appendMember(b []byte, id fg.UserID) []byte {
+	return binary.BigEndian.AppendUint64(b, uint64(id))
 }
 
 // memberID decodes a member written by member.

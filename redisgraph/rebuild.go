@@ -3,7 +3,6 @@ package redisgraph
 import (
 	"cmp"
 	"context"
-	"encoding/binary"
 	"fmt"
 	"iter"
 	"slices"
@@ -333,25 +332,25 @@ func bulkArgs(s Side, es []bulkEdge, horizon string, clk fg.Version) []string {
 	for _, e := range es[:nl] { // L
 		buf = strconv.AppendInt(buf, e.v.Millis(), 10)
 		mark()
-		buf = binary.BigEndian.AppendUint64(buf, uint64(e.other)) // as member does
+		buf = appendMember(buf, e.other)
 		mark()
 	}
 	for _, e := range es[:nl] { // V
 		if e.v&(1<<fg.VersionCounterBits-1) != 0 {
-			buf = binary.BigEndian.AppendUint64(buf, uint64(e.other))
+			buf = appendMember(buf, e.other)
 			mark()
 			buf = appendVersionHex(buf, e.v)
 			mark()
 		}
 	}
 	for _, e := range es[nl : nl+nt] { // T
-		buf = binary.BigEndian.AppendUint64(buf, uint64(e.other))
+		buf = appendMember(buf, e.other)
 		mark()
 		buf = appendVersionHex(buf, e.v)
 		mark()
 	}
 	for _, e := range es[nl+nt:] { // N
-		buf = binary.BigEndian.AppendUint64(buf, uint64(e.other))
+		buf = appendMember(buf, e.other)
 		mark()
 	}
 	all := string(buf)
