@@ -241,7 +241,7 @@ walk:
 			if bad = checkSourceEdge(u, s, e); bad != nil {
 				break walk
 			}
-			es = append(es, newBulkEdge(s.other(e), e))
+			es = append(es, newBulkEdge(s.other(e), stateOf(e)))
 			if len(es) == opts.Chunk && !add(u) {
 				break walk
 			}
@@ -290,12 +290,19 @@ type bulkEdge struct {
 	state byte
 }
 
-func newBulkEdge(other fg.UserID, e fg.Event) bulkEdge {
-	if e.Op == fg.OpFollow {
-		return bulkEdge{other, e.Version, 'f'}
+// newBulkEdge returns state st of the edge with other as a bulkEdge.
+func newBulkEdge(other fg.UserID, st EdgeState) bulkEdge {
+	switch {
+	case st.Live:
+		return bulkEdge{other, st.Version, 'f'}
+	case st.Version != 0:
+		return bulkEdge{other, st.Version, 'u'}
 	}
-	return bulkEdge{other, e.Version, 'u'}
+	return bulkEdge{other, 0, 'n'}
 }
+
+// stateOf returns the state of an edge whose last change is e.
+func stateOf(e fg.Event) EdgeState { return EdgeState{e.Version, e.Op == fg.OpFollow} }
 
 // bulkArgs returns scriptBulk's arguments for the edges es of side s:
 // horizon is "" for Rebuild, else a repair's horizon (16 hex digits); clk

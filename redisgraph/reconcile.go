@@ -338,7 +338,7 @@ func (r *reconciler) user(ctx context.Context, u fg.UserID) error {
 	for i, s := range []Side{SideFollowing, SideFollowers} {
 		var exp []edgeRec
 		for e := range s.edges(r.src, u) {
-			exp = append(exp, edgeRec{s.other(e), EdgeState{e.Version, e.Op == fg.OpFollow}})
+			exp = append(exp, edgeRec{s.other(e), stateOf(e)})
 		}
 		slices.SortFunc(exp, func(a, b edgeRec) int { return cmp.Compare(a.other, b.other) })
 		got := red.sides[i]
@@ -378,14 +378,7 @@ func (r *reconciler) user(ctx context.Context, u fg.UserID) error {
 			}
 			diffs = append(diffs, Diff{User: u, Side: s, Kind: kind, Other: want.other, Expected: want.EdgeState, Found: have.EdgeState})
 			if kind != DiffAhead {
-				be := bulkEdge{other: want.other, v: want.Version, state: 'n'}
-				switch {
-				case want.Live:
-					be.state = 'f'
-				case want.Version != 0:
-					be.state = 'u'
-				}
-				repairs = append(repairs, be)
+				repairs = append(repairs, newBulkEdge(want.other, want.EdgeState))
 				repairDiffs = append(repairDiffs, len(diffs)-1)
 			}
 		}
