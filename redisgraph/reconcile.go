@@ -342,8 +342,7 @@ func (r *reconciler) user(ctx context.Context, u fg.UserID) error {
 		}
 		slices.SortFunc(exp, func(a, b edgeRec) int { return cmp.Compare(a.other, b.other) })
 		got := red.sides[i]
-		var repairs []bulkEdge
-		var repairDiffs []int // diffs[k] for repairs[j]
+		var repairs []repairEdge
 		finalLive := int64(0)
 		n := 0
 		for a, b := 0, 0; a < len(exp) || b < len(got); n++ {
@@ -378,8 +377,7 @@ func (r *reconciler) user(ctx context.Context, u fg.UserID) error {
 			}
 			diffs = append(diffs, Diff{User: u, Side: s, Kind: kind, Other: want.other, Expected: want.EdgeState, Found: have.EdgeState})
 			if kind != DiffAhead {
-				repairs = append(repairs, newBulkEdge(want.other, want.EdgeState))
-				repairDiffs = append(repairDiffs, len(diffs)-1)
+				repairs = append(repairs, repairEdge{newBulkEdge(want.other, want.EdgeState), len(diffs) - 1})
 			}
 		}
 		r.edges.Add(int64(n))
@@ -394,7 +392,7 @@ func (r *reconciler) user(ctx context.Context, u fg.UserID) error {
 			extra, fixSide = append(extra, len(diffs)-1), true
 		}
 		if r.opts.Fix && fixSide {
-			if err := r.repair(ctx, u, s, repairs, repairDiffs, extra, maxOut, diffs); err != nil {
+			if err := r.repair(ctx, u, s, repairs, extra, maxOut, diffs); err != nil {
 				return err
 			}
 		}
@@ -423,29 +421,28 @@ func classify(want, have EdgeState, horizon fg.Version) DiffKind {
 	return DiffExtra
 }
 
+// repairEdge is an edge a repair writes, and the index in diffs of the
+// difference it fixes.
+type repairEdge struct {
+	e    bulkEdge
+	diff int
+}
+
 // repair writes the expected states of the edges of side s of user u that
-// differ (repairs, for diffs[repairDiffs[j]]), in calls of up to r.chunk
-// edges, each waiting for as many tokens; the last call also sets the
-// counter and the clock, fixing diffs[extra]. It marks what it fixed.
-func (r *reconciler) repair(ctx context.Context, u fg.UserID, s Side, repairs []bulkEdge, repairDiffs, extra []int, clk fg.Version, diffs []Diff) error {
+// differ (repairs), in calls of up to r.chunk edges, each waiting for as
+// many tokens; the last call also sets the counter and the clock, fixing
+// diffs[extra]. It marks what it fixed.
+func (r *reconciler) repair(ctx context.Context, u fg.UserID, s Side, repairs []repairEdge, extra []int, clk fg.Version, diffs []Diff) error {
 	if s != SideFollowing {
 		clk = 0
 	}
-	// bulkArgs reorders the edges of a call: carry the diff indexes along.
-	type item struct {
-		e    bulkEdge
-		diff int
-	}
-	items := make([]item, len(repairs))
-	for j := range repairs {
-		items[j] = item{repairs[j], repairDiffs[j]}
-	}
-	for first := true; first || len(items) > 0; first = false {
-		n := min(len(items), r.chunk)
-		call := items[:n]
-		items = items[n:]
-		last := len(items) == 0
-		slices.SortStableFunc(call, func(a, b item) int { return cmp.Compare(stateOrder(a.e.state), stateOrder(b.e.state)) })
+	for first := true; first || len(repairs) > 0; first = false {
+		n := min(len(repairs), r.chunk)
+		call := repairs[:n]
+		repairs = repairs[n:]
+		last := len(repairs) == 0
+		// In the order bulkArgs gives the edges, which the flags follow.
+		slices.SortStableFunc(call, func(a, b repairEdge) int { return cmp.Compare(stateOrder(a.e.state), stateOrder(b.e.state)) })
 		es := make([]bulkEdge, n)
 		for j, it := range call {
 			es[j] = it.e
