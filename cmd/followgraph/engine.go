@@ -70,18 +70,9 @@ func memEngine(cfg Config, store durableStore, elog *eventlog.Log, reg prometheu
 // a failed hook left there, and the persister stores the log as in the
 // default.
 func redisEngine(cfg Config, store durableStore, elog *eventlog.Log, reg prometheus.Registerer, logger *slog.Logger) (*engine, error) {
-	opt, err := redisgraph.ParseURL(cfg.Redis)
-	if err != nil {
-		return nil, err
-	}
-	client, err := rueidis.NewClient(opt)
-	if err != nil {
-		return nil, fmt.Errorf("redis %s: %w", cfg.Redis, err)
-	}
-	g, err := redisgraph.New(client, redisgraph.WithPrefix(cfg.RedisPrefix),
+	g, closeRedis, err := openRedis(cfg.Redis, redisgraph.WithPrefix(cfg.RedisPrefix),
 		redisgraph.WithMaxFollowing(cfg.MaxFollowing), redisgraph.WithHook(durable(elog)))
 	if err != nil {
-		client.Close()
 		return nil, err
 	}
 	reg.MustRegister(
@@ -113,9 +104,29 @@ func redisEngine(cfg Config, store durableStore, elog *eventlog.Log, reg prometh
 		},
 		close: func() {
 			leases.release()
-			client.Close()
+			closeRedis()
 		},
 	}, nil
+}
+
+// openRedis connects to the Redis at url (a redis:// or redis+cluster://
+// URL) and returns redisgraph on it with opts, and what closes the
+// connection.
+func openRedis(url string, opts ...redisgraph.Option) (*redisgraph.Graph, func(), error) {
+	opt, err := redisgraph.ParseURL(url)
+	if err != nil {
+		return nil, nil, err
+	}
+	client, err := rueidis.NewClient(opt)
+	if err != nil {
+		return nil, nil, fmt.Errorf("redis %s: %w", redactURL(url), err)
+	}
+	g, err := redisgraph.New(client, opts...)
+	if err != nil {
+		client.Close()
+		return nil, nil, err
+	}
+	return g, client.Close, nil
 }
 
 // beforeTrim runs when the relay has published a batch and is about to

@@ -11,7 +11,6 @@ import (
 	"strings"
 	"time"
 
-	"github.com/redis/rueidis"
 	"github.com/spf13/cobra"
 
 	"github.com/followgraph/followgraph/eventlog"
@@ -80,20 +79,7 @@ func (c *opsConfig) expected(ctx context.Context, out io.Writer) (*memgraph.Grap
 
 // hotCopy connects to the Redis of the deployment.
 func (c *opsConfig) hotCopy() (*redisgraph.Graph, func(), error) {
-	opt, err := redisgraph.ParseURL(c.Redis)
-	if err != nil {
-		return nil, nil, err
-	}
-	client, err := rueidis.NewClient(opt)
-	if err != nil {
-		return nil, nil, fmt.Errorf("redis %s: %w", redactURL(c.Redis), err)
-	}
-	g, err := redisgraph.New(client, redisgraph.WithPrefix(c.RedisPrefix))
-	if err != nil {
-		client.Close()
-		return nil, nil, err
-	}
-	return g, client.Close, nil
+	return openRedis(c.Redis, redisgraph.WithPrefix(c.RedisPrefix))
 }
 
 // rebuild writes the expected graph into Redis, then marks Redis as
