@@ -32,6 +32,11 @@ With --redis, the hot copy in Redis is then written from the store in bulk too
 			if err := envDefaults(cmd.Flags()); err != nil {
 				return err
 			}
+			if cfg.Redis != "" {
+				if err := cfg.validate(); err != nil {
+					return err
+				}
+			}
 			f, err := os.Open(args[0])
 			if err != nil {
 				return err
@@ -50,9 +55,6 @@ With --redis, the hot copy in Redis is then written from the store in bulk too
 			fmt.Fprintf(cmd.OutOrStdout(), "imported %d edges in %s\n", n, time.Since(start).Round(time.Millisecond))
 			if cfg.Redis == "" {
 				return nil
-			}
-			if err := cfg.validate(); err != nil {
-				return err
 			}
 			return cfg.rebuild(cmd.Context(), cmd.OutOrStdout(), redisgraph.RebuildOptions{})
 		},
