@@ -57,7 +57,7 @@ func retryDelay(failures int) time.Duration {
 // events; Consume waits up to 10s for the server to confirm the
 // acknowledgements before going on. When handle returns an error nothing
 // of the batch is acknowledged: the server redelivers it after a back-off
-// of 250ms, doubling with each consecutive failure up to 30s, and
+// of 250ms, doubling with each consecutive failure up to 5s, and
 // delivers nothing newer meanwhile (one batch is in flight at a time). A
 // batch that is never answered (the process died) is redelivered 30s
 // after its delivery. While handle runs, Consume tells the server the
