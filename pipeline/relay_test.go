@@ -120,10 +120,12 @@ func TestRelay_Leases(t *testing.T) {
 	ctx := context.Background()
 	ms := time.Date(2026, 11, 30, 12, 0, 0, 0, time.UTC).UnixMilli()
 	o := &memOutbox{streams: map[string][]pipeline.OutboxEntry{}}
+	streamOf := map[string]string{} // event id → stream
 	for i := range 40 {
 		e := fg.NewEvent(fg.UserID(1+i%4), fg.UserID(100+i), fg.OpFollow, fg.VersionAt(ms)+fg.Version(i))
 		s := fmt.Sprint("s", i%4)
 		o.streams[s] = append(o.streams[s], pipeline.OutboxEntry{ID: fmt.Sprint(i), Event: e})
+		streamOf[e.ID()] = s
 	}
 	var mu sync.Mutex
 	leases := map[string]string{}            // stream → holder
@@ -156,6 +158,13 @@ func TestRelay_Leases(t *testing.T) {
 		}
 		if _, err := b.Pass(ctx); err != nil {
 			t.Fatal(err)
+		}
+	}
+	for name, held := range map[string][]string{"a": {"s0", "s1"}, "b": {"s2", "s3"}} {
+		for id := range published[name] {
+			if !slices.Contains(held, streamOf[id]) {
+				t.Errorf("relay %s published event %s of %s, whose lease it did not hold", name, id, streamOf[id])
+			}
 		}
 	}
 	// a stops: its leases go, and b drains everything.
