@@ -157,7 +157,7 @@ type writer struct {
 func newWriters(workers, perWorker int) []*writer {
 	ws := make([]*writer, workers)
 	for i := range ws {
-		ws[i] = &writer{acked: map[[2]fg.UserID]ack{}}
+		ws[i] = &writer{acked: map[[2]fg.UserID]ack{}, unsure: map[[2]fg.UserID]bool{}}
 		for j := range perWorker {
 			ws[i].followers = append(ws[i].followers, fg.UserID(1+i*perWorker+j))
 		}
@@ -195,9 +195,6 @@ func (w *writer) run(stop <-chan struct{}, c *httpapi.Client, seed int64, target
 				return // the server is gone: this change may or may not have happened
 			}
 			w.failed++
-			if w.unsure == nil {
-				w.unsure = map[[2]fg.UserID]bool{}
-			}
 			w.unsure[e] = true
 			w.inflight = nil
 			time.Sleep(20 * time.Millisecond)
@@ -255,9 +252,6 @@ func writeThenKill(s *server, ws []*writer, seed int64, targets int) {
 func (w *writer) settle(tb testing.TB, c *httpapi.Client) {
 	tb.Helper()
 	if w.inflight != nil {
-		if w.unsure == nil {
-			w.unsure = map[[2]fg.UserID]bool{}
-		}
 		w.unsure[*w.inflight] = true
 		w.inflight = nil
 	}
@@ -268,7 +262,7 @@ func (w *writer) settle(tb testing.TB, c *httpapi.Client) {
 		}
 		w.acked[e] = ack{following: got.Following, since: got.Since}
 	}
-	w.unsure = nil
+	clear(w.unsure)
 }
 
 // verify checks w's acknowledged edges, and that its followers follow no

@@ -52,8 +52,7 @@ func TestFault_ClusterFailover(t *testing.T) {
 // rebuild runs `followgraph rebuild` on the deployment.
 func rebuild(t *testing.T, d *deployment) {
 	t.Helper()
-	runBinary(t, "rebuild", "--redis", d.redis, "--redis-prefix", d.prefix,
-		"--nats", d.nats, "--nats-stream", d.stream, "--db", d.db)
+	runBinary(t, append([]string{"rebuild"}, d.args()...)...)
 }
 
 // redisProc is a redis-server of the test's own, keeping nothing on disk.

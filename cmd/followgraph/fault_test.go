@@ -10,6 +10,7 @@ import (
 	"os/exec"
 	"os/user"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -23,7 +24,6 @@ import (
 
 	fg "github.com/followgraph/followgraph"
 	"github.com/followgraph/followgraph/internal/testenv"
-	"github.com/followgraph/followgraph/store/postgres"
 )
 
 // The fault tests run the production topology on loopback: serve nodes
@@ -44,7 +44,6 @@ type deployment struct {
 	nats   string
 	stream string
 	db     string
-	extra  []string // more flags for every node
 }
 
 // newDeployment makes a deployment on the machine's servers, or on those
@@ -69,9 +68,11 @@ func newDeployment(t *testing.T, redisURL, natsURL, pgAdmin string) *deployment 
 	return d
 }
 
+// args are the flags that name the deployment's servers, which serve,
+// rebuild and reconcile take alike.
 func (d *deployment) args() []string {
-	return append([]string{"--redis", d.redis, "--redis-prefix", d.prefix,
-		"--nats", d.nats, "--nats-stream", d.stream, "--db", d.db}, d.extra...)
+	return []string{"--redis", d.redis, "--redis-prefix", d.prefix,
+		"--nats", d.nats, "--nats-stream", d.stream, "--db", d.db}
 }
 
 // node starts a serve node of the deployment, with a data folder of its
@@ -112,9 +113,16 @@ func newDatabase(t *testing.T, admin string) string {
 
 // deleteStream removes a test's stream from the NATS at natsURL.
 func deleteStream(natsURL, stream string) {
+	nc, err := nats.Connect(natsURL)
+	if err != nil {
+		return
+	}
+	defer nc.Close()
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
-	removeStream(ctx, natsURL, stream)
+	if js, err := jetstream.New(nc); err == nil {
+		js.DeleteStream(ctx, stream)
+	}
 }
 
 // load is a steady mixed load on the nodes: writers, each on one node
@@ -180,17 +188,6 @@ func (l *load) operations() (sent, acked int) {
 	return sent, acked
 }
 
-// storeRows reads every edge of the deployment's PostgreSQL database.
-func storeRows(t *testing.T, db string) map[[2]fg.UserID]ack {
-	t.Helper()
-	st, err := postgres.Open(context.Background(), db)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer st.Close()
-	return rowsOf(t, st)
-}
-
 // missing counts the acknowledged writes rows does not hold as
 // acknowledged, and the live rows of the writers' followers that were
 // never acknowledged (invented).
@@ -236,7 +233,7 @@ func converge(t *testing.T, d *deployment, node *server, ws []*writer, start tim
 	var lost, invented int
 	var examples []string
 	for {
-		lost, invented, examples = missing(ws, storeRows(t, d.db))
+		lost, invented, examples = missing(ws, storeState(t, d.db, ""))
 		if lost == 0 && invented == 0 {
 			break
 		}
@@ -257,8 +254,7 @@ func converge(t *testing.T, d *deployment, node *server, ws []*writer, start tim
 // the number of differences it reports.
 func reconcile(t *testing.T, d *deployment, extra ...string) int {
 	t.Helper()
-	cmd := exec.Command(binary, append([]string{"reconcile", "--redis", d.redis, "--redis-prefix", d.prefix,
-		"--nats", d.nats, "--nats-stream", d.stream, "--db", d.db}, extra...)...)
+	cmd := exec.Command(binary, slices.Concat([]string{"reconcile"}, d.args(), extra)...)
 	out, err := cmd.CombinedOutput() // exits 1 when it finds differences
 	var n int
 	for _, line := range strings.Split(string(out), "\n") {
@@ -313,34 +309,30 @@ func TestFault_KillNode(t *testing.T) {
 // persister wait and catch up.
 func TestFault_NATSDown(t *testing.T) {
 	n := startNATS(t)
-	d := newDeployment(t, "", n.url, "")
-	node := d.node()
-	l := startLoad([]*server{node}, 8, 2)
-	time.Sleep(time.Second)
-	n.stop()
-	time.Sleep(10 * time.Second)
-	n.start()
-	over := time.Now()
-	time.Sleep(2 * time.Second)
-	l.finish()
-	checkDeployment(t, "NATS stopped for 10 s, restarted", d, node, l, over, 60*time.Second)
+	outage(t, newDeployment(t, "", n.url, ""), 2, "NATS stopped for 10 s, restarted", n.stop, n.start)
 }
 
 // TestFault_PostgresDown: PostgreSQL stops for 10 s and starts again; the
 // persister pauses and resumes.
 func TestFault_PostgresDown(t *testing.T) {
 	pg := startPostgres(t)
-	d := newDeployment(t, "", "", pg.admin)
+	outage(t, newDeployment(t, "", "", pg.admin), 3, "PostgreSQL stopped for 10 s, restarted", pg.stop, pg.start)
+}
+
+// outage runs a node of d under load (of seed) while one of its servers
+// is stopped for 10 s and started again, then checks d.
+func outage(t *testing.T, d *deployment, seed int64, fault string, stop, restart func()) {
+	t.Helper()
 	node := d.node()
-	l := startLoad([]*server{node}, 8, 3)
+	l := startLoad([]*server{node}, 8, seed)
 	time.Sleep(time.Second)
-	pg.stop()
+	stop()
 	time.Sleep(10 * time.Second)
-	pg.start()
+	restart()
 	over := time.Now()
 	time.Sleep(2 * time.Second)
 	l.finish()
-	checkDeployment(t, "PostgreSQL stopped for 10 s, restarted", d, node, l, over, 60*time.Second)
+	checkDeployment(t, fault, d, node, l, over, 60*time.Second)
 }
 
 // TestFault_RelayKilledBeforeTrim: the node dies after publishing a batch
@@ -477,16 +469,4 @@ func waitTCP(tb testing.TB, addr string) {
 		time.Sleep(25 * time.Millisecond)
 	}
 	tb.Fatalf("nothing listens at %s after 5 s", addr)
-}
-
-// removeStream deletes a test's stream from the NATS at natsURL.
-func removeStream(ctx context.Context, natsURL, stream string) {
-	nc, err := nats.Connect(natsURL)
-	if err != nil {
-		return
-	}
-	defer nc.Close()
-	if js, err := jetstream.New(nc); err == nil {
-		js.DeleteStream(ctx, stream)
-	}
 }

@@ -64,7 +64,7 @@ func TestServe_UndecodableCounted(t *testing.T) {
 		t.Errorf("the skipped message was not logged:\n%s", s.logs)
 	}
 	s.stop(t)
-	got := storeState(t, data)
+	got := storeState(t, "", data)
 	for _, e := range [][2]fg.UserID{{1, 2}, {3, 4}} {
 		if a, ok := got[e]; !ok || !a.following {
 			t.Errorf("edge %v is not in the store: %v", e, got)

@@ -74,7 +74,7 @@ func TestServe_RedisKillNine(t *testing.T) {
 		if n := logPending(t, data); n != 0 {
 			t.Fatalf("%d events still in the log after a clean stop", n)
 		}
-		agree(t, ws, storeState(t, data))
+		agree(t, ws, storeState(t, "", data))
 		t.Logf("round %d: %d acknowledged writes so far, all in Redis and in the store after kill -9", round, total)
 	}
 }

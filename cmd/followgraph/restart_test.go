@@ -9,7 +9,6 @@ import (
 
 	fg "github.com/followgraph/followgraph"
 	"github.com/followgraph/followgraph/eventlog"
-	"github.com/followgraph/followgraph/store/sqlite"
 )
 
 // writeFor runs writers against s for d and returns them with what was
@@ -34,21 +33,16 @@ func writeFor(t *testing.T, s *server, d time.Duration, seed int64) []*writer {
 	return ws
 }
 
-// storeState reads every edge of the data folder's SQLite store.
-func storeState(t *testing.T, data string) map[[2]fg.UserID]ack {
+// storeState reads every edge of the durable store, as the state a writer
+// acknowledges: the store db names, or with db empty the data folder's
+// SQLite store (as serve opens them).
+func storeState(t *testing.T, db, data string) map[[2]fg.UserID]ack {
 	t.Helper()
-	st, err := sqlite.Open(context.Background(), filepath.Join(data, "followgraph.db"))
+	st, _, err := openStore(context.Background(), db, data)
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer st.Close()
-	return rowsOf(t, st)
-}
-
-// rowsOf reads every edge of a durable store, as the state a writer
-// acknowledges.
-func rowsOf(t *testing.T, st durableStore) map[[2]fg.UserID]ack {
-	t.Helper()
 	out := map[[2]fg.UserID]ack{}
 	for e, err := range st.Events(context.Background()) {
 		if err != nil {
@@ -104,7 +98,7 @@ func TestServe_RestartAfterCleanStop(t *testing.T) {
 	if n := logPending(t, data); n != 0 {
 		t.Fatalf("%d events still in the log after a clean stop", n)
 	}
-	agree(t, ws, storeState(t, data))
+	agree(t, ws, storeState(t, "", data))
 	s = start(t, data)
 	for _, w := range ws {
 		verify(t, s.client, w)
@@ -139,5 +133,5 @@ func TestServe_RestartAfterCrashMidPersist(t *testing.T) {
 	if n := logPending(t, data); n != 0 {
 		t.Fatalf("%d events still in the log after a clean stop", n)
 	}
-	agree(t, ws, storeState(t, data))
+	agree(t, ws, storeState(t, "", data))
 }
