@@ -6,11 +6,13 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	mrand "math/rand/v2"
 	"net"
 	"net/url"
 	"slices"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/jackc/pgx/v5"
 
@@ -352,6 +354,57 @@ func TestStore_ImportConcurrent(t *testing.T) {
 		if following, _, err := s.Counts(ctx, u); err != nil || following != 2000 {
 			t.Errorf("Counts(%d) = %d, %v; want 2000 following", u, following, err)
 		}
+	}
+}
+
+// TestStore_ConcurrentSplit runs Applies of batches large enough to be
+// written in two halves from several goroutines at once, on edges that
+// overlap from batch to batch and between halves of different batches:
+// none deadlocks (the second half waits for the first where the server
+// cannot see it), and the store ends with every batch's result and the
+// highest sequence.
+func TestStore_ConcurrentSplit(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	s := newStore(t)
+	const writers, batches, size = 4, 8, 600
+	batch := func(w, b int) []fg.Event {
+		rng := mrand.New(mrand.NewPCG(uint64(w), uint64(b)))
+		out := make([]fg.Event, size)
+		for i := range out {
+			// 40 followers by 40 followees: each half of each batch
+			// touches rows the others do.
+			out[i] = fg.NewEvent(fg.UserID(1+rng.IntN(40)), fg.UserID(41+rng.IntN(40)), fg.Op(1+rng.IntN(2)),
+				storetest.V(int64(b*10_000+w*1000+i)))
+		}
+		return out
+	}
+	var wg sync.WaitGroup
+	errs := make(chan error, writers)
+	for w := range writers {
+		wg.Go(func() {
+			for b := range batches {
+				if _, err := s.Apply(ctx, batch(w, b), uint64(b*writers+w+1)); err != nil {
+					errs <- err
+					return
+				}
+			}
+		})
+	}
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		t.Fatal(err)
+	}
+	m := storetest.Model{}
+	for w := range writers {
+		for b := range batches {
+			m.Apply(batch(w, b)...)
+		}
+	}
+	storetest.CheckEvents(t, s, m.Events())
+	if got := storetest.LastSeq(t, s); got != writers*batches {
+		t.Errorf("LastSeq = %d, want %d", got, writers*batches)
 	}
 }
 

@@ -124,8 +124,8 @@ func (s *Store) Apply(ctx context.Context, events []fg.Event, lastSeq uint64) (c
 var splitMin = 256
 
 // writeLock is the key of the transaction-level advisory lock that every
-// Apply and Import takes first: they write one at a time (see applySplit;
-// the persister has one batch in flight anyway).
+// Apply and Import takes first, so that they start writing one at a time
+// (see applySplit; the persister has one batch in flight anyway).
 const writeLock int64 = migrateLock + 1
 
 // applyOne writes edges and lastSeq in one transaction. The statements go
@@ -137,25 +137,27 @@ func (s *Store) applyOne(ctx context.Context, edges []row.Edge, lastSeq uint64) 
 	b := &pgx.Batch{}
 	b.Queue(`SELECT pg_advisory_xact_lock($1)`, writeLock)
 	if len(edges) > 0 {
-		c := columnsOf(edges)
-		b.Queue(upsertSQL, c.follower, c.followee, c.following, c.sinceMs, c.version).Exec(func(tag pgconn.CommandTag) error {
-			changed = int(tag.RowsAffected())
-			return nil
-		})
+		queueUpsert(b, edges, &changed)
 	}
-	b.Queue(`UPDATE meta SET value = greatest(value, $1) WHERE key = 'last_seq'`, int64(lastSeq))
+	b.Queue(moveSeqSQL, int64(lastSeq))
 	// Close reads every result up to the server's answer to the Sync, which
 	// comes after the commit: a nil error means committed.
 	return changed, s.pool.SendBatch(ctx, b).Close()
 }
 
 // applySplit writes the two halves of edges (in key order, so they share
-// no row) in two transactions on two connections at once, then commits
-// the first, then the second, which also moves lastSeq. A backend applies
-// an upsert on one core; most of its time is descending the three B-trees
-// (see upsertSQL), so two halves at once use both cores of a small server
-// (side by side: `go test -run '^$' -bench 'Apply/Graph1M' ./store/postgres/`,
-// Graph1M against Graph1MOneTransaction).
+// no row) in two transactions on two connections at once. A backend
+// applies an upsert on one core; most of its time is descending the three
+// B-trees (see upsertSQL), so two halves at once use both cores of a small
+// server (side by side: `go test -run '^$' -bench 'Apply/Graph1M'
+// ./store/postgres/`, Graph1M against Graph1MOneTransaction).
+//
+// The first transaction takes writeLock, then writes its half and commits
+// at once, in one round trip; the second begins once the first holds the
+// lock, writes the other half and moves lastSeq in one round trip, and
+// commits only once the first has committed. So the first's commit (its
+// WAL flush) overlaps the second's writing, and the whole batch takes
+// three round trips.
 //
 // The rule the store keeps is the one a single transaction gives: the
 // stored sequence never claims an event that is not stored. lastSeq moves
@@ -166,54 +168,67 @@ func (s *Store) applyOne(ctx context.Context, edges []row.Edge, lastSeq uint64) 
 // nothing more (versions). What is given up is that a failure can leave
 // half a batch applied: harmless, as any redelivery.
 //
-// The two transactions wait for each other outside the server (the first
-// commits only once the second has written), where its deadlock detector
-// cannot see them; so every Apply and Import first takes writeLock and
-// writers go one at a time. The first transaction takes it and holds it
-// until its commit, before the second begins writing.
-func (s *Store) applySplit(ctx context.Context, edges []row.Edge, lastSeq uint64) (int, error) {
-	half := len(edges) / 2
-	first, err := s.pool.Begin(ctx)
+// The second transaction waits for the first outside the server (it
+// commits only once the first has), where its deadlock detector cannot see
+// the wait; so no first transaction may wait inside the server for
+// another Apply's second one. Every Apply and Import takes writeLock
+// first, and a second transaction writes only once its first holds it: by
+// the time another Apply's first takes writeLock, this Apply's first has
+// committed, and its second waits for nothing outside the server.
+func (s *Store) applySplit(ctx context.Context, edges []row.Edge, lastSeq uint64) (changed int, err error) {
+	first, err := s.pool.Acquire(ctx)
 	if err != nil {
 		return 0, err
 	}
-	defer first.Rollback(context.WithoutCancel(ctx))
-	if _, err := first.Exec(ctx, `SELECT pg_advisory_xact_lock($1)`, writeLock); err != nil {
-		return 0, err
-	}
-	second, err := s.pool.Begin(ctx)
+	defer first.Release()
+	second, err := s.pool.Acquire(ctx)
 	if err != nil {
 		return 0, err
 	}
-	defer second.Rollback(context.WithoutCancel(ctx))
+	defer second.Release()
 
-	upsert := func(tx pgx.Tx, edges []row.Edge) (int, error) {
-		c := columnsOf(edges)
-		tag, err := tx.Exec(ctx, upsertSQL, c.follower, c.followee, c.following, c.sinceMs, c.version)
-		return int(tag.RowsAffected()), err
+	if _, err := first.Exec(ctx, beginLocked); err != nil {
+		return 0, err
 	}
-	var n1 int
-	var err1 error
-	done := make(chan struct{})
+	half := len(edges) / 2
+	var n1, n2 int
+	done := make(chan error, 1)
 	go func() {
-		defer close(done)
-		n1, err1 = upsert(first, edges[:half])
+		b := &pgx.Batch{}
+		queueUpsert(b, edges[:half], &n1)
+		b.Queue(`COMMIT`)
+		done <- first.SendBatch(ctx, b).Close()
 	}()
-	n2, err2 := upsert(second, edges[half:])
-	<-done
-	if err := errors.Join(err1, err2); err != nil {
+	b := &pgx.Batch{}
+	b.Queue(`BEGIN`)
+	queueUpsert(b, edges[half:], &n2)
+	b.Queue(moveSeqSQL, int64(lastSeq))
+	err2 := second.SendBatch(ctx, b).Close()
+	if err := errors.Join(<-done, err2); err != nil {
 		return 0, err
 	}
-	if _, err := second.Exec(ctx, `UPDATE meta SET value = greatest(value, $1) WHERE key = 'last_seq'`, int64(lastSeq)); err != nil {
-		return 0, err
-	}
-	if err := first.Commit(ctx); err != nil {
-		return 0, err
-	}
-	if err := second.Commit(ctx); err != nil {
+	if _, err := second.Exec(ctx, `COMMIT`); err != nil {
 		return 0, err
 	}
 	return n1 + n2, nil
+}
+
+// beginLocked begins applySplit's first transaction and takes writeLock,
+// in one round trip (no parameters: the simple protocol, which takes
+// several statements).
+var beginLocked = fmt.Sprintf(`BEGIN; SELECT pg_advisory_xact_lock(%d)`, writeLock)
+
+// moveSeqSQL moves the stored sequence forward to $1.
+const moveSeqSQL = `UPDATE meta SET value = greatest(value, $1) WHERE key = 'last_seq'`
+
+// queueUpsert queues upsertSQL for edges in b, and has it set *changed to
+// the number of edges changed.
+func queueUpsert(b *pgx.Batch, edges []row.Edge, changed *int) {
+	c := columnsOf(edges)
+	b.Queue(upsertSQL, c.follower, c.followee, c.following, c.sinceMs, c.version).Exec(func(tag pgconn.CommandTag) error {
+		*changed = int(tag.RowsAffected())
+		return nil
+	})
 }
 
 // importChunk is how many events Import checks and sends in one COPY.
