@@ -2,10 +2,15 @@ package postgres_test
 
 import (
 	"context"
+	"fmt"
 	"math"
+	"strings"
 	"testing"
 
+	"github.com/jackc/pgx/v5"
+
 	fg "github.com/followgraph/followgraph"
+	"github.com/followgraph/followgraph/store/internal/row"
 	"github.com/followgraph/followgraph/store/postgres"
 	"github.com/followgraph/followgraph/store/storetest"
 )
@@ -40,8 +45,9 @@ func importedStore(tb testing.TB) (*postgres.Store, string) {
 // committed (synchronous_commit as the server has it, on by default): to
 // an empty store, to the generated 1M-edge graph, and the same batch again
 // (a redelivery: no row changes); and, to compare with Graph1M, the same
-// with every batch in one transaction, as before applySplit, and the same
-// without the two list indexes.
+// with every batch in one transaction, as before applySplit, the same
+// without the two list indexes, and the issue's reference, a plain
+// multi-row upsert (benchPlainUpsert).
 func BenchmarkApply(b *testing.B) {
 	storetest.BenchApply(b, open, imported)
 	b.Run("Graph1MOneTransaction", func(b *testing.B) {
@@ -54,6 +60,55 @@ func BenchmarkApply(b *testing.B) {
 		query(b, url, `DROP INDEX edges_following, edges_followers`)
 		storetest.RunApply(b, s, storetest.LiveBatches(storetest.ApplyBatch, 1))
 	})
+	b.Run("Graph1MPlainUpsert", benchPlainUpsert)
+}
+
+// benchPlainUpsert is the issue's reference for the persister: "a plain
+// multi-row upsert", run on this machine beside Apply. The same 1M edges
+// and the same live batches, deduplicated and sorted as Apply does, go
+// into a table of follower, followee and time with only its primary key,
+// as one INSERT … VALUES … ON CONFLICT DO UPDATE per batch, with no
+// version condition, on one connection, each batch its own transaction.
+// rows/s counts events, as RunApply does.
+func benchPlainUpsert(b *testing.B) {
+	_, url := importedStore(b)
+	query(b, url, `CREATE TABLE plain (follower bigint, followee bigint, since_ms bigint, PRIMARY KEY (follower, followee))`)
+	query(b, url, `INSERT INTO plain SELECT follower, followee, since_ms FROM edges ORDER BY follower, followee`)
+	query(b, url, `DROP TABLE edges`)
+	query(b, url, `VACUUM ANALYZE plain`)
+	ctx := context.Background()
+	conn, err := pgx.Connect(ctx, url)
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer conn.Close(ctx)
+	next := storetest.LiveBatches(storetest.ApplyBatch, 1)
+	var sql strings.Builder
+	var args []any
+	n := 0
+	for b.Loop() {
+		events := next()
+		edges, err := row.Batch(events, 1)
+		if err != nil {
+			b.Fatal(err)
+		}
+		sql.Reset()
+		sql.WriteString(`INSERT INTO plain (follower, followee, since_ms) VALUES `)
+		args = args[:0]
+		for i, e := range edges {
+			if i > 0 {
+				sql.WriteString(", ")
+			}
+			fmt.Fprintf(&sql, "($%d, $%d, $%d)", 3*i+1, 3*i+2, 3*i+3)
+			args = append(args, e.Follower, e.Followee, e.SinceMs)
+		}
+		sql.WriteString(` ON CONFLICT (follower, followee) DO UPDATE SET since_ms = excluded.since_ms`)
+		if _, err := conn.Exec(ctx, sql.String(), args...); err != nil {
+			b.Fatal(err)
+		}
+		n += len(events)
+	}
+	b.ReportMetric(float64(n)/b.Elapsed().Seconds(), "rows/s")
 }
 
 // BenchmarkSize reports the size of the generated 1M-edge graph in the

@@ -157,7 +157,9 @@ func (s *Store) applyOne(ctx context.Context, edges []row.Edge, lastSeq uint64) 
 // lock, writes the other half and moves lastSeq in one round trip, and
 // commits only once the first has committed. So the first's commit (its
 // WAL flush) overlaps the second's writing, and the whole batch takes
-// three round trips.
+// three round trips. (Halves by followee rather than by key, so that the
+// pages of a popular user's followers are written by one backend only,
+// were no faster.)
 //
 // The rule the store keeps is the one a single transaction gives: the
 // stored sequence never claims an event that is not stored. lastSeq moves
