@@ -359,15 +359,25 @@ func TestStore_ImportConcurrent(t *testing.T) {
 
 // TestStore_ConcurrentSplit runs Applies of batches large enough to be
 // written in two halves from several goroutines at once, on edges that
-// overlap from batch to batch and between halves of different batches:
-// none deadlocks (the second half waits for the first where the server
-// cannot see it), and the store ends with every batch's result and the
-// highest sequence.
+// overlap from batch to batch and between halves of different batches,
+// with pools of one connection (no split), two (the least a split needs)
+// and as many as there are writers: none deadlocks (the second half waits
+// for the first where the server cannot see it; a split needs a second
+// connection while writers waiting for the lock may hold the others), and
+// the store ends with every batch's result and the highest sequence.
 func TestStore_ConcurrentSplit(t *testing.T) {
+	const writers, batches, size = 4, 8, 600
+	for _, conns := range []int{1, 2, writers} {
+		t.Run(fmt.Sprintf("pool_max_conns=%d", conns), func(t *testing.T) {
+			testConcurrentSplit(t, fmt.Sprintf("%s?pool_max_conns=%d", newDatabase(t), conns), writers, batches, size)
+		})
+	}
+}
+
+func testConcurrentSplit(t *testing.T, url string, writers, batches, size int) {
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
-	s := newStore(t)
-	const writers, batches, size = 4, 8, 600
+	s := openStore(t, url)
 	batch := func(w, b int) []fg.Event {
 		rng := mrand.New(mrand.NewPCG(uint64(w), uint64(b)))
 		out := make([]fg.Event, size)
@@ -403,7 +413,7 @@ func TestStore_ConcurrentSplit(t *testing.T) {
 		}
 	}
 	storetest.CheckEvents(t, s, m.Events())
-	if got := storetest.LastSeq(t, s); got != writers*batches {
+	if got := storetest.LastSeq(t, s); got != uint64(writers*batches) {
 		t.Errorf("LastSeq = %d, want %d", got, writers*batches)
 	}
 }

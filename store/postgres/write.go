@@ -108,7 +108,12 @@ func (s *Store) Apply(ctx context.Context, events []fg.Event, lastSeq uint64) (c
 	if err != nil {
 		return 0, fmt.Errorf("postgres: apply: %w", err)
 	}
-	if len(edges) >= splitMin {
+	done, err := s.writing(ctx)
+	if err != nil {
+		return 0, fmt.Errorf("postgres: apply: %w", err)
+	}
+	defer done()
+	if len(edges) >= splitMin && s.pool.Config().MaxConns >= 2 {
 		changed, err = s.applySplit(ctx, edges, lastSeq)
 	} else {
 		changed, err = s.applyOne(ctx, edges, lastSeq)
@@ -120,7 +125,8 @@ func (s *Store) Apply(ctx context.Context, events []fg.Event, lastSeq uint64) (c
 }
 
 // splitMin is the smallest batch that applySplit writes in two halves (a
-// variable so that the benchmarks compare with one transaction).
+// variable so that the benchmarks compare with one transaction), on a pool
+// of two connections or more.
 var splitMin = 256
 
 // writeLock is the key of the transaction-level advisory lock that every
@@ -183,15 +189,14 @@ func (s *Store) applySplit(ctx context.Context, edges []row.Edge, lastSeq uint64
 		return 0, err
 	}
 	defer first.Release()
+	if _, err := first.Exec(ctx, beginLocked); err != nil {
+		return 0, err
+	}
 	second, err := s.pool.Acquire(ctx)
 	if err != nil {
 		return 0, err
 	}
 	defer second.Release()
-
-	if _, err := first.Exec(ctx, beginLocked); err != nil {
-		return 0, err
-	}
 	half := len(edges) / 2
 	var n1, n2 int
 	done := make(chan error, 1)
@@ -256,8 +261,13 @@ const importChunk = 64 << 10
 //
 // An invalid event (as for Apply) returns an error and imports nothing.
 func (s *Store) Import(ctx context.Context, events iter.Seq[fg.Event]) (int, error) {
+	done, err := s.writing(ctx)
+	if err != nil {
+		return 0, fmt.Errorf("postgres: import: %w", err)
+	}
+	defer done()
 	var changed int64
-	err := pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
+	err = pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
 		// First, before any lock on edges (see importLock), then writeLock.
 		if _, err := tx.Exec(ctx, `SELECT pg_advisory_xact_lock($1), pg_advisory_xact_lock($2)`, importLock, writeLock); err != nil {
 			return err
