@@ -44,6 +44,8 @@ type Store struct {
 	// split Apply needs a second once it has the lock: with the pool's
 	// connections all held by waiters, it would never get it.
 	write chan struct{} // a token, taken by writing
+	// split: the pool has the two connections that applySplit needs.
+	split bool
 }
 
 // writing waits for the store's write token (see Store.write) or for ctx,
@@ -80,7 +82,7 @@ func Open(ctx context.Context, url string) (*Store, error) {
 	if err != nil {
 		return nil, fmt.Errorf("postgres: open: %w", translate(err))
 	}
-	s := &Store{pool: pool, write: make(chan struct{}, 1)}
+	s := &Store{pool: pool, write: make(chan struct{}, 1), split: cfg.MaxConns >= 2}
 	if _, err := s.migrate(ctx); err != nil {
 		pool.Close()
 		return nil, fmt.Errorf("postgres: open: %w", translate(err))

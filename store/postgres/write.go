@@ -113,7 +113,7 @@ func (s *Store) Apply(ctx context.Context, events []fg.Event, lastSeq uint64) (c
 		return 0, fmt.Errorf("postgres: apply: %w", err)
 	}
 	defer done()
-	if len(edges) >= splitMin && s.pool.Config().MaxConns >= 2 {
+	if len(edges) >= splitMin && s.split {
 		changed, err = s.applySplit(ctx, edges, lastSeq)
 	} else {
 		changed, err = s.applyOne(ctx, edges, lastSeq)
@@ -183,7 +183,7 @@ func (s *Store) applyOne(ctx context.Context, edges []row.Edge, lastSeq uint64) 
 // first, and a second transaction writes only once its first holds it: by
 // the time another Apply's first takes writeLock, this Apply's first has
 // committed, and its second waits for nothing outside the server.
-func (s *Store) applySplit(ctx context.Context, edges []row.Edge, lastSeq uint64) (changed int, err error) {
+func (s *Store) applySplit(ctx context.Context, edges []row.Edge, lastSeq uint64) (int, error) {
 	first, err := s.pool.Acquire(ctx)
 	if err != nil {
 		return 0, err
