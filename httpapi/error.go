@@ -1,7 +1,9 @@
 package httpapi
 
 import (
+	"context"
 	"errors"
+	"fmt"
 	"net/http"
 	"strconv"
 
@@ -57,9 +59,14 @@ func (s *Server) writeError(w http.ResponseWriter, r *http.Request, err error) {
 	status, code := statusCode(err)
 	msg := followgraph.ErrorMessage(err)
 	switch ctxErr := r.Context().Err(); {
+	case errors.Is(ctxErr, context.DeadlineExceeded) && (errors.Is(err, ctxErr) || code == followgraph.EUnavailable):
+		// The request's deadline passed: a backend is slow or gone.
+		status, code = http.StatusServiceUnavailable, followgraph.EUnavailable
+		msg = fmt.Sprintf("the request did not finish within its deadline of %s: a backend is slow or unreachable; retry later", s.limits.RequestTimeout)
+		s.log.Warn("httpapi: request deadline passed", "method", r.Method, "route", r.Pattern, "err", err)
 	case ctxErr != nil && errors.Is(err, ctxErr):
-		// The client went away or timed out: nobody reads the answer,
-		// and nothing is wrong with the server.
+		// The client went away: nobody reads the answer, and nothing is
+		// wrong with the server.
 		status, code, msg = http.StatusServiceUnavailable, followgraph.EUnavailable, "the request was canceled"
 	case code == followgraph.EInternal:
 		msg = internalMessage

@@ -2,6 +2,7 @@ package httpapi
 
 import (
 	"context"
+	"fmt"
 	"net/http"
 	"time"
 
@@ -186,11 +187,28 @@ func (s *Server) relationsOf(r *http.Request, b []byte) ([]byte, error) {
 	if err != nil {
 		return b, err
 	}
+	release, err := s.readingBody(r.Context())
+	if err != nil {
+		return b, err
+	}
 	of, err := bodyIDs(r.Body, followgraph.MaxRelationIDs)
+	release()
 	if err != nil {
 		return b, err
 	}
 	return s.relationsAnswer(r.Context(), b, ids[0], of)
+}
+
+// readingBody waits, within ctx, for a turn to read a request body (see
+// Limits.MaxBodies), and returns what gives the turn back.
+func (s *Server) readingBody(ctx context.Context) (release func(), err error) {
+	select {
+	case s.bodies <- struct{}{}:
+		return func() { <-s.bodies }, nil
+	case <-ctx.Done():
+		return nil, fmt.Errorf("httpapi: waiting to read the body: %w: %w",
+			followgraph.Errorf(followgraph.EUnavailable, "too many request bodies are being read; retry later"), ctx.Err())
+	}
 }
 
 func (s *Server) relationsAnswer(ctx context.Context, b []byte, user followgraph.UserID, of []followgraph.UserID) ([]byte, error) {

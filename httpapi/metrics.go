@@ -16,6 +16,8 @@ type metrics struct {
 	latency  *prometheus.HistogramVec
 	writes   *prometheus.CounterVec
 	byRoute  sync.Map // routeStatus → *routeMetrics, resolved once each
+	conns    prometheus.Gauge
+	refused  prometheus.Counter
 }
 
 type routeStatus struct {
@@ -45,6 +47,14 @@ func newMetrics(reg prometheus.Registerer) *metrics {
 			Name: "followgraph_writes_total",
 			Help: "Follows and unfollows by outcome: created, removed, unchanged, or the error code.",
 		}, []string{"op", "outcome"})),
+		conns: register(reg, prometheus.NewGauge(prometheus.GaugeOpts{
+			Name: "followgraph_http_connections",
+			Help: "HTTP connections open and served (at most the connection limit).",
+		})),
+		refused: register(reg, prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "followgraph_http_connections_refused_total",
+			Help: "HTTP connections refused because the server was at its connection limit.",
+		})),
 	}
 }
 

@@ -100,15 +100,15 @@ func TestServer_Metrics(t *testing.T) {
 		}
 	}
 	// The registry is the one given, and serves at /metrics as it is.
-	if mfs, err := reg.Gather(); err != nil || len(mfs) != 3 {
-		t.Errorf("the registry has %d metric families (%v), want the server's 3", len(mfs), err)
+	if mfs, err := reg.Gather(); err != nil || len(mfs) != 5 {
+		t.Errorf("the registry has %d metric families (%v), want the server's 5", len(mfs), err)
 	}
 
 	// Two servers can share a registry.
 	g := newFixture(t, fixtureConfig{opts: []httpapi.Option{httpapi.WithRegistry(reg)}})
 	g.get("/v1/users/1/followers")
-	if mfs, err := reg.Gather(); err != nil || len(mfs) != 3 {
-		t.Errorf("the shared registry has %d metric families (%v), want 3", len(mfs), err)
+	if mfs, err := reg.Gather(); err != nil || len(mfs) != 5 {
+		t.Errorf("the shared registry has %d metric families (%v), want 5", len(mfs), err)
 	}
 }
 

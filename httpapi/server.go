@@ -47,6 +47,8 @@ type Server struct {
 	ready   []readiness
 	reg     *prometheus.Registry
 	metrics *metrics
+	limits  Limits
+	bodies  chan struct{} // one per request body being read (Limits.MaxBodies)
 }
 
 type readiness struct {
@@ -90,10 +92,11 @@ func WithRegistry(reg *prometheus.Registry) Option { return func(s *Server) { s.
 
 // NewServer returns a Server answering from g.
 func NewServer(g followgraph.Graph, opts ...Option) *Server {
-	s := &Server{g: g, mux: http.NewServeMux(), log: slog.Default()}
+	s := &Server{g: g, mux: http.NewServeMux(), log: slog.Default(), limits: DefaultLimits}
 	for _, o := range opts {
 		o(s)
 	}
+	s.bodies = make(chan struct{}, s.limits.MaxBodies)
 	if s.reg == nil {
 		s.reg = prometheus.NewRegistry()
 		s.reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
@@ -171,6 +174,11 @@ const routeUnmatched = "unmatched"
 func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	start := time.Now()
 	sw := &statusWriter{ResponseWriter: w}
+	// Every request's work has a deadline: the handlers pass ctx to the
+	// graph, whose backend calls end by then (writeError answers 503).
+	ctx, cancel := context.WithTimeout(r.Context(), s.limits.RequestTimeout)
+	defer cancel()
+	r = r.WithContext(ctx)
 	defer func() {
 		route := r.Pattern
 		if !sw.matched {

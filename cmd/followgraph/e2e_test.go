@@ -24,7 +24,12 @@ import (
 // killed with SIGKILL.
 var binary string
 
+// FOLLOWGRAPH_TEST_BINARY=path runs them against that binary instead (an
+// older build, say, to see a new test fail on the code it fixes).
 func TestMain(m *testing.M) {
+	if binary = os.Getenv("FOLLOWGRAPH_TEST_BINARY"); binary != "" {
+		os.Exit(m.Run())
+	}
 	dir, err := os.MkdirTemp("", "followgraph-e2e")
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)
@@ -79,9 +84,19 @@ func freeAddr(tb testing.TB) string {
 // start runs the service on data and waits until it is ready.
 func start(tb testing.TB, data string, args ...string) *server {
 	tb.Helper()
+	return startEnv(tb, data, nil, args...)
+}
+
+// startEnv is start with env (FOLLOWGRAPH_X=value settings) added to the
+// environment. A setting given so is ignored by a binary that lacks it,
+// so a test of a new setting fails on the old binary by its assertions,
+// not by an unknown flag.
+func startEnv(tb testing.TB, data string, env []string, args ...string) *server {
+	tb.Helper()
 	addr := freeAddr(tb)
 	s := &server{url: "http://" + addr, logs: &syncBuffer{}, done: make(chan struct{})}
 	s.cmd = exec.Command(binary, append([]string{"serve", "--addr", addr, "--data", data}, args...)...)
+	s.cmd.Env = append(os.Environ(), env...)
 	s.cmd.Stdout, s.cmd.Stderr = s.logs, s.logs
 	if err := s.cmd.Start(); err != nil {
 		tb.Fatal(err)

@@ -11,6 +11,7 @@ import (
 	"net/http/pprof"
 	"os"
 	"path/filepath"
+	"runtime/debug"
 	"slices"
 	"strings"
 	"sync/atomic"
@@ -47,6 +48,9 @@ type Config struct {
 	WriteBurst   int
 	Pprof        bool
 	LogLevel     string
+
+	Limits      httpapi.Limits // deadlines and bounds on clients
+	MemoryLimit string         // the Go runtime's soft memory limit, such as 2GiB; "" leaves it as GOMEMLIMIT says
 }
 
 // Validate reports a configuration that cannot run.
@@ -67,6 +71,12 @@ func (c Config) Validate() error {
 		return errors.New("rates cannot be negative")
 	case c.MaxFollowing < 0:
 		return errors.New("--max-following cannot be negative")
+	}
+	if err := c.Limits.Validate(); err != nil {
+		return fmt.Errorf("--write-timeout %s, --request-timeout %s: %w", c.Limits.WriteTimeout, c.Limits.RequestTimeout, err)
+	}
+	if _, err := parseBytes(c.MemoryLimit); err != nil {
+		return fmt.Errorf("--memory-limit: %w", err)
 	}
 	return nil
 }
@@ -125,7 +135,14 @@ func newServe() *cobra.Command {
 	f.IntVar(&cfg.MaxFollowing, "max-following", 0, "most users one user may follow (0: no limit)")
 	f.Float64Var(&cfg.WriteRate, "write-rate", 0, "writes per second per user (0: unlimited)")
 	f.IntVar(&cfg.WriteBurst, "write-burst", 20, "burst of writes per user over --write-rate")
-	f.BoolVar(&cfg.Pprof, "pprof", false, "serve /debug/pprof/")
+	d := httpapi.DefaultLimits
+	f.DurationVar(&cfg.Limits.RequestTimeout, "request-timeout", d.RequestTimeout, "deadline of each request: its backend calls end by then, and it answers 503")
+	f.DurationVar(&cfg.Limits.ReadTimeout, "read-timeout", d.ReadTimeout, "longest a client may take to send a request, head and body")
+	f.DurationVar(&cfg.Limits.WriteTimeout, "write-timeout", d.WriteTimeout, "longest from the end of a request's head to the end of its answer (more than --request-timeout)")
+	f.DurationVar(&cfg.Limits.IdleTimeout, "idle-timeout", d.IdleTimeout, "longest a keep-alive connection may wait for its next request")
+	f.IntVar(&cfg.Limits.MaxConns, "max-connections", defaultMaxConns(), "most connections served at once; beyond, a new one is answered 503 (200 on /healthz) and closed")
+	f.StringVar(&cfg.MemoryLimit, "memory-limit", "", "soft memory limit of the Go runtime, such as 2GiB (default: GOMEMLIMIT, or none)")
+	f.BoolVar(&cfg.Pprof, "pprof", false, "serve /debug/pprof/ (profiles shorter than --write-timeout)")
 	f.StringVar(&cfg.LogLevel, "log-level", "info", "debug, info, warn or error")
 	return cmd
 }
@@ -145,6 +162,9 @@ func serve(ctx context.Context, cfg Config) error {
 	logger, err := newLogger(cfg.LogLevel)
 	if err != nil {
 		return err
+	}
+	if limit, _ := parseBytes(cfg.MemoryLimit); limit > 0 {
+		debug.SetMemoryLimit(limit)
 	}
 	store, storeDesc, err := openStore(ctx, cfg.DB, cfg.Data)
 	if err != nil {
@@ -178,6 +198,7 @@ func serve(ctx context.Context, cfg Config) error {
 	g := eng.graph
 	var ready atomic.Bool
 	opts := []httpapi.Option{
+		httpapi.WithLimits(cfg.Limits),
 		httpapi.WithRegistry(reg),
 		httpapi.WithLogger(logger),
 		httpapi.WithWriteRate(cfg.WriteRate, cfg.WriteBurst),
@@ -210,9 +231,9 @@ func serve(ctx context.Context, cfg Config) error {
 	if err != nil {
 		return err
 	}
-	srv := &http.Server{Handler: handler, ReadHeaderTimeout: 10 * time.Second}
+	srv := api.HTTPServer(handler)
 	served := make(chan error, 1)
-	go func() { served <- srv.Serve(ln) }()
+	go func() { served <- srv.Serve(api.Listen(ln)) }()
 
 	natsDesc := "embedded at " + filepath.Join(cfg.Data, "nats")
 	if cfg.NATS != "" {
@@ -276,18 +297,24 @@ func serve(ctx context.Context, cfg Config) error {
 	return nil
 }
 
-// publishTimeout bounds how long a write waits for the event log.
+// publishTimeout bounds how long a write waits for the event log when
+// its context has no deadline (the relay's publishes).
 const publishTimeout = 10 * time.Second
 
 // durable is the engine's hook: a change is acknowledged only once its
 // event is stored in the log. The wait does not end when the client goes
 // away: an event already sent may still be stored, and the engine must not
-// drop a change the log keeps. Only the log's own failure or the timeout
-// ends it early; then the write answers 503 and its outcome is unknown, as
-// for any write that was not acknowledged (a repeat of it is idempotent).
+// drop a change the log keeps. Only the log's own failure or the request's
+// deadline ends it early; then the write answers 503 and its outcome is
+// unknown, as for any write that was not acknowledged (a repeat of it is
+// idempotent).
 func durable(elog *eventlog.Log) fg.Hook {
 	return func(ctx context.Context, e fg.Event) error {
-		ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), publishTimeout)
+		deadline, ok := ctx.Deadline()
+		if !ok {
+			deadline = time.Now().Add(publishTimeout)
+		}
+		ctx, cancel := context.WithDeadline(context.WithoutCancel(ctx), deadline)
 		defer cancel()
 		return elog.Publish(ctx, e)
 	}
