@@ -169,6 +169,22 @@ func appendStatus(b []byte, status string) []byte {
 	return append(appendString(append(b, `{"status":`...), status), '}')
 }
 
+// appendReady appends /readyz's answer, naming the degraded backends.
+func appendReady(b []byte, degraded []string) []byte {
+	b = append(b, `{"status":"ready"`...)
+	if len(degraded) > 0 {
+		b = append(b, `,"degraded":[`...)
+		for i, name := range degraded {
+			if i > 0 {
+				b = append(b, ',')
+			}
+			b = appendString(b, name)
+		}
+		b = append(b, ']')
+	}
+	return append(b, '}')
+}
+
 func appendError(b []byte, code, message string) []byte {
 	b = appendString(append(b, `{"error":{"code":`...), code)
 	b = appendString(append(b, `,"message":`...), message)

@@ -1,6 +1,7 @@
 package httpapi
 
 import (
+	"context"
 	"errors"
 	"strconv"
 	"sync"
@@ -90,4 +91,25 @@ func (m *metrics) observe(route string, status int, d time.Duration) {
 
 func (m *metrics) write(op, outcome string) {
 	m.writes.WithLabelValues(op, outcome).Inc()
+}
+
+// backendsUp exports followgraph_backend_up: 1 for each backend whose
+// readiness check passes when /metrics is scraped, 0 for the others.
+type backendsUp struct{ s *Server }
+
+var backendUpDesc = prometheus.NewDesc("followgraph_backend_up",
+	"Whether the backend answers its readiness check (1) or not (0), checked at each scrape.",
+	[]string{"backend", "degradable"}, nil)
+
+func (b backendsUp) Describe(ch chan<- *prometheus.Desc) { ch <- backendUpDesc }
+
+func (b backendsUp) Collect(ch chan<- prometheus.Metric) {
+	for i, err := range b.s.checkBackends(context.Background()) {
+		up := 1.0
+		if err != nil {
+			up = 0
+		}
+		c := b.s.ready[i]
+		ch <- prometheus.MustNewConstMetric(backendUpDesc, prometheus.GaugeValue, up, c.name, strconv.FormatBool(c.degradable))
+	}
 }

@@ -38,12 +38,18 @@ func TestServer_Readyz(t *testing.T) {
 		{"OneDown", map[string]func(context.Context) error{"nats": down, "sqlite": ok}, []string{"nats", "sqlite"}, 503, "not ready: nats"},
 		{"TwoDown", map[string]func(context.Context) error{"redis": down, "nats": ok, "postgres": down}, []string{"redis", "nats", "postgres"}, 503, "not ready: redis, postgres"},
 		{"Hangs", map[string]func(context.Context) error{"redis": slow, "nats": ok}, []string{"redis", "nats"}, 503, "not ready: redis"},
+		{"Degraded", map[string]func(context.Context) error{"nats": ok, "store": down}, []string{"nats", "store"}, 200, ""},
+		{"DownAndDegraded", map[string]func(context.Context) error{"nats": down, "store": down}, []string{"nats", "store"}, 503, "not ready: nats"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			var opts []httpapi.Option
 			for _, name := range tt.order {
-				opts = append(opts, httpapi.WithReadiness(name, tt.checks[name]))
+				if name == "store" { // the one backend whose loss is ridden out
+					opts = append(opts, httpapi.WithDegradable(name, tt.checks[name]))
+				} else {
+					opts = append(opts, httpapi.WithReadiness(name, tt.checks[name]))
+				}
 			}
 			f := newFixture(t, fixtureConfig{opts: opts})
 			start := time.Now()
@@ -52,7 +58,11 @@ func TestServer_Readyz(t *testing.T) {
 				t.Errorf("readyz took %v", d)
 			}
 			if tt.status == 200 {
-				checkJSON(t, "readyz", a, `{"status": "ready"}`)
+				want := `{"status": "ready"}`
+				if tt.checks["store"] != nil {
+					want = `{"status": "ready", "degraded": ["store"]}`
+				}
+				checkJSON(t, "readyz", a, want)
 				return
 			}
 			if a.status != tt.status || a.errorCode() != "unavailable" || a.errorMessage() != tt.message {

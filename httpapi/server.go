@@ -13,7 +13,6 @@ package httpapi
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"log/slog"
 	"net/http"
@@ -21,6 +20,7 @@ import (
 	"runtime/debug"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -44,16 +44,19 @@ type Server struct {
 	mux     *http.ServeMux
 	log     *slog.Logger
 	limiter *writeLimiter // nil: writes are not limited
-	ready   []readiness
+	ready   []*readiness
 	reg     *prometheus.Registry
 	metrics *metrics
 	limits  Limits
 	bodies  chan struct{} // one per request body being read (Limits.MaxBodies)
 }
 
+// readiness is a backend's check, for /readyz and the backend's up gauge.
 type readiness struct {
-	name  string
-	check func(context.Context) error
+	name       string
+	check      func(context.Context) error
+	degradable bool        // its loss is ridden out: named as degraded, not a 503
+	down       atomic.Bool // as last checked, so that changes are logged once
 }
 
 // Option configures a Server.
@@ -78,11 +81,21 @@ func WithWriteRate(perSecond float64, burst int) Option {
 	}
 }
 
-// WithReadiness adds a check that /readyz runs: the server is ready when
-// every check returns nil within a short timeout. name names the backend
-// in the 503 answer when its check fails. Several may be added.
+// WithReadiness adds a check of a backend the service cannot do without,
+// which /readyz runs: the server is ready when every such check returns
+// nil within a short timeout. name names the backend in the 503 answer
+// when its check fails, and labels its followgraph_backend_up gauge.
+// Several may be added.
 func WithReadiness(name string, check func(ctx context.Context) error) Option {
-	return func(s *Server) { s.ready = append(s.ready, readiness{name, check}) }
+	return func(s *Server) { s.ready = append(s.ready, &readiness{name: name, check: check}) }
+}
+
+// WithDegradable adds a check of a backend whose loss the service rides
+// out (the durable store behind the event log): when it fails, /readyz
+// still answers 200 and names the backend under "degraded", and its
+// followgraph_backend_up gauge reads 0.
+func WithDegradable(name string, check func(ctx context.Context) error) Option {
+	return func(s *Server) { s.ready = append(s.ready, &readiness{name: name, check: check, degradable: true}) }
 }
 
 // WithRegistry registers the server's metrics in reg, and serves reg at
@@ -102,6 +115,7 @@ func NewServer(g followgraph.Graph, opts ...Option) *Server {
 		s.reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	}
 	s.metrics = newMetrics(s.reg)
+	register(s.reg, prometheus.Collector(backendsUp{s}))
 	s.routes()
 	return s
 }
@@ -263,11 +277,33 @@ func (s *Server) healthz(_ *http.Request, b []byte) ([]byte, error) {
 	return appendStatus(b, "ok"), nil
 }
 
-// readyz runs every readiness check at once and answers 503 naming those
-// that fail, in the order they were added. The causes are logged, not
-// answered.
+// readyz runs every readiness check at once and answers 503 naming the
+// required backends that fail, in the order they were added; failing
+// degradable backends are named under "degraded" in a 200. The causes are
+// logged when a backend's state changes, not answered.
 func (s *Server) readyz(r *http.Request, b []byte) ([]byte, error) {
-	ctx, cancel := context.WithTimeout(r.Context(), readyTimeout)
+	var failing, degraded []string
+	for i, err := range s.checkBackends(r.Context()) {
+		switch {
+		case err == nil:
+		case s.ready[i].degradable:
+			degraded = append(degraded, s.ready[i].name)
+		default:
+			failing = append(failing, s.ready[i].name)
+		}
+	}
+	if len(failing) > 0 {
+		return b, followgraph.Errorf(followgraph.EUnavailable, "not ready: %s", strings.Join(failing, ", "))
+	}
+	return appendReady(b, degraded), nil
+}
+
+// checkBackends runs every readiness check at once, within readyTimeout,
+// and returns their errors in order. A backend whose state changed since
+// its last check is logged: at warning level with the cause when it
+// fails, at info level when it answers again.
+func (s *Server) checkBackends(ctx context.Context) []error {
+	ctx, cancel := context.WithTimeout(ctx, readyTimeout)
 	defer cancel()
 	errs := make([]error, len(s.ready))
 	var wg sync.WaitGroup
@@ -275,19 +311,18 @@ func (s *Server) readyz(r *http.Request, b []byte) ([]byte, error) {
 		wg.Go(func() { errs[i] = c.check(ctx) })
 	}
 	wg.Wait()
-	var failing []string
-	var causes []error
 	for i, err := range errs {
+		c := s.ready[i]
+		if was := c.down.Swap(err != nil); was == (err != nil) {
+			continue
+		}
 		if err != nil {
-			failing = append(failing, s.ready[i].name)
-			causes = append(causes, fmt.Errorf("%s: %w", s.ready[i].name, err))
+			s.log.Warn("httpapi: backend not answering", "backend", c.name, "degradable", c.degradable, "err", err)
+		} else {
+			s.log.Info("httpapi: backend answering again", "backend", c.name)
 		}
 	}
-	if len(failing) > 0 {
-		notReady := followgraph.Errorf(followgraph.EUnavailable, "not ready: %s", strings.Join(failing, ", "))
-		return b, errors.Join(append([]error{notReady}, causes...)...)
-	}
-	return appendStatus(b, "ready"), nil
+	return errs
 }
 
 // statusWriter remembers the status of the response it writes. Until a

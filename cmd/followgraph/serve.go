@@ -49,8 +49,9 @@ type Config struct {
 	Pprof        bool
 	LogLevel     string
 
-	Limits      httpapi.Limits // deadlines and bounds on clients
-	MemoryLimit string         // the Go runtime's soft memory limit, such as 2GiB; "" leaves it as GOMEMLIMIT says
+	Limits          httpapi.Limits // deadlines and bounds on clients
+	MemoryLimit     string         // the Go runtime's soft memory limit, such as 2GiB; "" leaves it as GOMEMLIMIT says
+	ShutdownTimeout time.Duration  // longest a clean stop waits for requests in flight and the drain
 }
 
 // Validate reports a configuration that cannot run.
@@ -71,6 +72,8 @@ func (c Config) Validate() error {
 		return errors.New("rates cannot be negative")
 	case c.MaxFollowing < 0:
 		return errors.New("--max-following cannot be negative")
+	case c.ShutdownTimeout <= 0:
+		return errors.New("--shutdown-timeout must be positive")
 	}
 	if err := c.Limits.Validate(); err != nil {
 		return fmt.Errorf("--write-timeout %s, --request-timeout %s: %w", c.Limits.WriteTimeout, c.Limits.RequestTimeout, err)
@@ -142,6 +145,7 @@ func newServe() *cobra.Command {
 	f.DurationVar(&cfg.Limits.IdleTimeout, "idle-timeout", d.IdleTimeout, "longest a keep-alive connection may wait for its next request")
 	f.IntVar(&cfg.Limits.MaxConns, "max-connections", defaultMaxConns(), "most connections served at once; beyond, a new one is answered 503 (200 on /healthz) and closed")
 	f.StringVar(&cfg.MemoryLimit, "memory-limit", "", "soft memory limit of the Go runtime, such as 2GiB (default: GOMEMLIMIT, or none)")
+	f.DurationVar(&cfg.ShutdownTimeout, "shutdown-timeout", 30*time.Second, "longest a clean stop (SIGTERM) waits for the requests in flight and for the outbox and the log to drain; what is left stays in the log for the next start")
 	f.BoolVar(&cfg.Pprof, "pprof", false, "serve /debug/pprof/ (profiles shorter than --write-timeout)")
 	f.StringVar(&cfg.LogLevel, "log-level", "info", "debug, info, warn or error")
 	return cmd
@@ -186,6 +190,7 @@ func serve(ctx context.Context, cfg Config) error {
 	reg := prometheus.NewRegistry()
 	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	registerLogMetrics(reg, elog)
+	registerBuildInfo(reg)
 	var eng *engine
 	if cfg.Redis != "" {
 		if eng, err = redisEngine(cfg, store, elog, reg, logger); err != nil {
@@ -209,7 +214,8 @@ func serve(ctx context.Context, cfg Config) error {
 			return nil
 		}),
 		httpapi.WithReadiness("eventlog", elog.Ready),
-		httpapi.WithReadiness("store", store.Ready),
+		// Writes need the log only; the persister waits out the store.
+		httpapi.WithDegradable("store", store.Ready),
 	}
 	if eng.ready != nil {
 		opts = append(opts, httpapi.WithReadiness("redis", eng.ready))
@@ -275,8 +281,8 @@ func serve(ctx context.Context, cfg Config) error {
 		stopPersister()
 		return fmt.Errorf("http: %w", err)
 	}
-	logger.Info("followgraph stopping")
-	shutdown, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	logger.Info("followgraph stopping", "shutdown_timeout", cfg.ShutdownTimeout.String())
+	shutdown, cancel := context.WithTimeout(context.Background(), cfg.ShutdownTimeout)
 	defer cancel()
 	if err := srv.Shutdown(shutdown); err != nil {
 		logger.Error("http shutdown", "err", err)
@@ -397,16 +403,22 @@ func messages(batch []eventlog.Message) []pipeline.Message {
 }
 
 // drain waits until the persister has taken everything in the log, or ctx
-// ends; what is left stays in the log for the next start.
+// ends, logging what is left once a second; what is left stays in the log
+// for the next start.
 func drain(ctx context.Context, elog *eventlog.Log, logger *slog.Logger) {
+	said := time.Now()
 	for {
 		n, _, err := elog.Pending(ctx, "persister")
 		if err != nil || n == 0 {
 			return
 		}
+		if time.Since(said) >= time.Second {
+			logger.Info("draining the log into the store", "events_left", n)
+			said = time.Now()
+		}
 		select {
 		case <-ctx.Done():
-			logger.Warn("stopping with events not yet in the store; they stay in the log", "events", n)
+			logger.Warn("stopping with events not yet in the store; they stay in the log for the next start", "events", n)
 			return
 		case <-time.After(20 * time.Millisecond):
 		}
@@ -417,26 +429,57 @@ func drain(ctx context.Context, elog *eventlog.Log, logger *slog.Logger) {
 // and how many messages of the log were not events (each is logged, and
 // skipped: never applied).
 func registerLogMetrics(reg prometheus.Registerer, elog *eventlog.Log) {
-	pending := func() (uint64, time.Time) {
-		ctx, cancel := context.WithTimeout(context.Background(), time.Second)
-		defer cancel()
-		n, oldest, err := elog.Pending(ctx, "persister")
-		if err != nil {
-			return 0, time.Time{}
-		}
-		return n, oldest
-	}
-	reg.MustRegister(
-		prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "followgraph_persister_pending_events", Help: "Events in the log not yet in the durable store."},
-			func() float64 { n, _ := pending(); return float64(n) }),
-		prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "followgraph_persister_pending_seconds", Help: "Age of the oldest event not yet in the durable store (0 when none)."},
-			func() float64 {
-				if n, oldest := pending(); n > 0 && !oldest.IsZero() {
-					return time.Since(oldest).Seconds()
-				}
-				return 0
-			}),
+	reg.MustRegister(backlog{elog},
 		prometheus.NewCounterFunc(prometheus.CounterOpts{Name: "followgraph_eventlog_undecodable_total", Help: "Messages met in the event log that were not events: logged and skipped, never applied."},
-			func() float64 { return float64(elog.Undecodable()) }),
-	)
+			func() float64 { return float64(elog.Undecodable()) }))
+}
+
+// backlog exports the log's backlog, the events not yet in the durable
+// store, when the log can say it. While it cannot (unreachable), the
+// gauges are left out rather than read 0, which would say "all stored";
+// followgraph_backend_up{backend="eventlog"} says why.
+type backlog struct{ elog *eventlog.Log }
+
+var (
+	pendingEventsDesc  = prometheus.NewDesc("followgraph_persister_pending_events", "Events in the log not yet in the durable store (absent while the log cannot say).", nil, nil)
+	pendingSecondsDesc = prometheus.NewDesc("followgraph_persister_pending_seconds", "Age of the oldest event not yet in the durable store, 0 when none (absent while the log cannot say).", nil, nil)
+)
+
+func (b backlog) Describe(ch chan<- *prometheus.Desc) {
+	ch <- pendingEventsDesc
+	ch <- pendingSecondsDesc
+}
+
+func (b backlog) Collect(ch chan<- prometheus.Metric) {
+	ctx, cancel := context.WithTimeout(context.Background(), time.Second)
+	defer cancel()
+	n, oldest, err := b.elog.Pending(ctx, "persister")
+	if err != nil {
+		return
+	}
+	age := 0.0
+	if n > 0 && !oldest.IsZero() {
+		age = time.Since(oldest).Seconds()
+	}
+	ch <- prometheus.MustNewConstMetric(pendingEventsDesc, prometheus.GaugeValue, float64(n))
+	ch <- prometheus.MustNewConstMetric(pendingSecondsDesc, prometheus.GaugeValue, age)
+}
+
+// registerBuildInfo exports followgraph_build_info: the version, the Go
+// version and the VCS revision of the binary, as labels of a constant 1.
+func registerBuildInfo(reg prometheus.Registerer) {
+	goVersion, revision := "unknown", "unknown"
+	if info, ok := debug.ReadBuildInfo(); ok {
+		goVersion = info.GoVersion
+		for _, s := range info.Settings {
+			if s.Key == "vcs.revision" {
+				revision = s.Value
+			}
+		}
+	}
+	reg.MustRegister(prometheus.NewGaugeFunc(prometheus.GaugeOpts{
+		Name:        "followgraph_build_info",
+		Help:        "The build of the binary: version, Go version and VCS revision as labels; always 1.",
+		ConstLabels: prometheus.Labels{"version": version(), "goversion": goVersion, "revision": revision},
+	}, func() float64 { return 1 }))
 }
