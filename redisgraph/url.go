@@ -1,8 +1,10 @@
 package redisgraph
 
 import (
+	"errors"
 	"fmt"
 	"net"
+	"net/url"
 	"strings"
 
 	"github.com/redis/rueidis"
@@ -18,11 +20,12 @@ import (
 // to 6379. Query parameters are those of rueidis.ParseURL. A Cluster has
 // no database number. Whether the server is a Cluster is in the end
 // detected when the client connects, so a single address of a Cluster node
-// also works with redis://.
+// also works with redis://. Errors say what is wrong without quoting the
+// URL, which may hold a password.
 func ParseURL(s string) (rueidis.ClientOption, error) {
 	scheme, rest, ok := strings.Cut(s, "://")
 	if !ok {
-		return rueidis.ClientOption{}, fmt.Errorf("redisgraph: Redis URL %q: no scheme", s)
+		return rueidis.ClientOption{}, errors.New("redisgraph: Redis URL: no scheme (want redis://, rediss://, redis+cluster:// or rediss+cluster://)")
 	}
 	cluster := false
 	switch scheme {
@@ -31,7 +34,7 @@ func ParseURL(s string) (rueidis.ClientOption, error) {
 		scheme = strings.TrimSuffix(scheme, "+cluster")
 	case "redis", "rediss":
 	default:
-		return rueidis.ClientOption{}, fmt.Errorf("redisgraph: Redis URL %q: scheme %q is not redis, rediss, redis+cluster or rediss+cluster", s, scheme)
+		return rueidis.ClientOption{}, fmt.Errorf("redisgraph: Redis URL: scheme %q is not redis, rediss, redis+cluster or rediss+cluster", scheme)
 	}
 	// The authority ends at the first '/', '?' or '#'; user info, if any,
 	// before its last '@'.
@@ -47,7 +50,7 @@ func ParseURL(s string) (rueidis.ClientOption, error) {
 	var addrs []string
 	for _, h := range strings.Split(hosts, ",") {
 		if h == "" {
-			return rueidis.ClientOption{}, fmt.Errorf("redisgraph: Redis URL %q: an empty address", s)
+			return rueidis.ClientOption{}, errors.New("redisgraph: Redis URL: an empty address")
 		}
 		if _, _, err := net.SplitHostPort(h); err != nil {
 			h = net.JoinHostPort(strings.Trim(h, "[]"), "6379")
@@ -56,11 +59,11 @@ func ParseURL(s string) (rueidis.ClientOption, error) {
 	}
 	opt, err := rueidis.ParseURL(scheme + "://" + userinfo + addrs[0] + tail)
 	if err != nil {
-		return rueidis.ClientOption{}, fmt.Errorf("redisgraph: Redis URL %q: %w", s, err)
+		return rueidis.ClientOption{}, fmt.Errorf("redisgraph: Redis URL: %w", unquote(err))
 	}
 	if cluster || len(addrs) > 1 {
 		if opt.SelectDB != 0 {
-			return rueidis.ClientOption{}, fmt.Errorf("redisgraph: Redis URL %q: a Cluster has no database %d", s, opt.SelectDB)
+			return rueidis.ClientOption{}, fmt.Errorf("redisgraph: Redis URL: a Cluster has no database %d", opt.SelectDB)
 		}
 		opt.InitAddress = addrs
 		opt.ShuffleInit = true
@@ -69,4 +72,14 @@ func ParseURL(s string) (rueidis.ClientOption, error) {
 		}
 	}
 	return opt, nil
+}
+
+// unquote returns the reason of a *url.Error, which quotes the whole URL
+// it could not parse, password included.
+func unquote(err error) error {
+	var ue *url.Error
+	if errors.As(err, &ue) {
+		return ue.Err
+	}
+	return err
 }

@@ -6,7 +6,6 @@ import (
 	"log/slog"
 	"os"
 	"path/filepath"
-	"strings"
 	"sync"
 	"time"
 
@@ -15,6 +14,7 @@ import (
 
 	fg "github.com/followgraph/followgraph"
 	"github.com/followgraph/followgraph/eventlog"
+	"github.com/followgraph/followgraph/internal/secret"
 	"github.com/followgraph/followgraph/memgraph"
 	"github.com/followgraph/followgraph/pipeline"
 	"github.com/followgraph/followgraph/redisgraph"
@@ -91,7 +91,7 @@ func redisEngine(cfg Config, store durableStore, elog *eventlog.Log, reg prometh
 		pipeline.WithRelayLease(leases.claim))
 	return &engine{
 		graph:   g,
-		desc:    fmt.Sprintf("redis %s (%s, prefix %q)", redactURL(cfg.Redis), mode, cfg.RedisPrefix),
+		desc:    fmt.Sprintf("redis %s (%s, prefix %q)", secret.Redact(cfg.Redis), mode, cfg.RedisPrefix),
 		recover: func(ctx context.Context) error { return recoverRedis(ctx, g, store, elog, logger) },
 		stats:   func() []any { return nil },
 		relay:   relay,
@@ -119,7 +119,7 @@ func openRedis(url string, opts ...redisgraph.Option) (*redisgraph.Graph, func()
 	}
 	client, err := rueidis.NewClient(opt)
 	if err != nil {
-		return nil, nil, fmt.Errorf("redis %s: %w", redactURL(url), err)
+		return nil, nil, fmt.Errorf("redis %s: %w", secret.Redact(url), err)
 	}
 	g, err := redisgraph.New(client, opts...)
 	if err != nil {
@@ -228,18 +228,4 @@ func nodeName(data string) string {
 		data = abs
 	}
 	return host + ":" + data
-}
-
-// redactURL hides a password in a URL for logs.
-func redactURL(s string) string {
-	scheme, rest, ok := strings.Cut(s, "://")
-	if !ok {
-		return s
-	}
-	if at := strings.LastIndexByte(rest, '@'); at >= 0 {
-		if colon := strings.IndexByte(rest[:at], ':'); colon >= 0 {
-			return scheme + "://" + rest[:colon] + ":xxxxx" + rest[at:]
-		}
-	}
-	return s
 }

@@ -63,14 +63,14 @@ type redisProc struct {
 	cmd  *exec.Cmd
 }
 
-func startRedis(t *testing.T) *redisProc {
+func startRedis(t *testing.T, extra ...string) *redisProc {
 	t.Helper()
 	if _, err := exec.LookPath("redis-server"); err != nil {
 		testenv.Skip(t, "redis-server is not installed: apt-get install redis-server")
 	}
 	_, port, _ := strings.Cut(freeAddr(t), ":")
-	r := &redisProc{t: t, port: port, args: []string{"--port", port, "--bind", "127.0.0.1",
-		"--save", "", "--appendonly", "no", "--dir", t.TempDir()}}
+	r := &redisProc{t: t, port: port, args: append([]string{"--port", port, "--bind", "127.0.0.1",
+		"--save", "", "--appendonly", "no", "--dir", t.TempDir()}, extra...)}
 	r.start()
 	t.Cleanup(r.kill)
 	return r

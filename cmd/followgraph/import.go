@@ -29,38 +29,39 @@ With --redis, the hot copy in Redis is then written from the store in bulk too
 (as "rebuild" does), so that "serve --redis" starts on the imported graph.`,
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			if err := envDefaults(cmd.Flags()); err != nil {
+			if err := cfg.prepare(cmd, false); err != nil {
 				return err
 			}
-			if cfg.Redis != "" {
-				if err := cfg.validate(); err != nil {
-					return err
-				}
-			}
-			f, err := os.Open(args[0])
-			if err != nil {
-				return err
-			}
-			defer f.Close()
-			store, _, err := openStore(cmd.Context(), cfg.DB, cfg.Data)
-			if err != nil {
-				return err
-			}
-			defer store.Close()
-			start := time.Now()
-			n, err := importEdges(cmd.Context(), store, f, start.UnixMilli())
-			if err != nil {
-				return err
-			}
-			fmt.Fprintf(cmd.OutOrStdout(), "imported %d edges in %s\n", n, time.Since(start).Round(time.Millisecond))
-			if cfg.Redis == "" {
-				return nil
-			}
-			return cfg.rebuild(cmd.Context(), cmd.OutOrStdout(), redisgraph.RebuildOptions{})
+			return cfg.scrub.Error(cfg.importFile(cmd.Context(), cmd.OutOrStdout(), args[0]))
 		},
 	}
 	cfg.flags(cmd)
 	return cmd
+}
+
+// importFile imports the edges of the file at path into the store, and
+// with --redis into the hot copy too.
+func (c *opsConfig) importFile(ctx context.Context, out io.Writer, path string) error {
+	f, err := os.Open(path)
+	if err != nil {
+		return err
+	}
+	defer f.Close()
+	store, _, err := openStore(ctx, c.DB, c.Data)
+	if err != nil {
+		return err
+	}
+	defer store.Close()
+	start := time.Now()
+	n, err := importEdges(ctx, store, f, start.UnixMilli())
+	if err != nil {
+		return err
+	}
+	fmt.Fprintf(out, "imported %d edges in %s\n", n, time.Since(start).Round(time.Millisecond))
+	if c.Redis == "" {
+		return nil
+	}
+	return c.rebuild(ctx, out, redisgraph.RebuildOptions{})
 }
 
 // importEdges parses r and imports its edges; defaultMs is the follow time

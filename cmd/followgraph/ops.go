@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"io"
 	"log/slog"
@@ -14,6 +13,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/followgraph/followgraph/eventlog"
+	"github.com/followgraph/followgraph/internal/secret"
 	"github.com/followgraph/followgraph/memgraph"
 	"github.com/followgraph/followgraph/redisgraph"
 )
@@ -26,29 +26,30 @@ import (
 // opsConfig is what rebuild and reconcile are told: where the deployment's
 // servers are, as serve is told.
 type opsConfig struct {
-	Data        string
-	Redis       string
-	RedisPrefix string
-	NATS        string
-	NATSStream  string
-	DB          string
+	servers
+	scrub *secret.Scrubber // of the servers' secrets, once resolved
 }
 
 func (c *opsConfig) flags(cmd *cobra.Command) {
-	f := cmd.Flags()
-	f.StringVar(&c.Data, "data", "./data", "folder for embedded data (the SQLite store and NATS log when --db and --nats are not given; serve must not be running then)")
-	f.StringVar(&c.Redis, "redis", "", "Redis URL of the hot copy, as serve --redis")
-	f.StringVar(&c.RedisPrefix, "redis-prefix", "fg", "prefix of every Redis key, as serve --redis-prefix")
-	f.StringVar(&c.NATS, "nats", "", "NATS URL of the event log, as serve --nats")
-	f.StringVar(&c.NATSStream, "nats-stream", eventlog.DefaultStream, "name of the event stream, as serve --nats-stream")
-	f.StringVar(&c.DB, "db", "", "postgres:// or mysql:// durable store, as serve --db")
+	c.servers.flags(cmd.Flags(), "folder for embedded data (the SQLite store and NATS log when --db and --nats are not given; serve must not be running then)",
+		"Redis URL of the hot copy, as serve --redis")
 }
 
-func (c *opsConfig) validate() error {
-	if c.Redis == "" {
-		return errors.New("--redis is required: the hot copy to work on")
+// prepare reads the environment's settings and the password files, and
+// checks the servers; with needRedis, --redis is required.
+func (c *opsConfig) prepare(cmd *cobra.Command, needRedis bool) error {
+	if err := envDefaults(cmd.Flags()); err != nil {
+		return err
 	}
-	return Config{Redis: c.Redis, RedisPrefix: c.RedisPrefix, DB: c.DB, NATS: c.NATS}.checkServers()
+	scrub, err := c.resolve()
+	if err != nil {
+		return err
+	}
+	c.scrub = scrub
+	if needRedis && c.Redis == "" {
+		return errNoRedis
+	}
+	return scrub.Error(c.check())
 }
 
 // expected loads the graph Redis should hold: the store, then the events
@@ -123,13 +124,10 @@ change it makes is never undone. Rebuild adds and corrects; it removes nothing
 (reconcile --fix does).`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			if err := envDefaults(cmd.Flags()); err != nil {
+			if err := cfg.prepare(cmd, true); err != nil {
 				return err
 			}
-			if err := cfg.validate(); err != nil {
-				return err
-			}
-			return cfg.rebuild(cmd.Context(), cmd.OutOrStdout(), opts)
+			return cfg.scrub.Error(cfg.rebuild(cmd.Context(), cmd.OutOrStdout(), opts))
 		},
 	}
 	cfg.flags(cmd)
@@ -153,50 +151,10 @@ reported as ahead). With --fix it repairs them, rate-limited (--rate), never
 undoing a change the service makes meanwhile. Exits 1 when differences remain.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			if err := envDefaults(cmd.Flags()); err != nil {
+			if err := cfg.prepare(cmd, true); err != nil {
 				return err
 			}
-			if err := cfg.validate(); err != nil {
-				return err
-			}
-			out := cmd.OutOrStdout()
-			read := time.Now()
-			src, err := cfg.expected(cmd.Context(), out)
-			if err != nil {
-				return err
-			}
-			g, closeRedis, err := cfg.hotCopy()
-			if err != nil {
-				return err
-			}
-			defer closeRedis()
-			if horizon > 0 {
-				opts.Horizon = read.Add(-horizon)
-			}
-			shown := 0
-			opts.Report = func(d redisgraph.Diff) {
-				if d.Kind != redisgraph.DiffAhead && shown < show {
-					shown++
-					fmt.Fprintln(out, d)
-				}
-			}
-			start := time.Now()
-			st, err := g.Reconcile(cmd.Context(), src, opts)
-			if err != nil {
-				return err
-			}
-			n := st.Differences()
-			var kinds []string
-			for k, c := range st.Diffs {
-				kinds = append(kinds, fmt.Sprintf("%s %d", k, c))
-			}
-			slices.Sort(kinds)
-			fmt.Fprintf(out, "differences: %d (%s); fixed %d; %d users, %d edge sides compared in %s\n",
-				n, strings.Join(kinds, ", "), st.Fixed, st.Users, st.Edges, time.Since(start).Round(time.Millisecond))
-			if n > st.Fixed {
-				return fmt.Errorf("%d differences remain", n-st.Fixed)
-			}
-			return nil
+			return cfg.scrub.Error(cfg.reconcile(cmd.Context(), cmd.OutOrStdout(), opts, show, horizon))
 		},
 	}
 	cfg.flags(cmd)
@@ -206,4 +164,46 @@ undoing a change the service makes meanwhile. Exits 1 when differences remain.`,
 	f.IntVar(&show, "show", 100, "most differences printed")
 	f.DurationVar(&horizon, "horizon", 0, "treat Redis states older than this long before the start as wrong even if newer than the store (only once the relay and persister have caught up; 0: never)")
 	return cmd
+}
+
+// reconcile compares Redis with the expected graph and prints the
+// differences (up to show), then their count; an error when some remain.
+func (c *opsConfig) reconcile(ctx context.Context, out io.Writer, opts redisgraph.ReconcileOptions, show int, horizon time.Duration) error {
+	read := time.Now()
+	src, err := c.expected(ctx, out)
+	if err != nil {
+		return err
+	}
+	g, closeRedis, err := c.hotCopy()
+	if err != nil {
+		return err
+	}
+	defer closeRedis()
+	if horizon > 0 {
+		opts.Horizon = read.Add(-horizon)
+	}
+	shown := 0
+	opts.Report = func(d redisgraph.Diff) {
+		if d.Kind != redisgraph.DiffAhead && shown < show {
+			shown++
+			fmt.Fprintln(out, d)
+		}
+	}
+	start := time.Now()
+	st, err := g.Reconcile(ctx, src, opts)
+	if err != nil {
+		return err
+	}
+	n := st.Differences()
+	var kinds []string
+	for k, c := range st.Diffs {
+		kinds = append(kinds, fmt.Sprintf("%s %d", k, c))
+	}
+	slices.Sort(kinds)
+	fmt.Fprintf(out, "differences: %d (%s); fixed %d; %d users, %d edge sides compared in %s\n",
+		n, strings.Join(kinds, ", "), st.Fixed, st.Users, st.Edges, time.Since(start).Round(time.Millisecond))
+	if n > st.Fixed {
+		return fmt.Errorf("%d differences remain", n-st.Fixed)
+	}
+	return nil
 }

@@ -24,20 +24,16 @@ import (
 	fg "github.com/followgraph/followgraph"
 	"github.com/followgraph/followgraph/eventlog"
 	"github.com/followgraph/followgraph/httpapi"
+	"github.com/followgraph/followgraph/internal/secret"
 	"github.com/followgraph/followgraph/memgraph"
 	"github.com/followgraph/followgraph/pipeline"
 )
 
 // Config is everything `followgraph serve` is told.
 type Config struct {
+	servers
 	Addr         string
-	Data         string
-	Redis        string
-	RedisPrefix  string
-	NATS         string
 	NATSReplicas int
-	NATSStream   string
-	DB           string
 
 	Fsync        string  // always | interval
 	PersistRate  float64 // rows per second into the durable store; 0 = unlimited
@@ -56,7 +52,7 @@ type Config struct {
 
 // Validate reports a configuration that cannot run.
 func (c Config) Validate() error {
-	if err := c.checkServers(); err != nil {
+	if err := c.check(); err != nil {
 		return err
 	}
 	switch {
@@ -84,18 +80,6 @@ func (c Config) Validate() error {
 	return nil
 }
 
-// checkServers reports a Redis prefix or a --db that cannot work; serve,
-// import, rebuild and reconcile take them alike.
-func (c Config) checkServers() error {
-	if c.Redis != "" && (c.RedisPrefix == "" || strings.ContainsAny(c.RedisPrefix, "{}")) {
-		return fmt.Errorf("--redis-prefix %q: want a non-empty prefix without '{' or '}'", c.RedisPrefix)
-	}
-	if c.DB != "" {
-		return checkDB(c.DB)
-	}
-	return nil
-}
-
 // natsSubject is the subject prefix of the stream named stream: the
 // default's for the default stream, so that a stream created before the
 // flag existed is found as it is.
@@ -116,21 +100,21 @@ func newServe() *cobra.Command {
 			if err := envDefaults(cmd.Flags()); err != nil {
 				return err
 			}
-			if err := cfg.Validate(); err != nil {
+			scrub, err := cfg.resolve()
+			if err != nil {
 				return err
 			}
-			return serve(cmd.Context(), cfg)
+			if err := cfg.Validate(); err != nil {
+				return scrub.Error(err)
+			}
+			return scrub.Error(serve(cmd.Context(), cfg, scrub))
 		},
 	}
 	f := cmd.Flags()
 	f.StringVar(&cfg.Addr, "addr", "127.0.0.1:8080", "listen address")
-	f.StringVar(&cfg.Data, "data", "./data", "folder for embedded data")
-	f.StringVar(&cfg.Redis, "redis", "", "Redis URL (redis://host:port, or redis+cluster://h1:p1,h2:p2 for a Cluster); replaces the embedded graph engine")
-	f.StringVar(&cfg.RedisPrefix, "redis-prefix", "fg", "prefix of every Redis key, so that several deployments can share a Redis")
-	f.StringVar(&cfg.NATS, "nats", "", "NATS URL for the event log; replaces the embedded NATS server")
-	f.StringVar(&cfg.NATSStream, "nats-stream", eventlog.DefaultStream, "name of the event stream, so that several deployments can share a NATS (its subjects are <lowercase name>.edges.*)")
+	cfg.flags(f, "folder for embedded data (the SQLite store and the NATS log)",
+		"Redis URL (redis://[:password@]host:port, or redis+cluster://h1:p1,h2:p2 for a Cluster); replaces the embedded graph engine")
 	f.IntVar(&cfg.NATSReplicas, "nats-replicas", 1, "replicas of the event stream when serve creates it on an external NATS cluster (1 to 5)")
-	f.StringVar(&cfg.DB, "db", "", "postgres:// or mysql:// durable store; replaces embedded SQLite")
 	f.StringVar(&cfg.Fsync, "fsync", "interval", "event log sync: interval (the default: survives a killed process) or always (also survives power loss, ~10x slower writes)")
 	f.Float64Var(&cfg.PersistRate, "persist-rate", 0, "rows per second into the durable store (0: unlimited)")
 	f.IntVar(&cfg.PersistBatch, "persist-batch", 1000, "most events the persister writes in one transaction")
@@ -151,19 +135,21 @@ func newServe() *cobra.Command {
 	return cmd
 }
 
-func newLogger(level string) (*slog.Logger, error) {
+// newLogger returns the JSON logger on stderr at level, from whose lines
+// scrub masks every secret of the configured URLs.
+func newLogger(level string, scrub *secret.Scrubber) (*slog.Logger, error) {
 	var l slog.Level
 	if err := l.UnmarshalText([]byte(level)); err != nil {
 		return nil, fmt.Errorf("--log-level: %w", err)
 	}
-	return slog.New(slog.NewJSONHandler(os.Stderr, &slog.HandlerOptions{Level: l})), nil
+	return slog.New(scrub.Handler(slog.NewJSONHandler(os.Stderr, &slog.HandlerOptions{Level: l}))), nil
 }
 
 // serve runs the service until ctx ends, then shuts down in order: stop
 // taking requests and finish those in flight, let the persister drain the
 // log into the store, close the log, close the store.
-func serve(ctx context.Context, cfg Config) error {
-	logger, err := newLogger(cfg.LogLevel)
+func serve(ctx context.Context, cfg Config, scrub *secret.Scrubber) error {
+	logger, err := newLogger(cfg.LogLevel, scrub)
 	if err != nil {
 		return err
 	}
@@ -243,7 +229,7 @@ func serve(ctx context.Context, cfg Config) error {
 
 	natsDesc := "embedded at " + filepath.Join(cfg.Data, "nats")
 	if cfg.NATS != "" {
-		natsDesc = cfg.NATS
+		natsDesc = secret.Redact(cfg.NATS)
 	}
 	logger.Info("followgraph serving", "addr", ln.Addr().String(), "engine", eng.desc,
 		"eventlog", "nats jetstream "+natsDesc, "store", storeDesc, "fsync", cfg.Fsync, "version", version())

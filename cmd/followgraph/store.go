@@ -9,6 +9,7 @@ import (
 	"strings"
 
 	fg "github.com/followgraph/followgraph"
+	"github.com/followgraph/followgraph/internal/secret"
 	"github.com/followgraph/followgraph/store/mysql"
 	"github.com/followgraph/followgraph/store/postgres"
 	"github.com/followgraph/followgraph/store/sqlite"
@@ -34,7 +35,7 @@ func checkDB(db string) error {
 	case "postgres", "postgresql", "mysql":
 		return nil
 	}
-	return fmt.Errorf("--db %q: want postgres://… or mysql://…", redactURL(db))
+	return fmt.Errorf("--db %q: want postgres://… or mysql://…", secret.Redact(db))
 }
 
 // openStore opens the store db names, or with db empty the SQLite file in
@@ -51,9 +52,9 @@ func openStore(ctx context.Context, db, data string) (durableStore, string, erro
 		return nil, "", err
 	}
 	if strings.HasPrefix(db, "mysql://") {
-		return opened(mysql.Open(ctx, db))("mysql " + redactURL(db))
+		return opened(mysql.Open(ctx, db))("mysql " + secret.Redact(db))
 	}
-	return opened(postgres.Open(ctx, db))("postgres " + redactURL(db))
+	return opened(postgres.Open(ctx, db))("postgres " + secret.Redact(db))
 }
 
 // opened returns openStore's results for a store opened with err, so that

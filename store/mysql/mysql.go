@@ -91,8 +91,9 @@ var ownedParams = []string{
 //
 //	mysql://user:password@host:port/database?param=value&…
 //
-// The user and password are optional and percent-decoded; the port
-// defaults to 3306; the database is required. The parameters are the
+// The user and password are optional and percent-decoded (the password
+// may be given as a parameter password=… instead, as libpq takes it); the
+// port defaults to 3306; the database is required. The parameters are the
 // driver's DSN parameters (timeout, readTimeout, writeTimeout, tls,
 // charset, collation, …; a name the driver does not know is a server
 // system variable set on each connection, such as
@@ -160,12 +161,26 @@ func ParseURL(rawURL string) (*gomysql.Config, error) {
 	// needs escaping in a DSN. Each parameter is parsed alone first, so
 	// that an error names it.
 	seen := map[string]bool{}
+	var query []string // the parameters for the driver
+	var password *string
 	for param := range strings.SplitSeq(u.RawQuery, "&") {
 		if param == "" {
 			continue
 		}
-		key, _, _ := strings.Cut(param, "=")
+		key, value, _ := strings.Cut(param, "=")
 		name, err := url.QueryUnescape(key)
+		if err == nil && name == "password" {
+			// As libpq takes it: the password as a parameter, so that it
+			// can stay out of the user info. It is the store's, not a
+			// system variable to set, and never quoted in an error.
+			pw, err := url.QueryUnescape(value)
+			if err != nil || password != nil {
+				return nil, badURL("parameter password: give it once, percent-encoded")
+			}
+			password = &pw
+			continue
+		}
+		query = append(query, param)
 		switch {
 		case err != nil:
 			return nil, badURL("query: %v", err)
@@ -181,13 +196,19 @@ func ParseURL(rawURL string) (*gomysql.Config, error) {
 			return nil, badURL("parameter %s: %v", name, err)
 		}
 	}
-	cfg, err := gomysql.ParseDSN("/?" + u.RawQuery)
+	cfg, err := gomysql.ParseDSN("/?" + strings.Join(query, "&"))
 	if err != nil {
 		return nil, badURL("query: %v", err)
 	}
 	if u.User != nil {
 		cfg.User = u.User.Username()
 		cfg.Passwd, _ = u.User.Password()
+	}
+	if password != nil {
+		if _, set := u.User.Password(); set {
+			return nil, badURL("the password is given twice: in the user info and as a parameter")
+		}
+		cfg.Passwd = *password
 	}
 	cfg.Net = "tcp"
 	cfg.Addr = net.JoinHostPort(u.Hostname(), port)

@@ -109,6 +109,8 @@ func TestParseURL(t *testing.T) {
 			"fg:p@ss/w:rd@tcp(db.example:3307)/graph?interpolateParams=true&readTimeout=30s&rejectReadOnly=true&timeout=2s&maxAllowedPacket=4194304"},
 		{"mysql://u:@[::1]:3306/test?innodb_lock_wait_timeout=5", // an IPv6 host, a system variable
 			"u@tcp([::1]:3306)/test?interpolateParams=true&rejectReadOnly=true&timeout=10s&maxAllowedPacket=4194304&innodb_lock_wait_timeout=5"},
+		{"mysql://fg@h/test?password=p%40ss&timeout=2s", // the password as a parameter
+			"fg:p@ss@tcp(h:3306)/test?interpolateParams=true&rejectReadOnly=true&timeout=2s&maxAllowedPacket=4194304"},
 		{"mysql://u@h/test?charset=utf8mb4,utf8&sql_mode=%27TRADITIONAL%27", // values as the driver takes them
 			"u@tcp(h:3306)/test?charset=utf8mb4,utf8&interpolateParams=true&rejectReadOnly=true&timeout=10s&maxAllowedPacket=4194304&sql_mode=%27TRADITIONAL%27"},
 	}
@@ -147,6 +149,8 @@ func TestParseURL(t *testing.T) {
 		{"BadQueryEscape", "mysql://root:secret@127.0.0.1/test?a%zz=1", "invalid URL escape"},
 		{"BadValue", "mysql://root:secret@127.0.0.1/test?timeout=soon", "timeout"},
 		{"NoName", "mysql://root:secret@127.0.0.1/test?=1", "no name"},
+		{"PasswordTwice", "mysql://root:secret@127.0.0.1/test?password=secret", "given twice"},
+		{"PasswordParamTwice", "mysql://root@127.0.0.1/test?password=secret&password=secret", "give it once"},
 		{"UnsafeCollation", "mysql://root:secret@127.0.0.1/test?collation=gbk_chinese_ci", "collation"},
 	}
 	for _, tt := range invalid {

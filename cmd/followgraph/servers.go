@@ -1,0 +1,95 @@
+package main
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"strings"
+
+	"github.com/spf13/pflag"
+
+	"github.com/followgraph/followgraph/eventlog"
+	"github.com/followgraph/followgraph/internal/secret"
+)
+
+// servers names a deployment's backends, as every command takes them:
+// serve, import, rebuild and reconcile.
+type servers struct {
+	Data        string
+	Redis       string
+	RedisPrefix string
+	NATS        string
+	NATSStream  string
+	DB          string
+
+	// Files that hold the passwords of the URLs above, so that they need
+	// not stand on a command line (where ps shows them) nor in the
+	// environment.
+	RedisPasswordFile string
+	NATSPasswordFile  string
+	DBPasswordFile    string
+}
+
+// flags registers the servers' flags; dataHelp and redisHelp say what
+// --data and --redis are to the command.
+func (s *servers) flags(f *pflag.FlagSet, dataHelp, redisHelp string) {
+	f.StringVar(&s.Data, "data", "./data", dataHelp)
+	f.StringVar(&s.Redis, "redis", "", redisHelp)
+	f.StringVar(&s.RedisPrefix, "redis-prefix", "fg", "prefix of every Redis key, so that several deployments can share a Redis")
+	f.StringVar(&s.NATS, "nats", "", "NATS URL of the event log (nats://[user:password@]host:4222, or nats://token@host); replaces the embedded NATS server")
+	f.StringVar(&s.NATSStream, "nats-stream", eventlog.DefaultStream, "name of the event stream, so that several deployments can share a NATS (its subjects are <lowercase name>.edges.*)")
+	f.StringVar(&s.DB, "db", "", "postgres:// or mysql:// URL of the durable store; replaces embedded SQLite")
+	f.StringVar(&s.RedisPasswordFile, "redis-password-file", "", "file holding the Redis password (instead of putting it in --redis)")
+	f.StringVar(&s.NATSPasswordFile, "nats-password-file", "", "file holding the NATS password of --nats's user, or its token when --nats names no user")
+	f.StringVar(&s.DBPasswordFile, "db-password-file", "", "file holding the database password of --db's user")
+}
+
+// check reports a Redis prefix or a --db that cannot work.
+func (s *servers) check() error {
+	if s.Redis != "" && (s.RedisPrefix == "" || strings.ContainsAny(s.RedisPrefix, "{}")) {
+		return fmt.Errorf("--redis-prefix %q: want a non-empty prefix without '{' or '}'", s.RedisPrefix)
+	}
+	if s.DB != "" {
+		return checkDB(s.DB)
+	}
+	return nil
+}
+
+// resolve puts the passwords of the password files into the URLs, and
+// returns a scrubber of every secret the URLs hold, for the logger and
+// the command's errors.
+func (s *servers) resolve() (*secret.Scrubber, error) {
+	var secrets []string
+	for _, u := range []struct {
+		flag string
+		url  *string
+		file string
+	}{
+		{"--redis", &s.Redis, s.RedisPasswordFile},
+		{"--nats", &s.NATS, s.NATSPasswordFile},
+		{"--db", &s.DB, s.DBPasswordFile},
+	} {
+		if u.file != "" {
+			if *u.url == "" {
+				return nil, fmt.Errorf("%s-password-file: needs %s", u.flag, u.flag)
+			}
+			b, err := os.ReadFile(u.file)
+			if err != nil {
+				return nil, fmt.Errorf("%s-password-file: %w", u.flag, err)
+			}
+			pw := strings.TrimRight(string(b), "\r\n")
+			if pw == "" {
+				return nil, fmt.Errorf("%s-password-file %s: the file is empty", u.flag, u.file)
+			}
+			secrets = append(secrets, pw)
+			if *u.url, err = secret.WithPassword(*u.url, pw); err != nil {
+				return nil, fmt.Errorf("%s: %w", u.flag, err)
+			}
+		}
+		secrets = append(secrets, secret.Values(*u.url)...)
+	}
+	return secret.NewScrubber(secrets...), nil
+}
+
+// errNoRedis is the error of an operator command that needs --redis.
+var errNoRedis = errors.New("--redis is required: the hot copy to work on")
