@@ -47,10 +47,10 @@ func retryDelay(failures int) time.Duration {
 
 // Consume runs the durable pull consumer named durable until ctx ends,
 // then returns nil. It delivers the stream's events to handle in batches
-// of up to max events, or of whatever arrived within wait; it does not
-// call handle with an empty batch. Batches follow stream order, and each
-// is sorted by sequence, except that a redelivered event comes after
-// events delivered before its redelivery.
+// of up to max messages, or of whatever arrived within wait, with last,
+// the highest stream sequence the batch covers. Batches follow stream
+// order, and each is sorted by sequence, except that a redelivered event
+// comes after events delivered before its redelivery.
 //
 // When handle returns nil the whole batch is acknowledged (even if ctx
 // ended meanwhile), and the stream (workqueue retention) removes those
@@ -68,11 +68,15 @@ func retryDelay(failures int) time.Duration {
 // The stream admits one consumer: a second durable name is refused.
 // Several processes may run Consume with the same durable name; they take
 // turns with the batches. A message that is not a valid event is logged,
-// counted (see Undecodable) and acknowledged without reaching handle.
+// counted (see Undecodable) and never handed to handle, but it is part of
+// its batch: covered by last, acknowledged with the batch and redelivered
+// with it (so handle may get no event, only last). The persister records
+// last with the batch, so that every sequence the stream no longer holds
+// is one the record covers (the start-up check relies on it).
 //
 // Consume returns an error when its arguments are invalid, when the
 // consumer cannot be created, or when the log is closed.
-func (l *Log) Consume(ctx context.Context, durable string, max int, wait time.Duration, handle func(ctx context.Context, batch []Message) error) error {
+func (l *Log) Consume(ctx context.Context, durable string, max int, wait time.Duration, handle func(ctx context.Context, batch []Message, last uint64) error) error {
 	switch {
 	case !validName(durable):
 		return fmt.Errorf("eventlog: consume: invalid durable name %q", durable)
@@ -112,6 +116,7 @@ func (l *Log) Consume(ctx context.Context, durable string, max int, wait time.Du
 	if info, err := cons.Info(ctx); err == nil {
 		want = int(min(uint64(max), info.NumPending))
 		want = cmp.Or(want, 1)
+		l.dropAcked(ctx, info.AckFloor.Stream)
 	}
 	for {
 		raw, err := l.fetch(ctx, cons, want, wait)
@@ -138,6 +143,28 @@ func (l *Log) Consume(ctx context.Context, durable string, max int, wait time.Du
 			want = max
 		}
 	}
+}
+
+// dropAcked removes from the stream the messages up to floor, the
+// consumer's ack floor, that it still holds. Every one of them was
+// acknowledged, so persisted, and a work queue should have dropped it;
+// one the server failed to drop (its disk was full, a file of it was
+// repaired) would stay for good, never delivered again, and the backlog
+// would never reach 0.
+func (l *Log) dropAcked(ctx context.Context, floor uint64) {
+	info, err := l.stream.Info(ctx)
+	if err != nil || info.State.Msgs == 0 || info.State.FirstSeq > floor {
+		return
+	}
+	n := info.State.Msgs
+	if err := l.stream.Purge(ctx, jetstream.WithPurgeSequence(floor+1)); err != nil {
+		l.log.Warn("removing messages already acknowledged failed", "through_seq", floor, "err", err)
+		return
+	}
+	if after, err := l.stream.Info(ctx); err == nil {
+		n -= after.State.Msgs
+	}
+	l.log.Warn("removed messages already acknowledged (so already persisted) that the stream still held", "through_seq", floor, "messages", n)
 }
 
 // waiting returns how many messages to ask for after m, the last of a
@@ -208,62 +235,44 @@ func collect(ctx context.Context, b jetstream.MessageBatch) ([]jetstream.Msg, er
 }
 
 // handleBatch decodes raw, hands the events to handle, and acknowledges
-// or naks them. It reports whether handle succeeded.
-func (l *Log) handleBatch(ctx context.Context, durable string, raw []jetstream.Msg, handle func(context.Context, []Message) error, attempt int) bool {
-	type item struct {
-		m   jetstream.Msg
-		seq uint64
-		ok  bool // decoded: e is the event
-		e   followgraph.Event
-	}
-	items := make([]item, len(raw))
-	for i, m := range raw {
-		items[i].m = m
+// or naks them all. It reports whether handle succeeded.
+func (l *Log) handleBatch(ctx context.Context, durable string, raw []jetstream.Msg, handle func(context.Context, []Message, uint64) error, attempt int) bool {
+	batch := make([]Message, 0, len(raw))
+	var last uint64
+	for _, m := range raw {
 		md, err := m.Metadata()
 		if err != nil { // not from a consumer: cannot happen with Fetch
 			l.log.Error("message without metadata", "subject", m.Subject(), "err", err)
 			continue
 		}
-		items[i].seq = md.Sequence.Stream
+		seq := md.Sequence.Stream
+		last = max(last, seq)
 		e, err := decode(l.cfg.Subject, m.Subject(), m.Data())
 		if err != nil {
-			l.skipUndecodable(md.Sequence.Stream, m.Subject(), m.Data(), err)
+			l.skipUndecodable(seq, m.Subject(), m.Data(), err)
 			continue
 		}
-		items[i].e, items[i].ok = e, true
+		batch = append(batch, Message{Seq: seq, Event: e})
 	}
 	// Redelivered messages can come back out of order: sort by sequence.
-	slices.SortFunc(items, func(a, b item) int { return cmp.Compare(a.seq, b.seq) })
-	batch := make([]Message, 0, len(items))
-	var good, bad []jetstream.Msg
-	for _, it := range items {
-		if !it.ok {
-			bad = append(bad, it.m)
-			continue
-		}
-		batch = append(batch, Message{Seq: it.seq, Event: it.e})
-		good = append(good, it.m)
-	}
-	var err error
-	if len(batch) > 0 {
-		err = l.runHandle(ctx, good, batch, handle)
-	}
+	slices.SortFunc(batch, func(a, b Message) int { return cmp.Compare(a.Seq, b.Seq) })
+	err := l.runHandle(ctx, raw, batch, last, handle)
 	if err != nil {
 		delay := retryDelay(attempt)
 		if ctx.Err() != nil {
 			delay = 0 // shutting down: let another instance take it at once
 		}
-		for _, m := range good {
+		for _, m := range raw {
 			_ = m.NakWithDelay(delay) // if lost, the ack wait redelivers
 		}
 		if ctx.Err() == nil {
-			l.log.Warn("batch failed; it will be redelivered", "consumer", durable, "events", len(batch),
-				"first_seq", batch[0].Seq, "retry_in", delay, "err", err)
+			l.log.Warn("batch failed; it will be redelivered", "consumer", durable, "messages", len(raw),
+				"last_seq", last, "retry_in", delay, "err", err)
 		}
-		raw = bad // undecodable messages never get better: acknowledge them anyway
+		return false
 	}
 	l.ack(durable, raw)
-	return err == nil
+	return true
 }
 
 // ack acknowledges msgs and waits for the server to confirm the last: it
@@ -286,7 +295,7 @@ func (l *Log) ack(durable string, msgs []jetstream.Msg) {
 
 // runHandle calls handle, telling the server every third of the ack wait
 // that the batch is still being worked on.
-func (l *Log) runHandle(ctx context.Context, msgs []jetstream.Msg, batch []Message, handle func(context.Context, []Message) error) error {
+func (l *Log) runHandle(ctx context.Context, msgs []jetstream.Msg, batch []Message, last uint64, handle func(context.Context, []Message, uint64) error) error {
 	done := make(chan struct{})
 	var wg sync.WaitGroup
 	wg.Go(func() {
@@ -303,7 +312,7 @@ func (l *Log) runHandle(ctx context.Context, msgs []jetstream.Msg, batch []Messa
 			}
 		}
 	})
-	err := handle(ctx, batch)
+	err := handle(ctx, batch, last)
 	close(done)
 	wg.Wait()
 	return err

@@ -101,8 +101,10 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"maps"
 	"os"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -181,7 +183,15 @@ type Config struct {
 	// Logger receives the log's and the embedded server's messages;
 	// default slog.Default().
 	Logger *slog.Logger
+	// MustExist makes Open fail with ErrNoStream rather than create the
+	// stream when it is missing: for a log that has stored events before
+	// (the durable store says so), a missing stream means they are lost.
+	MustExist bool
 }
+
+// ErrNoStream is Open's error when Config.MustExist is set and the stream
+// does not exist.
+var ErrNoStream = errors.New("eventlog: the stream does not exist")
 
 // Validate returns an error naming the first field that Open cannot use,
 // zero fields standing for their defaults. Open calls it.
@@ -258,6 +268,7 @@ type Log struct {
 
 	ackWait     time.Duration // of the consumers Consume creates; tests shorten it
 	undecodable atomic.Uint64
+	stored      atomic.Uint64 // the highest sequence a Publish of this Log was acknowledged with
 	closed      atomic.Bool
 	closeOnce   sync.Once
 	closeErr    error
@@ -403,6 +414,9 @@ func (l *Log) streamConfig() jetstream.StreamConfig {
 func (l *Log) ensureStream(ctx context.Context) error {
 	want := l.streamConfig()
 	s, err := l.js.Stream(ctx, want.Name)
+	if errors.Is(err, jetstream.ErrStreamNotFound) && l.cfg.MustExist {
+		return fmt.Errorf("%w: %s", ErrNoStream, want.Name)
+	}
 	if errors.Is(err, jetstream.ErrStreamNotFound) {
 		s, err = l.js.CreateStream(ctx, want)
 		if errors.Is(err, jetstream.ErrStreamNameAlreadyInUse) { // created meanwhile by another node
@@ -481,6 +495,88 @@ func (l *Log) Ready(ctx context.Context) error {
 	}
 	return nil
 }
+
+// Identity returns the identity of the log's stream: its creation time,
+// in Unix nanoseconds. A stream deleted and created again, or another
+// deployment's, has another; the durable store records it, so that a log
+// replaced under it is noticed.
+func (l *Log) Identity() int64 { return l.stream.CachedInfo().Created.UnixNano() }
+
+// storeKey is the stream metadata key of the store the log feeds.
+const storeKey = "followgraph_store"
+
+// FedStore returns the identity of the durable store the log feeds, as the
+// stream's metadata records it (SetFedStore): 0 when none is recorded, or
+// when the server keeps no stream metadata (before 2.10).
+func (l *Log) FedStore() int64 {
+	id, _ := strconv.ParseInt(l.stream.CachedInfo().Config.Metadata[storeKey], 10, 64)
+	return id
+}
+
+// SetFedStore records id as the identity of the durable store the log
+// feeds, in the stream's metadata, so that a store replaced under the log
+// is noticed. It reports false when the server keeps no stream metadata
+// (a server before 2.10 drops it): then only the sequences can tell.
+func (l *Log) SetFedStore(ctx context.Context, id int64) (bool, error) {
+	cfg := l.stream.CachedInfo().Config
+	want := strconv.FormatInt(id, 10)
+	if cfg.Metadata[storeKey] == want {
+		return true, nil
+	}
+	cfg.Metadata = maps.Clone(cfg.Metadata)
+	if cfg.Metadata == nil {
+		cfg.Metadata = map[string]string{}
+	}
+	cfg.Metadata[storeKey] = want
+	s, err := l.js.UpdateStream(ctx, cfg)
+	if err != nil {
+		return false, unavailable("recording the store", err)
+	}
+	l.stream = s
+	return s.CachedInfo().Config.Metadata[storeKey] == want, nil
+}
+
+// State is the stream as it stands: the sequences of its first and last
+// messages, how many it holds, and which sequences between them it no
+// longer holds.
+type State struct {
+	First, Last uint64   // First is Last+1 when the stream holds nothing
+	Msgs        uint64   // messages held
+	Deleted     []uint64 // sequences between First and Last no longer held, in order
+	Lost        uint64   // messages the server found lost in its files (damage it repaired by dropping them)
+}
+
+// State returns the stream's state, or EUnavailable when the log cannot
+// be read.
+func (l *Log) State(ctx context.Context) (State, error) {
+	if l.closed.Load() {
+		return State{}, unavailable("state", errClosed)
+	}
+	info, err := l.stream.Info(ctx, jetstream.WithDeletedDetails(true))
+	if err != nil {
+		return State{}, unavailable("state", err)
+	}
+	st := info.State
+	out := State{First: st.FirstSeq, Last: st.LastSeq, Msgs: st.Msgs}
+	if out.First == 0 || st.Msgs == 0 { // an empty stream reports its first sequence as 0 or Last+1
+		out.First = out.Last + 1
+	}
+	for _, seq := range st.Deleted {
+		if seq >= out.First && seq <= out.Last {
+			out.Deleted = append(out.Deleted, seq)
+		}
+	}
+	slices.Sort(out.Deleted)
+	if st.Lost != nil {
+		out.Lost = uint64(len(st.Lost.Msgs))
+	}
+	return out, nil
+}
+
+// LastStored returns the highest sequence any Publish of this Log was
+// acknowledged with: the log is known to have stored everything up to it.
+// 0 before the first.
+func (l *Log) LastStored() uint64 { return l.stored.Load() }
 
 // Undecodable returns how many stored messages were not events (see the
 // package documentation): each was logged, and skipped or acknowledged,

@@ -90,7 +90,7 @@ func BenchmarkConsume(b *testing.B) {
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	seen := 0
-	err := l.Consume(ctx, "bench", 1000, 100*time.Millisecond, func(_ context.Context, batch []Message) error {
+	err := l.Consume(ctx, "bench", 1000, 100*time.Millisecond, func(_ context.Context, batch []Message, _ uint64) error {
 		if seen += len(batch); seen >= b.N {
 			cancel()
 		}

@@ -157,7 +157,7 @@ func startConsumer(tb testing.TB, l *Log, durable string, max int, wait time.Dur
 	ctx, cancel := context.WithCancel(context.Background())
 	c := &consumer{cancel: cancel, done: make(chan error, 1)}
 	go func() {
-		c.done <- l.Consume(ctx, durable, max, wait, func(ctx context.Context, b []Message) error {
+		c.done <- l.Consume(ctx, durable, max, wait, func(ctx context.Context, b []Message, _ uint64) error {
 			if handle != nil {
 				if err := handle(ctx, b); err != nil {
 					return err
@@ -421,7 +421,7 @@ func testOneConsumer(t *testing.T, newLog newLogFunc) {
 	c := startConsumer(t, l, "persister", 10, 50*time.Millisecond, nil)
 	publish(t, l, follow(1, 2))
 	waitFor(t, 10*time.Second, "the consumer to run", func() bool { return len(c.handled()) == 1 })
-	err := l.Consume(ctxTimeout(t, 10*time.Second), "other", 10, 50*time.Millisecond, func(context.Context, []Message) error { return nil })
+	err := l.Consume(ctxTimeout(t, 10*time.Second), "other", 10, 50*time.Millisecond, func(context.Context, []Message, uint64) error { return nil })
 	if err == nil || !strings.Contains(err.Error(), "exactly one persister") {
 		t.Fatalf("a second consumer: %v, want a refusal", err)
 	}
@@ -558,7 +558,7 @@ func TestLog_CrashBeforeAck(t *testing.T) {
 	defer cancel()
 	consumeErr := make(chan error, 1)
 	go func() {
-		consumeErr <- l.Consume(ctx, "persister", 100, 50*time.Millisecond, func(_ context.Context, b []Message) error {
+		consumeErr <- l.Consume(ctx, "persister", 100, 50*time.Millisecond, func(_ context.Context, b []Message, _ uint64) error {
 			got <- b
 			<-release
 			return nil // too late: the log is gone

@@ -53,8 +53,12 @@ func (l *Log) Publish(ctx context.Context, e followgraph.Event) error {
 		return unavailable(op, err)
 	}
 	select {
-	case <-f.Ok():
-		return nil
+	case ack := <-f.Ok():
+		for {
+			if seen := l.stored.Load(); ack.Sequence <= seen || l.stored.CompareAndSwap(seen, ack.Sequence) {
+				return nil
+			}
+		}
 	case err := <-f.Err():
 		return unavailable(op, err)
 	case <-l.ncClosed: // pending acks are failed on a reconnect, not on close

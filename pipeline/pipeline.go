@@ -119,18 +119,19 @@ func New(store Store, reg prometheus.Registerer, opts ...Option) *Persister {
 	return p
 }
 
-// Handle applies one batch, after waiting for tokens for all its rows. It
-// returns nil only once the batch and its last sequence are committed; on
-// an error the caller must not acknowledge the batch.
-func (p *Persister) Handle(ctx context.Context, batch []Message) error {
-	if len(batch) == 0 {
+// Handle applies one batch, after waiting for tokens for all its rows,
+// with last, the highest stream sequence the batch covers (its messages
+// that were not events included, so a batch may have no event). It
+// returns nil only once the batch and last are committed; on an error the
+// caller must not acknowledge the batch.
+func (p *Persister) Handle(ctx context.Context, batch []Message, last uint64) error {
+	if len(batch) == 0 && last == 0 {
 		return nil
 	}
 	if err := p.wait(ctx, len(batch)); err != nil {
 		return err
 	}
 	events := make([]fg.Event, len(batch))
-	var last uint64
 	for i, m := range batch {
 		events[i] = m.Event
 		last = max(last, m.Seq)
@@ -147,7 +148,9 @@ func (p *Persister) Handle(ctx context.Context, batch []Message) error {
 	p.rows.Add(float64(len(batch)))
 	p.changed.Add(float64(changed))
 	now := time.Now()
-	p.lag.Set(now.Sub(batch[len(batch)-1].Event.Time).Seconds())
+	if len(batch) > 0 {
+		p.lag.Set(now.Sub(batch[len(batch)-1].Event.Time).Seconds())
+	}
 	for _, m := range batch {
 		p.eventLag.Observe(now.Sub(m.Event.Time).Seconds())
 	}

@@ -55,11 +55,11 @@ func TestPersister_AppliesAndRecordsSequence(t *testing.T) {
 	store := openStore(t)
 	reg := prometheus.NewRegistry()
 	p := pipeline.New(store, reg)
-	if err := p.Handle(ctx, batch(1, 100)); err != nil {
+	if err := p.Handle(ctx, batch(1, 100), 0); err != nil {
 		t.Fatal(err)
 	}
 	// A redelivered batch changes no row and does not move the sequence back.
-	if err := p.Handle(ctx, batch(1, 50)); err != nil {
+	if err := p.Handle(ctx, batch(1, 50), 0); err != nil {
 		t.Fatal(err)
 	}
 	last, err := store.LastSeq(ctx)
@@ -93,7 +93,7 @@ func TestPersister_FailedBatchIsNotAcknowledged(t *testing.T) {
 	p := pipeline.New(store, nil)
 	bad := batch(1, 10)
 	bad[5].Event.Time = bad[5].Event.Time.Add(time.Millisecond) // not its version's time
-	if err := p.Handle(ctx, bad); err == nil {
+	if err := p.Handle(ctx, bad, 0); err == nil {
 		t.Fatal("a batch with an invalid event was applied")
 	}
 	if last, _ := store.LastSeq(ctx); last != 0 {
@@ -110,7 +110,7 @@ func TestPersister_TokenBucket(t *testing.T) {
 	p := pipeline.New(store, reg, pipeline.WithRate(4000, 500))
 	start := time.Now()
 	for i := range 4 {
-		if err := p.Handle(ctx, batch(uint64(1+500*i), 500)); err != nil {
+		if err := p.Handle(ctx, batch(uint64(1+500*i), 500), 0); err != nil {
 			t.Fatal(err)
 		}
 	}

@@ -54,12 +54,12 @@ func BenchmarkPersistRate(b *testing.B) {
 		cctx, cancel := context.WithCancel(ctx)
 		done := make(chan error, 1)
 		go func() {
-			done <- l.Consume(cctx, "persister", batchMax, 50*time.Millisecond, func(ctx context.Context, ms []eventlog.Message) error {
+			done <- l.Consume(cctx, "persister", batchMax, 50*time.Millisecond, func(ctx context.Context, ms []eventlog.Message, last uint64) error {
 				msgs := make([]pipeline.Message, len(ms))
 				for i, m := range ms {
 					msgs[i] = pipeline.Message{Seq: m.Seq, Event: m.Event}
 				}
-				return p.Handle(ctx, msgs)
+				return p.Handle(ctx, msgs, last)
 			})
 		}()
 		for {

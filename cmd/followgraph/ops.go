@@ -15,6 +15,7 @@ import (
 	"github.com/followgraph/followgraph/eventlog"
 	"github.com/followgraph/followgraph/internal/secret"
 	"github.com/followgraph/followgraph/memgraph"
+	"github.com/followgraph/followgraph/recovery"
 	"github.com/followgraph/followgraph/redisgraph"
 )
 
@@ -62,8 +63,9 @@ func (c *opsConfig) expected(ctx context.Context, out io.Writer) (*memgraph.Grap
 		return nil, err
 	}
 	defer store.Close()
-	elog, err := eventlog.Open(ctx, eventlog.Config{Dir: filepath.Join(c.Data, "nats"), URL: c.NATS,
-		Stream: c.NATSStream, Subject: natsSubject(c.NATSStream), Logger: slog.New(slog.DiscardHandler)})
+	discard := slog.New(slog.DiscardHandler)
+	elog, err := recovery.OpenLog(ctx, store, eventlog.Config{Dir: filepath.Join(c.Data, "nats"), URL: c.NATS,
+		Stream: c.NATSStream, Subject: natsSubject(c.NATSStream), Logger: discard}, false, discard)
 	if err != nil {
 		return nil, err
 	}

@@ -27,6 +27,7 @@ import (
 	"github.com/followgraph/followgraph/internal/secret"
 	"github.com/followgraph/followgraph/memgraph"
 	"github.com/followgraph/followgraph/pipeline"
+	"github.com/followgraph/followgraph/recovery"
 )
 
 // Config is everything `followgraph serve` is told.
@@ -48,6 +49,7 @@ type Config struct {
 	Limits          httpapi.Limits // deadlines and bounds on clients
 	MemoryLimit     string         // the Go runtime's soft memory limit, such as 2GiB; "" leaves it as GOMEMLIMIT says
 	ShutdownTimeout time.Duration  // longest a clean stop waits for requests in flight and the drain
+	AcceptDataLoss  bool           // start although the store and the log lost acknowledged events (logging what was lost)
 }
 
 // Validate reports a configuration that cannot run.
@@ -130,6 +132,7 @@ func newServe() *cobra.Command {
 	f.IntVar(&cfg.Limits.MaxConns, "max-connections", defaultMaxConns(), "most connections served at once; beyond, a new one is answered 503 (200 on /healthz) and closed")
 	f.StringVar(&cfg.MemoryLimit, "memory-limit", "", "soft memory limit of the Go runtime, such as 2GiB (default: GOMEMLIMIT, or none)")
 	f.DurationVar(&cfg.ShutdownTimeout, "shutdown-timeout", 30*time.Second, "longest a clean stop (SIGTERM) waits for the requests in flight and for the outbox and the log to drain; what is left stays in the log for the next start")
+	f.BoolVar(&cfg.AcceptDataLoss, "accept-data-loss", false, "start even though the durable store and the event log no longer hold every acknowledged change (a file deleted, truncated or replaced), logging what is lost; without it serve refuses to start, naming the damage")
 	f.BoolVar(&cfg.Pprof, "pprof", false, "serve /debug/pprof/ (profiles shorter than --write-timeout)")
 	f.StringVar(&cfg.LogLevel, "log-level", "info", "debug, info, warn or error")
 	return cmd
@@ -166,12 +169,24 @@ func serve(ctx context.Context, cfg Config, scrub *secret.Scrubber) error {
 	if cfg.Fsync == "interval" {
 		sync = eventlog.SyncInterval
 	}
-	elog, err := eventlog.Open(ctx, eventlog.Config{Dir: filepath.Join(cfg.Data, "nats"), URL: cfg.NATS, Replicas: cfg.NATSReplicas,
-		Stream: cfg.NATSStream, Subject: natsSubject(cfg.NATSStream), Sync: sync, Logger: logger})
+	// The store and the log must still hold everything acknowledged.
+	elog, err := recovery.OpenLog(ctx, store, eventlog.Config{Dir: filepath.Join(cfg.Data, "nats"), URL: cfg.NATS, Replicas: cfg.NATSReplicas,
+		Stream: cfg.NATSStream, Subject: natsSubject(cfg.NATSStream), Sync: sync, Logger: logger}, cfg.AcceptDataLoss, logger)
+	var damage *recovery.Damage
+	if errors.As(err, &damage) {
+		return fmt.Errorf("refusing to start: %w.\nRestore the missing data from a backup, or start with --accept-data-loss to go on without it", err)
+	}
 	if err != nil {
 		return err
 	}
 	defer elog.Close()
+	mctx, stopMark := context.WithCancel(context.Background())
+	marked := make(chan struct{})
+	go func() {
+		defer close(marked)
+		recovery.KeepMark(mctx, store, elog, time.Second, logger)
+	}()
+	defer func() { stopMark(); <-marked }() // a last note before the log and the store close
 
 	reg := prometheus.NewRegistry()
 	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
@@ -246,8 +261,8 @@ func serve(ctx context.Context, cfg Config, scrub *secret.Scrubber) error {
 	pctx, stopPersister := context.WithCancel(context.Background())
 	persisted := make(chan error, 1)
 	go func() {
-		persisted <- elog.Consume(pctx, "persister", cfg.PersistBatch, cfg.PersistWait, func(ctx context.Context, batch []eventlog.Message) error {
-			return persister.Handle(ctx, messages(batch))
+		persisted <- elog.Consume(pctx, "persister", cfg.PersistBatch, cfg.PersistWait, func(ctx context.Context, batch []eventlog.Message, last uint64) error {
+			return persister.Handle(ctx, messages(batch), last)
 		})
 	}()
 	rctx, stopRelay := context.WithCancel(context.Background())

@@ -10,6 +10,7 @@ import (
 
 	fg "github.com/followgraph/followgraph"
 	"github.com/followgraph/followgraph/internal/secret"
+	"github.com/followgraph/followgraph/recovery"
 	"github.com/followgraph/followgraph/store/mysql"
 	"github.com/followgraph/followgraph/store/postgres"
 	"github.com/followgraph/followgraph/store/sqlite"
@@ -24,6 +25,7 @@ type durableStore interface {
 	Import(ctx context.Context, events iter.Seq[fg.Event]) (int, error)
 	Events(ctx context.Context) iter.Seq2[fg.Event, error]
 	LastSeq(ctx context.Context) (uint64, error)
+	recovery.Store
 	Ready(ctx context.Context) error
 	Close() error
 }

@@ -271,3 +271,60 @@ func (s *Store) LastSeq(ctx context.Context) (uint64, error) {
 	}
 	return uint64(seq), nil
 }
+
+// LogMark returns what the store knows of the event log it is fed from
+// (see followgraph.LogMark): its own identity, the log's (0 until MarkLog
+// first sets it), the highest sequence applied (LastSeq), and the highest
+// the log is known to have stored (raised by MarkLog). At start the
+// service compares them with the log, so that a log or a store that lost
+// events is noticed.
+func (s *Store) LogMark(ctx context.Context) (fg.LogMark, error) {
+	var m fg.LogMark
+	rows, err := s.db.QueryContext(ctx, "SELECT `key`, value FROM meta WHERE `key` IN ("+row.MetaKeys+")")
+	if err != nil {
+		return m, fmt.Errorf("mysql: log mark: %w", translate(err))
+	}
+	defer rows.Close()
+	for rows.Next() {
+		var k string
+		var v int64
+		if err := rows.Scan(&k, &v); err != nil {
+			return m, fmt.Errorf("mysql: log mark: %w", translate(err))
+		}
+		if err := row.SetMark(&m, k, v); err != nil {
+			return m, fmt.Errorf("mysql: log mark: %w", err)
+		}
+	}
+	if err := rows.Err(); err != nil {
+		return m, fmt.Errorf("mysql: log mark: %w", translate(err))
+	}
+	return m, nil
+}
+
+// MarkLog records m.Log as the identity of the event log the store is fed
+// from, and raises the sequence the log is known to have stored to m.Seen
+// (it never lowers it). m.Store and m.Applied are not written.
+func (s *Store) MarkLog(ctx context.Context, m fg.LogMark) error {
+	if err := row.CheckMark(m); err != nil {
+		return fmt.Errorf("mysql: mark log: %w", err)
+	}
+	_, err := s.db.ExecContext(ctx, "UPDATE meta SET value = CASE `key` WHEN '"+row.MetaLog+"' THEN ? ELSE GREATEST(value, ?) END WHERE `key` IN ('"+row.MetaLog+"', '"+row.MetaSeen+"')", m.Log, int64(m.Seen))
+	if err != nil {
+		return fmt.Errorf("mysql: mark log: %w", translate(err))
+	}
+	return nil
+}
+
+// ResetLogMark sets the log's identity, the sequence applied and the one
+// seen to those of m (m.Store is not written), for when an operator has
+// accepted a loss: the log was replaced, or its sequence went back.
+func (s *Store) ResetLogMark(ctx context.Context, m fg.LogMark) error {
+	if err := row.CheckMark(m); err != nil {
+		return fmt.Errorf("mysql: reset log mark: %w", err)
+	}
+	_, err := s.db.ExecContext(ctx, "UPDATE meta SET value = CASE `key` WHEN '"+row.MetaLog+"' THEN ? WHEN '"+row.MetaApplied+"' THEN ? ELSE ? END WHERE `key` IN ('"+row.MetaLog+"', '"+row.MetaApplied+"', '"+row.MetaSeen+"')", m.Log, int64(m.Applied), int64(m.Seen))
+	if err != nil {
+		return fmt.Errorf("mysql: reset log mark: %w", translate(err))
+	}
+	return nil
+}

@@ -190,3 +190,60 @@ func (s suite) testApplyLarge(t *testing.T) {
 		t.Errorf("LastSeq = %d, want 3", got)
 	}
 }
+
+// testLogMark: a new store has an identity of its own and knows no log;
+// MarkLog sets the log's identity and only raises the sequence seen;
+// Apply moves the sequence applied; ResetLogMark sets the log and both
+// sequences, lower ones included; the store's identity never changes.
+func (s suite) testLogMark(t *testing.T) {
+	st := s.newStore(t)
+	ctx := context.Background()
+	mark := func() fg.LogMark {
+		t.Helper()
+		m, err := st.LogMark(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return m
+	}
+	m := mark()
+	if m.Store <= 0 || m.Log != 0 || m.Applied != 0 || m.Seen != 0 {
+		t.Fatalf("LogMark of a new store = %+v, want an identity and zeros", m)
+	}
+	if other := s.newStore(t); mustMark(t, other).Store == m.Store {
+		t.Errorf("two new stores have the same identity %d", m.Store)
+	}
+	self := m.Store
+	const id = 1764600000123456789
+	if err := st.MarkLog(ctx, fg.LogMark{Store: 7, Log: id, Seen: 40}); err != nil {
+		t.Fatal(err)
+	}
+	Apply(t, st, 12)
+	if err := st.MarkLog(ctx, fg.LogMark{Log: id, Applied: 99, Seen: 30}); err != nil { // a lower seen is kept at 40
+		t.Fatal(err)
+	}
+	if got, want := mark(), (fg.LogMark{Store: self, Log: id, Applied: 12, Seen: 40}); got != want {
+		t.Errorf("LogMark = %+v, want %+v", got, want)
+	}
+	if err := st.ResetLogMark(ctx, fg.LogMark{Store: 7, Log: id + 1, Applied: 3, Seen: 5}); err != nil {
+		t.Fatal(err)
+	}
+	if got, want := mark(), (fg.LogMark{Store: self, Log: id + 1, Applied: 3, Seen: 5}); got != want {
+		t.Errorf("LogMark after ResetLogMark = %+v, want %+v", got, want)
+	}
+	if got := LastSeq(t, st); got != 3 {
+		t.Errorf("LastSeq after ResetLogMark = %d, want 3", got)
+	}
+	if err := st.MarkLog(ctx, fg.LogMark{Log: id, Seen: 1 << 63}); err == nil {
+		t.Error("MarkLog of a sequence of 2^63: no error")
+	}
+}
+
+func mustMark(tb testing.TB, st Store) fg.LogMark {
+	tb.Helper()
+	m, err := st.LogMark(context.Background())
+	if err != nil {
+		tb.Fatal(err)
+	}
+	return m
+}

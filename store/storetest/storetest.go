@@ -2,7 +2,8 @@
 // (store/sqlite, store/postgres, store/mysql): what the persister and
 // start-up rely on — conditional, idempotent upserts that converge in any
 // order, tombstones, the event-log sequence kept in the same transaction,
-// invalid batches rejected whole, Import, Events and LastSeq — is written
+// invalid batches rejected whole, Import, Events, LastSeq and the log mark
+// checked at start — is written
 // here once and proven on every store.
 //
 // A store calls Run from its own test with a constructor of empty stores:
@@ -45,6 +46,12 @@ type Store interface {
 	Events(ctx context.Context) iter.Seq2[fg.Event, error]
 	// LastSeq returns the highest sequence applied, 0 for a new store.
 	LastSeq(ctx context.Context) (uint64, error)
+	// LogMark returns what the store knows of the log it is fed from;
+	// MarkLog sets the log's identity and raises the sequence seen;
+	// ResetLogMark sets the log's identity and both sequences.
+	LogMark(ctx context.Context) (fg.LogMark, error)
+	MarkLog(ctx context.Context, m fg.LogMark) error
+	ResetLogMark(ctx context.Context, m fg.LogMark) error
 	Close() error
 }
 
@@ -84,6 +91,9 @@ func Run(t *testing.T, open func(tb testing.TB) Store) {
 			{"Snapshot", s.testEventsSnapshot},
 			{"Break", s.testEventsBreak},
 			{"Canceled", s.testEventsCanceled},
+		}},
+		{"LogMark", []test{
+			{"MarkAndReset", s.testLogMark},
 		}},
 		{"Concurrent", []test{
 			{"ApplyAndRead", s.testConcurrent},

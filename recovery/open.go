@@ -1,0 +1,132 @@
+package recovery
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"time"
+
+	fg "github.com/followgraph/followgraph"
+	"github.com/followgraph/followgraph/eventlog"
+)
+
+// Store is what recovery needs of the durable store: its mark of the log
+// (store/sqlite's LogMark, MarkLog and ResetLogMark are the contract).
+type Store interface {
+	LogMark(ctx context.Context) (fg.LogMark, error)
+	MarkLog(ctx context.Context, m fg.LogMark) error
+	ResetLogMark(ctx context.Context, m fg.LogMark) error
+}
+
+// OpenLog opens the event log of cfg for store and checks that the two
+// still hold every event up to the last sequence the store knows of (see
+// Check). It returns a *Damage error (the log closed) when they do not,
+// unless accept is set: the loss is then logged as accepted, and the
+// store's mark moved to the log as it is, so that the next start is
+// clean. A log whose stream is missing although the store was fed from
+// one is such a damage, not a new log.
+//
+// On success the store's mark names the log and its last sequence, which
+// a store that never had one (a new deployment, an import) takes on.
+func OpenLog(ctx context.Context, store Store, cfg eventlog.Config, accept bool, logger *slog.Logger) (*eventlog.Log, error) {
+	rec, err := store.LogMark(ctx)
+	if err != nil {
+		return nil, fmt.Errorf("recovery: %w", err)
+	}
+	cfg.MustExist = rec.Log != 0 && !accept
+	log, err := eventlog.Open(ctx, cfg)
+	if errors.Is(err, eventlog.ErrNoStream) {
+		lost := sub(rec.Seen, rec.Applied)
+		return nil, &Damage{Lost: lost, Replaced: true, msg: fmt.Sprintf(
+			"the event log is gone (%v): the durable store was fed from a log created at %s, had applied it up to sequence %d and seen it reach %d, "+
+				"so at least %d acknowledged events not yet in the store are lost", err, stamp(rec.Log), rec.Applied, rec.Seen, lost)}
+	}
+	if err != nil {
+		return nil, err
+	}
+	if err := verify(ctx, store, log, rec, accept, logger); err != nil {
+		log.Close()
+		return nil, err
+	}
+	return log, nil
+}
+
+func verify(ctx context.Context, store Store, log *eventlog.Log, rec fg.LogMark, accept bool, logger *slog.Logger) error {
+	// The log is read before the store, so that events a persister
+	// elsewhere applies and drops meanwhile are counted as held; its last
+	// sequence again after, as events stored meanwhile may be applied.
+	st, err := log.State(ctx)
+	if err != nil {
+		return fmt.Errorf("recovery: %w", err)
+	}
+	if rec, err = store.LogMark(ctx); err != nil {
+		return fmt.Errorf("recovery: %w", err)
+	}
+	if rec.Applied > st.Last || rec.Seen > st.Last {
+		again, err := log.State(ctx)
+		if err != nil {
+			return fmt.Errorf("recovery: %w", err)
+		}
+		st.Last = max(st.Last, again.Last)
+	}
+	id := log.Identity()
+	damage, realign := Check(rec, Log{State: st, ID: id, FedStore: log.FedStore()})
+	if damage != nil && !accept {
+		return damage
+	}
+	if damage != nil {
+		logger.Warn("starting with acknowledged events lost, as --accept-data-loss says", "lost_at_least", damage.Lost, "damage", damage.Error())
+	} else if realign {
+		logger.Warn("the event log's sequence went back below the store's, with nothing lost (the store had applied everything the log had): the store's mark follows the log",
+			"store_applied", rec.Applied, "log_last", st.Last)
+	}
+	if damage != nil || realign {
+		err = store.ResetLogMark(ctx, fg.LogMark{Log: id, Applied: min(rec.Applied, st.Last), Seen: st.Last})
+	} else {
+		err = store.MarkLog(ctx, fg.LogMark{Log: id, Seen: st.Last})
+	}
+	if err != nil {
+		return fmt.Errorf("recovery: %w", err)
+	}
+	if kept, err := log.SetFedStore(ctx, rec.Store); err != nil {
+		return fmt.Errorf("recovery: %w", err)
+	} else if !kept {
+		logger.Debug("the NATS server keeps no stream metadata (before 2.10): a store replaced under the log is noticed by its sequences only")
+	}
+	return nil
+}
+
+// KeepMark notes in the store, every interval and once more when ctx
+// ends, the highest sequence the log has acknowledged to this process
+// (eventlog.Log.LastStored), so that the store knows how far the log got:
+// a log that loses events is then noticed at the next start (OpenLog),
+// for all but those of the last interval before a crash. It returns when
+// ctx ends. A store that cannot be written is tried again at the next
+// tick.
+func KeepMark(ctx context.Context, store Store, log *eventlog.Log, interval time.Duration, logger *slog.Logger) {
+	id := log.Identity()
+	var noted uint64
+	note := func(ctx context.Context) {
+		if seq := log.LastStored(); seq > noted {
+			if err := store.MarkLog(ctx, fg.LogMark{Log: id, Seen: seq}); err != nil {
+				logger.Debug("noting the log's last sequence in the store failed; will try again", "err", err)
+				return
+			}
+			noted = seq
+		}
+	}
+	t := time.NewTicker(interval)
+	defer t.Stop()
+	for {
+		select {
+		case <-t.C:
+			note(ctx)
+		case <-ctx.Done():
+			final, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
+			note(final)
+			cancel()
+			return
+		}
+	}
+}
