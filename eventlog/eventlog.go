@@ -115,6 +115,7 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/followgraph/followgraph"
+	"github.com/followgraph/followgraph/internal/lockfile"
 )
 
 // Defaults of Config.
@@ -365,7 +366,7 @@ func (l *Log) startServer() error {
 	if err := os.MkdirAll(l.cfg.Dir, 0o750); err != nil {
 		return fmt.Errorf("eventlog: %w", err)
 	}
-	unlock, err := lockDir(l.cfg.Dir)
+	unlock, err := lockfile.Lock(l.cfg.Dir)
 	if err != nil {
 		return fmt.Errorf("eventlog: lock: %w", err)
 	}

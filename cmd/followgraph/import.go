@@ -26,12 +26,20 @@ two-column "follower followee" edge list (SNAP style; the follow time is then th
 import's start). Fields are separated by tabs or spaces; lines starting with #
 are comments. A repeated edge keeps its last line. The next "serve" loads it.
 With --redis, the hot copy in Redis is then written from the store in bulk too
-(as "rebuild" does), so that "serve --redis" starts on the imported graph.`,
+(as "rebuild" does), so that "serve --redis" starts on the imported graph.
+
+Into a store that already has edges, the import merges: each edge of the file
+takes the place of the stored one only if its follow time is later (as the
+versioned writes of the service do), and edges not in the file stay. A running
+service would never see the import, so import refuses a data folder that serve
+is using; with --db, stop every serve of the deployment first.`,
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			if err := cfg.prepare(cmd, false); err != nil {
+			done, err := cfg.prepare(cmd, false)
+			if err != nil {
 				return err
 			}
+			defer done()
 			return cfg.scrub.Error(cfg.importFile(cmd.Context(), cmd.OutOrStdout(), args[0]))
 		},
 	}

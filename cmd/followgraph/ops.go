@@ -36,21 +36,30 @@ func (c *opsConfig) flags(cmd *cobra.Command) {
 		"Redis URL of the hot copy, as serve --redis")
 }
 
-// prepare reads the environment's settings and the password files, and
-// checks the servers; with needRedis, --redis is required.
-func (c *opsConfig) prepare(cmd *cobra.Command, needRedis bool) error {
+// prepare reads the environment's settings and the password files,
+// checks the servers (with needRedis, --redis is required), and takes the
+// data folder's lock when the command uses it; done releases it.
+func (c *opsConfig) prepare(cmd *cobra.Command, needRedis bool) (done func(), err error) {
 	if err := envDefaults(cmd.Flags()); err != nil {
-		return err
+		return nil, err
 	}
-	scrub, err := c.resolve()
-	if err != nil {
-		return err
+	if c.scrub, err = c.resolve(); err != nil {
+		return nil, err
 	}
-	c.scrub = scrub
 	if needRedis && c.Redis == "" {
-		return errNoRedis
+		return nil, errNoRedis
 	}
-	return scrub.Error(c.check())
+	if err := c.check(); err != nil {
+		return nil, c.scrub.Error(err)
+	}
+	if !c.embedded() {
+		return func() {}, nil
+	}
+	unlock, err := c.lockData()
+	if err != nil {
+		return nil, err
+	}
+	return func() { unlock() }, nil
 }
 
 // expected loads the graph Redis should hold: the store, then the events
@@ -126,9 +135,11 @@ change it makes is never undone. Rebuild adds and corrects; it removes nothing
 (reconcile --fix does).`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			if err := cfg.prepare(cmd, true); err != nil {
+			done, err := cfg.prepare(cmd, true)
+			if err != nil {
 				return err
 			}
+			defer done()
 			return cfg.scrub.Error(cfg.rebuild(cmd.Context(), cmd.OutOrStdout(), opts))
 		},
 	}
@@ -153,9 +164,11 @@ reported as ahead). With --fix it repairs them, rate-limited (--rate), never
 undoing a change the service makes meanwhile. Exits 1 when differences remain.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			if err := cfg.prepare(cmd, true); err != nil {
+			done, err := cfg.prepare(cmd, true)
+			if err != nil {
 				return err
 			}
+			defer done()
 			return cfg.scrub.Error(cfg.reconcile(cmd.Context(), cmd.OutOrStdout(), opts, show, horizon))
 		},
 	}

@@ -159,6 +159,11 @@ func serve(ctx context.Context, cfg Config, scrub *secret.Scrubber) error {
 	if limit, _ := parseBytes(cfg.MemoryLimit); limit > 0 {
 		debug.SetMemoryLimit(limit)
 	}
+	unlock, err := cfg.lockData()
+	if err != nil {
+		return err
+	}
+	defer unlock()
 	store, storeDesc, err := openStore(ctx, cfg.DB, cfg.Data)
 	if err != nil {
 		return err

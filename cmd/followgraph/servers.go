@@ -9,6 +9,7 @@ import (
 	"github.com/spf13/pflag"
 
 	"github.com/followgraph/followgraph/eventlog"
+	"github.com/followgraph/followgraph/internal/lockfile"
 	"github.com/followgraph/followgraph/internal/secret"
 )
 
@@ -90,6 +91,25 @@ func (s *servers) resolve() (*secret.Scrubber, error) {
 	}
 	return secret.NewScrubber(secrets...), nil
 }
+
+// lockData takes the data folder's lock, which serve holds while it
+// runs, so that an operator command cannot write the embedded store or
+// log under a running service (which would never see the change) nor two
+// services share one folder. The folder is made if missing.
+func (s *servers) lockData() (unlock func() error, err error) {
+	if err := os.MkdirAll(s.Data, 0o755); err != nil {
+		return nil, err
+	}
+	unlock, err = lockfile.Lock(s.Data)
+	if err != nil {
+		return nil, fmt.Errorf("the data folder %w: stop the followgraph serve that uses it first", err)
+	}
+	return unlock, nil
+}
+
+// embedded reports whether the command uses the data folder: the
+// embedded store or the embedded log.
+func (s *servers) embedded() bool { return s.DB == "" || s.NATS == "" }
 
 // errNoRedis is the error of an operator command that needs --redis.
 var errNoRedis = errors.New("--redis is required: the hot copy to work on")
