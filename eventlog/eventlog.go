@@ -579,6 +579,25 @@ func (l *Log) State(ctx context.Context) (State, error) {
 // 0 before the first.
 func (l *Log) LastStored() uint64 { return l.stored.Load() }
 
+// Writable returns nil when the log can be expected to take a publish,
+// and an EUnavailable error that says nothing was changed when it is
+// known that it cannot: closed, or not connected to NATS. It makes no
+// round trip, so it can be asked before every write.
+func (l *Log) Writable(ctx context.Context) error {
+	switch {
+	case l.closed.Load():
+		return unavailable("writable", errClosed)
+	case !l.nc.IsConnected():
+		return fmt.Errorf("eventlog: %w: NATS connection is %s", errNotWritable, l.nc.Status())
+	}
+	return nil
+}
+
+// errNotWritable is Writable's error: the write is refused before anything
+// changed.
+var errNotWritable = &followgraph.Error{Code: followgraph.EUnavailable,
+	Message: "the event log is unavailable: the write was refused and nothing was changed; retry later"}
+
 // Undecodable returns how many stored messages were not events (see the
 // package documentation): each was logged, and skipped or acknowledged,
 // never applied. It counts every time such a message is met.

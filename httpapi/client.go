@@ -21,6 +21,14 @@ import (
 // errors come back as *followgraph.Error with the server's code and
 // message. A server that cannot be reached, or answers with a gateway
 // error, gives code unavailable, with the cause wrapped.
+//
+// An unavailable error on a read means no answer was given. On a write
+// (Follow, Unfollow) its outcome is unknown: the write may still take
+// effect, as the server may have made it before a backend failed, or the
+// connection may have dropped after the server made it. Writes are
+// idempotent: retry them until they are answered. (Where the server knew
+// before changing anything that it could not make the write durable, it
+// changed nothing, and the message says so.)
 type Client struct {
 	base string
 	hc   *http.Client

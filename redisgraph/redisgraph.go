@@ -59,9 +59,10 @@ type Graph struct {
 	now          func() time.Time
 	maxFollowing int
 	outboxLimit  int
-	cacheMin     int64    // followers from which the first page of followers is cached
-	outboxTags   []string // per slot, on a Cluster
-	hook         fg.Hook  // nil: none
+	cacheMin     int64                       // followers from which the first page of followers is cached
+	outboxTags   []string                    // per slot, on a Cluster
+	hook         fg.Hook                     // nil: none
+	gate         func(context.Context) error // nil: none
 
 	known  stamps // the latest stamps this Graph wrote, for the cache
 	memo   memo   // counts of set queries
@@ -96,11 +97,22 @@ func WithMaxFollowing(n int) Option { return func(g *Graph) { g.maxFollowing = n
 // then loses its data. When the hook fails the write returns its error
 // although the change is made: its outcome is unknown to the caller, as
 // for any unacknowledged write, and the event stays in the outbox for the
-// relay. When the hook returns nil, the change's outbox entry is deleted
+// relay: the error says so (EUnavailable, "may take effect"). When the
+// hook returns nil, the change's outbox entry is deleted
 // (on a Cluster, once its second step is done), so that the relay does not
 // publish the event again; the outbox then holds only what a crash or a
 // failed hook left.
 func WithHook(h fg.Hook) Option { return func(g *Graph) { g.hook = h } }
+
+// WithWriteGate sets a function called before each follow or unfollow
+// changes anything: when it returns an error, the write returns it having
+// changed nothing. Serve checks there that the event log can take the
+// write's event, so that while the log is known to be down a write is
+// refused outright rather than made in Redis and answered with an unknown
+// outcome (the hook's failure).
+func WithWriteGate(gate func(ctx context.Context) error) Option {
+	return func(g *Graph) { g.gate = gate }
+}
 
 // WithOutboxLimit bounds each outbox stream (default DefaultOutboxLimit
 // events): a write that would go beyond it fails with EUnavailable and

@@ -61,6 +61,11 @@ func (g *Graph) Unfollow(ctx context.Context, user, target fg.UserID) (bool, err
 // was nothing to change, the second step is still run with the edge's
 // version, so that a write repeated after a failed second step completes it.
 func (g *Graph) change(ctx context.Context, user, target fg.UserID, op fg.Op) (bool, fg.Version, error) {
+	if g.gate != nil {
+		if err := g.gate(ctx); err != nil {
+			return false, 0, fmt.Errorf("redisgraph: %s: %w", op, err)
+		}
+	}
 	now := max(g.now().UnixMilli(), 0)
 	keys := []string{g.key(user, kindOut), g.key(user, kindOutVer), g.key(user, kindCounters), g.outbox(user)}
 	args := []string{op.String(), member(target), strconv.FormatInt(now, 10),
@@ -107,7 +112,7 @@ func (g *Graph) change(ctx context.Context, user, target fg.UserID, op fg.Op) (b
 	}
 	if g.hook != nil {
 		if err := g.hook(ctx, e); err != nil {
-			return false, 0, fmt.Errorf("redisgraph: %s: %w", op, err)
+			return false, 0, fmt.Errorf("redisgraph: %s: %w: %w", op, errUnacknowledged, err)
 		}
 		if settled && id != "" {
 			g.dropFromOutbox(user, id)
@@ -115,6 +120,12 @@ func (g *Graph) change(ctx context.Context, user, target fg.UserID, op fg.Op) (b
 	}
 	return true, v, nil
 }
+
+// errUnacknowledged is the error of a change made whose hook failed: it is
+// in Redis and in its outbox, and the relay will move its event to the log,
+// but it was not acknowledged.
+var errUnacknowledged = &fg.Error{Code: fg.EUnavailable,
+	Message: "the write is made but the event log did not acknowledge it: it may take effect; retry (writes are idempotent)"}
 
 // dropFromOutbox deletes the outbox entry id of a change of user that the
 // hook has taken care of (its event is in the log, and on a Cluster its

@@ -71,7 +71,7 @@ func memEngine(cfg Config, store durableStore, elog *eventlog.Log, reg prometheu
 // default.
 func redisEngine(cfg Config, store durableStore, elog *eventlog.Log, reg prometheus.Registerer, logger *slog.Logger) (*engine, error) {
 	g, closeRedis, err := openRedis(cfg.Redis, redisgraph.WithPrefix(cfg.RedisPrefix),
-		redisgraph.WithMaxFollowing(cfg.MaxFollowing), redisgraph.WithHook(durable(elog)))
+		redisgraph.WithMaxFollowing(cfg.MaxFollowing), redisgraph.WithHook(durable(elog)), redisgraph.WithWriteGate(elog.Writable))
 	if err != nil {
 		return nil, err
 	}
