@@ -116,7 +116,7 @@ func (l *Log) Consume(ctx context.Context, durable string, max int, wait time.Du
 	if info, err := cons.Info(ctx); err == nil {
 		want = int(min(uint64(max), info.NumPending))
 		want = cmp.Or(want, 1)
-		l.dropAcked(ctx, info.AckFloor.Stream)
+		l.dropAcked(ctx)
 	}
 	for {
 		raw, err := l.fetch(ctx, cons, want, wait)
@@ -145,13 +145,23 @@ func (l *Log) Consume(ctx context.Context, durable string, max int, wait time.Du
 	}
 }
 
-// dropAcked removes from the stream the messages up to floor, the
-// consumer's ack floor, that it still holds. Every one of them was
+// dropAcked removes from the stream the messages up to the consumer's
+// ack floor that it still holds. Every one of them was
 // acknowledged, so persisted, and a work queue should have dropped it;
 // one the server failed to drop (its disk was full, a file of it was
 // repaired) would stay for good, never delivered again, and the backlog
 // would never reach 0.
-func (l *Log) dropAcked(ctx context.Context, floor uint64) {
+func (l *Log) dropAcked(ctx context.Context) {
+	var floor uint64
+	found := false
+	for c := range l.stream.ListConsumers(ctx).Info() {
+		if !found || c.AckFloor.Stream < floor {
+			floor, found = c.AckFloor.Stream, true
+		}
+	}
+	if !found {
+		return
+	}
 	info, err := l.stream.Info(ctx)
 	if err != nil || info.State.Msgs == 0 || info.State.FirstSeq > floor {
 		return

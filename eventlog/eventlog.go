@@ -184,6 +184,10 @@ type Config struct {
 	// Logger receives the log's and the embedded server's messages;
 	// default slog.Default().
 	Logger *slog.Logger
+	// DiskReserve is the free space, in bytes, that the embedded server's
+	// disk keeps: below it, publishes are refused at once (see disk.go).
+	// 0 means DefaultDiskReserve; a negative value, none.
+	DiskReserve int64
 	// MustExist makes Open fail with ErrNoStream rather than create the
 	// stream when it is missing: for a log that has stored events before
 	// (the durable store says so), a missing stream means they are lost.
@@ -231,6 +235,9 @@ func (c Config) withDefaults() Config {
 	if c.Logger == nil {
 		c.Logger = slog.Default()
 	}
+	if c.DiskReserve == 0 {
+		c.DiskReserve = DefaultDiskReserve
+	}
 	return c
 }
 
@@ -270,6 +277,15 @@ type Log struct {
 	ackWait     time.Duration // of the consumers Consume creates; tests shorten it
 	undecodable atomic.Uint64
 	stored      atomic.Uint64 // the highest sequence a Publish of this Log was acknowledged with
+	publishing  atomic.Int64  // Publish calls waiting for their answer
+
+	// The embedded server's disk (disk.go).
+	reserve     int64
+	diskFree    atomic.Int64
+	diskChecked atomic.Int64 // Unix nanoseconds
+	storeFailed atomic.Bool  // a write of the store failed, not yet repaired
+	closing     chan struct{}
+	watched     chan struct{} // closed when watchStore has returned
 	closed      atomic.Bool
 	closeOnce   sync.Once
 	closeErr    error
@@ -302,6 +318,8 @@ func Open(ctx context.Context, cfg Config) (*Log, error) {
 		return nil, err
 	}
 	l := &Log{
+		closing:  make(chan struct{}),
+		reserve:  cfg.DiskReserve,
 		cfg:      cfg,
 		log:      cfg.Logger.With("component", "eventlog", "stream", cfg.Stream),
 		subject:  cfg.Subject + ".>",
@@ -382,7 +400,7 @@ func (l *Log) startServer() error {
 	if err != nil {
 		return fmt.Errorf("eventlog: embedded server: %w", err)
 	}
-	srv.SetLoggerV2(serverLogger{l.log.With("component", "nats-server")}, false, false, false)
+	srv.SetLoggerV2(serverLogger{l: l.log.With("component", "nats-server"), failed: func() { l.storeFailed.Store(true) }}, false, false, false)
 	l.srv = srv
 	srv.Start()
 	if !srv.ReadyForConnections(startTimeout) {
@@ -391,6 +409,9 @@ func (l *Log) startServer() error {
 	if !srv.JetStreamEnabled() {
 		return fmt.Errorf("eventlog: embedded server: JetStream did not start on %s (see the server's log)", l.cfg.Dir)
 	}
+	l.measureSpace()
+	l.watched = make(chan struct{})
+	go l.watchStore()
 	return nil
 }
 
@@ -488,8 +509,8 @@ func (l *Log) Ready(ctx context.Context) error {
 	if l.closed.Load() {
 		return unavailable("ready", errClosed)
 	}
-	if !l.nc.IsConnected() {
-		return unavailable("ready", fmt.Errorf("NATS connection is %s", l.nc.Status()))
+	if err := l.Writable(ctx); err != nil {
+		return err
 	}
 	if _, err := l.stream.Info(ctx); err != nil {
 		return unavailable("ready", err)
@@ -590,21 +611,25 @@ func (l *Log) Writable(ctx context.Context) error {
 	case !l.nc.IsConnected():
 		return fmt.Errorf("eventlog: %w: NATS connection is %s", errNotWritable, l.nc.Status())
 	}
-	return nil
+	return l.storeError()
 }
 
-// errNotWritable is Writable's error: the write is refused before anything
-// changed.
-var errNotWritable = &followgraph.Error{Code: followgraph.EUnavailable,
-	Message: "the event log is unavailable: the write was refused and nothing was changed; retry later"}
+// errNotWritable and errDiskFull are Writable's errors: the write is
+// refused before anything changed.
+var (
+	errNotWritable = &followgraph.Error{Code: followgraph.EUnavailable,
+		Message: "the event log is unavailable: the write was refused and nothing was changed; retry later"}
+	errDiskFull = &followgraph.Error{Code: followgraph.EUnavailable,
+		Message: "the event log's disk is full: the write was refused and nothing was changed; retry later"}
+)
 
 // Undecodable returns how many stored messages were not events (see the
 // package documentation): each was logged, and skipped or acknowledged,
 // never applied. It counts every time such a message is met.
 func (l *Log) Undecodable() uint64 { return l.undecodable.Load() }
 
-// Close waits up to ten seconds for publishes in flight to be
-// acknowledged, drains the connection, and shuts the embedded server down
+// Close waits up to ten seconds for the Publish calls in flight to get
+// their answer, drains the connection, and shuts the embedded server down
 // cleanly, which flushes its store. After Close every method returns
 // EUnavailable. Close is idempotent.
 func (l *Log) Close() error {
@@ -614,13 +639,23 @@ func (l *Log) Close() error {
 
 func (l *Log) close() error {
 	l.closed.Store(true)
+	close(l.closing)
+	if l.watched != nil {
+		<-l.watched
+	}
 	var errs []error
-	if l.js != nil {
+	// Publishes whose callers still wait get their answer first. A publish
+	// its caller gave up on (its deadline passed) is not waited for: its
+	// acknowledgement may never come (a store that failed its write).
+	for deadline := time.Now().Add(closeTimeout); l.publishing.Load() > 0; {
+		if time.Now().After(deadline) {
+			l.log.Warn("closing with publishes unacknowledged", "waiting", l.publishing.Load())
+			break
+		}
 		select {
-		case <-l.js.PublishAsyncComplete():
 		case <-l.ncClosed: // no acknowledgement can come any more
-		case <-time.After(closeTimeout):
-			l.log.Warn("closing with publishes unacknowledged", "pending", l.js.PublishAsyncPending())
+			deadline = time.Time{}
+		case <-time.After(5 * time.Millisecond):
 		}
 	}
 	if l.nc != nil {
@@ -648,11 +683,22 @@ func (l *Log) close() error {
 
 // serverLogger sends the embedded server's log to slog. Its notices
 // (start-up banner, recoveries) are Debug: the log reports what matters.
-type serverLogger struct{ l *slog.Logger }
+// An error that says a write of the store failed calls failed.
+type serverLogger struct {
+	l      *slog.Logger
+	failed func()
+}
 
 func (s serverLogger) Noticef(format string, v ...any) { s.l.Debug(fmt.Sprintf(format, v...)) }
 func (s serverLogger) Warnf(format string, v ...any)   { s.l.Warn(fmt.Sprintf(format, v...)) }
-func (s serverLogger) Fatalf(format string, v ...any)  { s.l.Error(fmt.Sprintf(format, v...)) }
-func (s serverLogger) Errorf(format string, v ...any)  { s.l.Error(fmt.Sprintf(format, v...)) }
-func (s serverLogger) Debugf(format string, v ...any)  { s.l.Debug(fmt.Sprintf(format, v...)) }
-func (s serverLogger) Tracef(format string, v ...any)  { s.l.Debug(fmt.Sprintf(format, v...)) }
+func (s serverLogger) Fatalf(format string, v ...any)  { s.error(fmt.Sprintf(format, v...)) }
+func (s serverLogger) Errorf(format string, v ...any)  { s.error(fmt.Sprintf(format, v...)) }
+
+func (s serverLogger) error(msg string) {
+	if isWriteFailure(msg) {
+		s.failed()
+	}
+	s.l.Error(msg)
+}
+func (s serverLogger) Debugf(format string, v ...any) { s.l.Debug(fmt.Sprintf(format, v...)) }
+func (s serverLogger) Tracef(format string, v ...any) { s.l.Debug(fmt.Sprintf(format, v...)) }

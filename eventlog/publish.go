@@ -30,14 +30,16 @@ func (l *Log) Publish(ctx context.Context, e followgraph.Event) error {
 	}
 	id := e.ID()
 	op := "publish " + id
+	l.publishing.Add(1)
+	defer l.publishing.Add(-1)
 	if l.closed.Load() {
 		return unavailable(op, errClosed)
 	}
 	if err := ctx.Err(); err != nil {
 		return unavailable(op, err)
 	}
-	if !l.nc.IsConnected() {
-		return unavailable(op, fmt.Errorf("NATS connection is %s", l.nc.Status()))
+	if err := l.Writable(ctx); err != nil {
+		return fmt.Errorf("eventlog: %s: %w", op, err)
 	}
 	opts := []jetstream.PublishOpt{jetstream.WithMsgID(id)}
 	if dl, ok := ctx.Deadline(); ok {

@@ -50,6 +50,7 @@ type Config struct {
 	MemoryLimit     string         // the Go runtime's soft memory limit, such as 2GiB; "" leaves it as GOMEMLIMIT says
 	ShutdownTimeout time.Duration  // longest a clean stop waits for requests in flight and the drain
 	AcceptDataLoss  bool           // start although the store and the log lost acknowledged events (logging what was lost)
+	DiskReserve     string         // free space the embedded log's disk keeps, such as 64MiB; "0" for none
 }
 
 // Validate reports a configuration that cannot run.
@@ -79,7 +80,18 @@ func (c Config) Validate() error {
 	if _, err := parseBytes(c.MemoryLimit); err != nil {
 		return fmt.Errorf("--memory-limit: %w", err)
 	}
+	if _, err := c.diskReserve(); err != nil {
+		return fmt.Errorf("--disk-reserve: %w", err)
+	}
 	return nil
+}
+
+// diskReserve is --disk-reserve in bytes, -1 for none.
+func (c Config) diskReserve() (int64, error) {
+	if c.DiskReserve == "0" {
+		return -1, nil
+	}
+	return parseBytes(c.DiskReserve)
 }
 
 // natsSubject is the subject prefix of the stream named stream: the
@@ -132,6 +144,7 @@ func newServe() *cobra.Command {
 	f.IntVar(&cfg.Limits.MaxConns, "max-connections", defaultMaxConns(), "most connections served at once; beyond, a new one is answered 503 (200 on /healthz) and closed")
 	f.StringVar(&cfg.MemoryLimit, "memory-limit", "", "soft memory limit of the Go runtime, such as 2GiB (default: GOMEMLIMIT, or none)")
 	f.DurationVar(&cfg.ShutdownTimeout, "shutdown-timeout", 30*time.Second, "longest a clean stop (SIGTERM) waits for the requests in flight and for the outbox and the log to drain; what is left stays in the log for the next start")
+	f.StringVar(&cfg.DiskReserve, "disk-reserve", "64MiB", "free space the data folder's disk keeps for the embedded log and store: below it, writes are refused at once (503) until space is back; 0 for none")
 	f.BoolVar(&cfg.AcceptDataLoss, "accept-data-loss", false, "start even though the durable store and the event log no longer hold every acknowledged change (a file deleted, truncated or replaced), logging what is lost; without it serve refuses to start, naming the damage")
 	f.BoolVar(&cfg.Pprof, "pprof", false, "serve /debug/pprof/ (profiles shorter than --write-timeout)")
 	f.StringVar(&cfg.LogLevel, "log-level", "info", "debug, info, warn or error")
@@ -170,13 +183,14 @@ func serve(ctx context.Context, cfg Config, scrub *secret.Scrubber) error {
 	}
 	defer store.Close()
 
+	reserve, _ := cfg.diskReserve()
 	sync := eventlog.SyncAlways
 	if cfg.Fsync == "interval" {
 		sync = eventlog.SyncInterval
 	}
 	// The store and the log must still hold everything acknowledged.
 	elog, err := recovery.OpenLog(ctx, store, eventlog.Config{Dir: filepath.Join(cfg.Data, "nats"), URL: cfg.NATS, Replicas: cfg.NATSReplicas,
-		Stream: cfg.NATSStream, Subject: natsSubject(cfg.NATSStream), Sync: sync, Logger: logger}, cfg.AcceptDataLoss, logger)
+		Stream: cfg.NATSStream, Subject: natsSubject(cfg.NATSStream), Sync: sync, Logger: logger, DiskReserve: reserve}, cfg.AcceptDataLoss, logger)
 	var damage *recovery.Damage
 	if errors.As(err, &damage) {
 		return fmt.Errorf("refusing to start: %w.\nRestore the missing data from a backup, or start with --accept-data-loss to go on without it", err)

@@ -1,0 +1,144 @@
+package eventlog
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"time"
+)
+
+// A full disk, for the embedded server. JetStream's file store, once a
+// write of it fails (no space left), fails every later write until it is
+// reopened, even when space is back; and it does not answer the publishes
+// it cannot store, which then wait for their deadline. So the log keeps a
+// reserve of free space: below it, Publish and Writable refuse at once,
+// before anything is sent, and the store is never driven to a failed
+// write by our own events. Should a write of the store fail anyway
+// (another program filled the disk), the log notices it from the server's
+// log, refuses at once too, and once the reserve is free again reopens
+// the server's JetStream, which reopens the store; it then removes what
+// the work queue failed to drop meanwhile (see dropAcked).
+
+// DefaultDiskReserve is Config.DiskReserve's default: 64 MiB, room for the
+// durable store beside the log to go on applying the backlog.
+const DefaultDiskReserve = 64 << 20
+
+// diskCheckEvery is how often the free space is measured (statfs): at
+// 80,000 events a second of ~200 bytes, 0.3 MB are written in between.
+const diskCheckEvery = 20 * time.Millisecond
+
+// repairEvery is how often a failed store is looked at for repair, and
+// minRepairSpace the least free space it is reopened with (even with no
+// reserve): reopened on a disk still full, it would fail again at once.
+const (
+	repairEvery    = 250 * time.Millisecond
+	minRepairSpace = 1 << 20
+)
+
+// freeSpace returns the bytes free on the file system of the embedded
+// store (for an unprivileged process), measured at most every
+// diskCheckEvery.
+func (l *Log) freeSpace() int64 {
+	now := time.Now().UnixNano()
+	if last := l.diskChecked.Load(); now-last < int64(diskCheckEvery) || !l.diskChecked.CompareAndSwap(last, now) {
+		return l.diskFree.Load()
+	}
+	return l.measureSpace()
+}
+
+// measureSpace measures the free space now (Open does, before anything
+// is published, so that freeSpace always has a figure).
+func (l *Log) measureSpace() int64 {
+	free, err := freeBytes(l.cfg.Dir)
+	if err != nil {
+		return l.diskFree.Load()
+	}
+	l.diskFree.Store(free)
+	l.diskChecked.Store(time.Now().UnixNano())
+	return free
+}
+
+// storeError returns why the embedded store cannot take events now, or
+// nil: its disk below the reserve, or a write of it failed and not yet
+// repaired. An external server's store is its own business.
+func (l *Log) storeError() error {
+	if l.srv == nil {
+		return nil
+	}
+	if l.storeFailed.Load() {
+		return fmt.Errorf("eventlog: %w: a write of the embedded store failed (its disk filled up?); it is reopened once %s are free on %s",
+			errDiskFull, bytes(l.reserve), l.cfg.Dir)
+	}
+	if l.reserve > 0 {
+		if free := l.freeSpace(); free < l.reserve {
+			return fmt.Errorf("eventlog: %w: %s free on %s, below the reserve of %s", errDiskFull, bytes(free), l.cfg.Dir, bytes(l.reserve))
+		}
+	}
+	return nil
+}
+
+// watchStore repairs the embedded store after a failed write, once there
+// is space again, until the log closes.
+func (l *Log) watchStore() {
+	defer close(l.watched)
+	t := time.NewTicker(repairEvery)
+	defer t.Stop()
+	for {
+		select {
+		case <-l.closing:
+			return
+		case <-t.C:
+		}
+		failed := l.storeFailed.Load() || !l.srv.JetStreamEnabled()
+		if !failed || l.freeSpace() < max(l.reserve, minRepairSpace) {
+			continue
+		}
+		if err := l.repairStore(); err != nil {
+			l.log.Error("reopening the embedded store failed; trying again", "err", err)
+			continue
+		}
+		l.storeFailed.Store(false)
+		l.log.Info("the embedded store takes events again: reopened after a failed write", "free", bytes(l.freeSpace()))
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		l.dropAcked(ctx)
+		cancel()
+	}
+}
+
+// repairStore reopens the embedded server's JetStream with its
+// configuration, which reopens the store: its streams and consumers are
+// loaded again from their files.
+func (l *Log) repairStore() error {
+	cfg := l.srv.JetStreamConfig()
+	if cfg == nil {
+		return fmt.Errorf("the embedded server has no JetStream configuration")
+	}
+	if l.srv.JetStreamEnabled() {
+		if err := l.srv.ShutdownJetStream(); err != nil {
+			return err
+		}
+	}
+	again := *cfg
+	again.StoreDir = l.cfg.Dir // EnableJetStream adds the "jetstream" folder to it
+	return l.srv.EnableJetStream(&again)
+}
+
+// isWriteFailure reports whether a line of the embedded server's log says
+// a write of its store failed.
+func isWriteFailure(msg string) bool {
+	return strings.Contains(msg, "critical write error") || strings.Contains(msg, "Critical write error") ||
+		strings.Contains(msg, "no space left on device") || strings.Contains(msg, "out of resources, will be DISABLED")
+}
+
+// bytes writes n bytes for a message.
+func bytes(n int64) string {
+	switch {
+	case n >= 1<<30:
+		return fmt.Sprintf("%.1f GiB", float64(n)/(1<<30))
+	case n >= 1<<20:
+		return fmt.Sprintf("%.1f MiB", float64(n)/(1<<20))
+	case n >= 1<<10:
+		return fmt.Sprintf("%.1f KiB", float64(n)/(1<<10))
+	}
+	return fmt.Sprintf("%d B", n)
+}
