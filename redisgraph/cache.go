@@ -39,7 +39,9 @@ type counters struct {
 	fresh                bool // read on the connection that caches the user's keys (see followersPage)
 }
 
-// readCounters returns the counters of each id, through the cache.
+// readCounters returns the counters of each id, through the cache. Hits
+// the graph's markers do not vouch for (see guard.go), and misses whose
+// check finds the graph rebuilt meanwhile, are read again from Redis.
 func (g *Graph) readCounters(ctx context.Context, ids []fg.UserID) ([]counters, error) {
 	out := make([]counters, len(ids))
 	if len(ids) == 0 {
@@ -49,7 +51,11 @@ func (g *Graph) readCounters(ctx context.Context, ids []fg.UserID) ([]counters, 
 	for i, id := range ids {
 		cmds[i] = rueidis.CT(g.c.B().Hmget().Key(g.key(id, kindCounters)).Field("nout", "nin", "st").Cache(), cacheTTL)
 	}
-	var again []int // stale cache hits
+	missed := g.begin(nil) // the groups of the misses, as they were before
+	for _, id := range ids {
+		missed.add(g, g.group(slotOf(id)))
+	}
+	var again, misses []int // hits to read from Redis; misses, to check
 	for i, r := range g.c.DoMultiCache(ctx, cmds...) {
 		c, err := parseCounters(r)
 		if err != nil {
@@ -58,7 +64,8 @@ func (g *Graph) readCounters(ctx context.Context, ids []fg.UserID) ([]counters, 
 		switch {
 		case !r.IsCacheHit():
 			g.misses.Add(1)
-		case c.stamp < g.known.get(ids[i]):
+			misses = append(misses, i)
+		case c.stamp < g.known.get(ids[i]) || !g.trusted(g.group(slotOf(ids[i])), r):
 			again = append(again, i)
 			continue
 		default:
@@ -67,15 +74,34 @@ func (g *Graph) readCounters(ctx context.Context, ids []fg.UserID) ([]counters, 
 		c.fresh = true
 		out[i] = c
 	}
+	if len(misses) > 0 {
+		groups := make([]int, len(misses))
+		for j, i := range misses {
+			groups[j] = g.group(slotOf(ids[i]))
+		}
+		rebuilt, err := g.verify(ctx, missed.only(groups))
+		if err != nil {
+			return nil, err
+		}
+		if rebuilt {
+			again = append(again, misses...)
+		}
+	}
 	if len(again) == 0 {
 		return out, nil
 	}
 	g.misses.Add(uint64(len(again)))
-	direct := make(rueidis.Commands, len(again))
-	for j, i := range again {
-		direct[j] = g.c.B().Hmget().Key(g.key(ids[i], kindCounters)).Field("nout", "nin", "st").Build()
+	res, err := g.readChecked(ctx, func() rueidis.Commands {
+		direct := make(rueidis.Commands, len(again))
+		for j, i := range again {
+			direct[j] = g.c.B().Hmget().Key(g.key(ids[i], kindCounters)).Field("nout", "nin", "st").Build()
+		}
+		return direct
+	})
+	if err != nil {
+		return nil, err
 	}
-	for j, r := range g.c.DoMulti(ctx, direct...) {
+	for j, r := range res {
 		c, err := parseCounters(r)
 		if err != nil {
 			return nil, err

@@ -34,30 +34,71 @@ func (g *Graph) outboxKeys() []string {
 	return keys
 }
 
-// scriptCreateStream creates an empty stream where there is none: XADD
-// with MAXLEN 0 adds an entry and trims it at once.
+// scriptCreateStream creates an empty stream where there is none (XADD
+// with MAXLEN 0 adds an entry and trims it at once), and with it the
+// slot's graph marker (guard.go) with the epoch ARGV[1]. KEYS[1] is the
+// stream, KEYS[2] the marker.
 var scriptCreateStream = newScript(`
 if redis.call('EXISTS', KEYS[1]) == 1 then return 0 end
 redis.call('XADD', KEYS[1], 'MAXLEN', '0', '*', 'created', '1')
+redis.call('SET', KEYS[2], ARGV[1])
 return 1`, false)
 
-// InitOutbox creates every outbox stream that does not exist, and returns
-// how many it created. Call it for a new deployment, and after Rebuild has
-// restored a graph that Redis lost; never merely because streams are
-// missing, which is how a loss shows (OutboxMissing).
+// scriptMarkIntact sets the marker KEYS[2] to ARGV[1] where the stream
+// KEYS[1] exists and the marker does not (a graph written before markers
+// were), and returns 1 then.
+var scriptMarkIntact = newScript(`
+if redis.call('EXISTS', KEYS[1]) == 0 or redis.call('EXISTS', KEYS[2]) == 1 then return 0 end
+redis.call('SET', KEYS[2], ARGV[1])
+return 1`, false)
+
+// InitOutbox creates every outbox stream that does not exist, each with
+// its slot's graph marker under a new epoch, and returns how many it
+// created. Call it for a new deployment, and after Rebuild has restored a
+// graph that Redis lost; never merely because streams are missing, which
+// is how a loss shows (OutboxMissing).
 func (g *Graph) InitOutbox(ctx context.Context) (int, error) {
-	created := 0
-	err := g.eachOutbox(func(batch []string) []rueidis.RedisResult {
-		calls := make([]rueidis.LuaExec, len(batch))
-		for i, key := range batch {
-			calls[i] = rueidis.LuaExec{Keys: []string{key}}
-		}
-		return scriptCreateStream.execMulti(ctx, g.c, calls)
-	}, func(_ string, n int64) { created += int(n) })
+	n, err := g.eachSlotScript(ctx, scriptCreateStream, newEpoch())
 	if err != nil {
-		return created, unavailable("creating the outbox", err)
+		return n, unavailable("creating the outbox", err)
 	}
-	return created, nil
+	return n, g.learnMarkers(ctx)
+}
+
+// MarkIntact gives a graph marker (see guard.go) to every slot whose
+// outbox stream exists and whose marker does not, as a graph written by
+// a version without markers has, and returns how many it marked. A loss
+// takes both, so this never marks a lost graph. Serve calls it at start.
+func (g *Graph) MarkIntact(ctx context.Context) (int, error) {
+	n, err := g.eachSlotScript(ctx, scriptMarkIntact, newEpoch())
+	if err != nil {
+		return n, unavailable("marking the graph", err)
+	}
+	if err := g.learnMarkers(ctx); err != nil {
+		return n, err
+	}
+	return n, nil
+}
+
+// eachSlotScript runs script on every slot's outbox stream and marker,
+// with epoch, 1024 slots a round trip, and returns the sum of its replies.
+func (g *Graph) eachSlotScript(ctx context.Context, script *script, epoch string) (int, error) {
+	keys := g.outboxKeys()
+	sum := 0
+	for start := 0; start < len(keys); start += 1024 {
+		calls := make([]rueidis.LuaExec, min(1024, len(keys)-start))
+		for i := range calls {
+			calls[i] = rueidis.LuaExec{Keys: []string{keys[start+i], g.markerKey(start + i)}, Args: []string{epoch}}
+		}
+		for _, r := range script.execMulti(ctx, g.c, calls) {
+			n, err := r.AsInt64()
+			if err != nil {
+				return sum, err
+			}
+			sum += int(n)
+		}
+	}
+	return sum, nil
 }
 
 // OutboxMissing reports how many outbox streams are missing: 0 when Redis

@@ -49,3 +49,26 @@ func (g *Graph) ReleaseOutbox(ctx context.Context, stream, owner string) error {
 var scriptRelease = newScript(`
 if redis.call('GET', KEYS[1]) == ARGV[1] then return redis.call('DEL', KEYS[1]) end
 return 0`, false)
+
+// rebuildLeaseKey is the key of the lease of a rebuild of the whole graph.
+func (g *Graph) rebuildLeaseKey() string { return g.prefix + ":rebuild:lease" }
+
+// ClaimRebuild takes or renews, for owner and for ttl, the lease of
+// rebuilding the graph after Redis lost it, so that of the nodes that see
+// the loss one rebuilds, and reports whether owner holds it.
+func (g *Graph) ClaimRebuild(ctx context.Context, owner string, ttl time.Duration) (bool, error) {
+	n, err := scriptLease.exec(ctx, g.c, []string{g.rebuildLeaseKey()},
+		[]string{owner, strconv.FormatInt(max(ttl.Milliseconds(), 1), 10)}).AsInt64()
+	if err != nil {
+		return false, unavailable("rebuild lease", err)
+	}
+	return n == 1, nil
+}
+
+// ReleaseRebuild gives up owner's rebuild lease, if it holds it.
+func (g *Graph) ReleaseRebuild(ctx context.Context, owner string) error {
+	if err := scriptRelease.exec(ctx, g.c, []string{g.rebuildLeaseKey()}, []string{owner}).Error(); err != nil {
+		return unavailable("rebuild lease", err)
+	}
+	return nil
+}

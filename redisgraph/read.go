@@ -26,7 +26,12 @@ func (g *Graph) IsFollowing(ctx context.Context, user, target fg.UserID) (fg.Edg
 	if err := fg.CheckIDs(user, target); err != nil {
 		return fg.Edge{}, err
 	}
-	r := g.c.Do(ctx, g.c.B().Zscore().Key(g.key(user, kindOut)).Member(member(target)).Build())
+	r, err := g.readOne(ctx, func() rueidis.Completed {
+		return g.c.B().Zscore().Key(g.key(user, kindOut)).Member(member(target)).Build()
+	})
+	if err != nil {
+		return fg.Edge{}, unavailable("is-following", err)
+	}
 	ms, err := r.AsFloat64()
 	switch {
 	case rueidis.IsRedisNil(err):
@@ -106,7 +111,22 @@ func (g *Graph) firstFollowers(ctx context.Context, user fg.UserID, n int) ([]fg
 	if c := cs[0]; c.followers < g.cacheMin || !c.fresh {
 		return g.rangeAfter(ctx, key, nil, n)
 	}
+	cr := g.begin(nil)
+	grp := g.group(slotOf(user))
+	cr.add(g, grp)
 	r := g.c.DoCache(ctx, g.c.B().Zrange().Key(key).Min("0").Max(strconv.Itoa(n-1)).Rev().Withscores().Cache(), cacheTTL)
+	switch {
+	case r.Error() != nil:
+	case r.IsCacheHit() && !g.trusted(grp, r):
+		return g.rangeAfter(ctx, key, nil, n)
+	case !r.IsCacheHit():
+		if again, err := g.verify(ctx, cr); err != nil || again {
+			if err != nil {
+				return nil, err
+			}
+			return g.rangeAfter(ctx, key, nil, n)
+		}
+	}
 	es, err := parseEntries(key, r)
 	if err != nil {
 		return nil, err
@@ -129,13 +149,31 @@ func (g *Graph) firstFollowers(ctx context.Context, user fg.UserID, n int) ([]fg
 // present throughout is there.
 func (g *Graph) rangeAfter(ctx context.Context, key string, after *fg.Key, n int) ([]fg.Entry, error) {
 	if after == nil {
-		return parseEntries(key, g.c.Do(ctx, g.c.B().Zrange().Key(key).Min("0").Max(strconv.Itoa(n-1)).Rev().Withscores().Build()))
+		r, err := g.readOne(ctx, func() rueidis.Completed {
+			return g.c.B().Zrange().Key(key).Min("0").Max(strconv.Itoa(n - 1)).Rev().Withscores().Build()
+		})
+		if err != nil {
+			return nil, err
+		}
+		return parseEntries(key, r)
 	}
 	ms := strconv.FormatInt(after.Millis, 10)
 	keys, args := []string{key}, []string{strconv.Itoa(n), ms, member(after.ID)}
-	res := g.c.DoMulti(ctx, scriptTies.cmd(g.c, keys, args),
-		g.c.B().Zrange().Key(key).Min("("+ms).Max("-inf").Byscore().Rev().Limit(0, int64(n)).Withscores().Build())
-	ties, err := scriptTies.fix(ctx, g.c, res[0], keys, args).AsStrSlice()
+	res, err := g.readChecked(ctx, func() rueidis.Commands {
+		return rueidis.Commands{scriptTies.cmd(g.c, keys, args),
+			g.c.B().Zrange().Key(key).Min("("+ms).Max("-inf").Byscore().Rev().Limit(0, int64(n)).Withscores().Build()}
+	})
+	if err != nil {
+		return nil, err
+	}
+	tiesRes := res[0]
+	if missing, ok := rueidis.IsRedisErr(tiesRes.Error()); ok && missing.IsNoScript() {
+		// Redis lost its scripts (a restart): run it once more, loading it.
+		if tiesRes, err = g.readOne(ctx, func() rueidis.Completed { return scriptTies.evalCmd(g.c, keys, args) }); err != nil {
+			return nil, err
+		}
+	}
+	ties, err := tiesRes.AsStrSlice()
 	if err != nil {
 		return nil, err
 	}
@@ -213,13 +251,18 @@ func (g *Graph) Relations(ctx context.Context, viewer fg.UserID, ids []fg.UserID
 // member in that sorted set, or -1 where it is absent: ZMSCORE in chunks,
 // all pipelined.
 func (g *Graph) probe(ctx context.Context, members []string, keys ...string) ([][]int64, error) {
-	var cmds rueidis.Commands
-	for _, key := range keys {
-		for chunk := range slices.Chunk(members, probeChunk) {
-			cmds = append(cmds, g.c.B().Zmscore().Key(key).Member(chunk...).Build())
+	res, err := g.readChecked(ctx, func() rueidis.Commands {
+		var cmds rueidis.Commands
+		for _, key := range keys {
+			for chunk := range slices.Chunk(members, probeChunk) {
+				cmds = append(cmds, g.c.B().Zmscore().Key(key).Member(chunk...).Build())
+			}
 		}
+		return cmds
+	})
+	if err != nil {
+		return nil, err
 	}
-	res := g.c.DoMulti(ctx, cmds...)
 	out := make([][]int64, len(keys))
 	perKey := len(res) / len(keys)
 	for k := range keys {

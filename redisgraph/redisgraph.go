@@ -70,6 +70,7 @@ type Graph struct {
 	misses atomic.Uint64
 
 	deferred atomic.Uint64 // second steps left to the outbox
+	guard    guard         // what reads know of the graph's markers (guard.go)
 
 	// secondStepFault, when set (by tests), runs before each attempt of a
 	// second step; an error fails the attempt.
@@ -114,6 +115,12 @@ func WithWriteGate(gate func(ctx context.Context) error) Option {
 	return func(g *Graph) { g.gate = gate }
 }
 
+// WithOnLoss sets a function called when a read finds that Redis has lost
+// the graph (a slot's marker is gone; see guard.go): the node that sees it
+// can rebuild the graph. It is called for every such read, from the
+// reading goroutine: it must return at once.
+func WithOnLoss(f func()) Option { return func(g *Graph) { g.guard.onLoss = f } }
+
 // WithOutboxLimit bounds each outbox stream (default DefaultOutboxLimit
 // events): a write that would go beyond it fails with EUnavailable and
 // changes nothing, rather than dropping events not yet relayed.
@@ -153,11 +160,17 @@ func New(client rueidis.Client, opts ...Option) (*Graph, error) {
 	}
 	if g.cluster {
 		g.outboxTags = slotTags()
+		g.guard.slots = make([]slotGuard, slots)
+	} else {
+		g.guard.slots = make([]slotGuard, 1)
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
 	if err := loadScripts(ctx, client); err != nil {
 		return nil, unavailable("loading scripts", err)
+	}
+	if err := g.learnMarkers(ctx); err != nil {
+		return nil, err
 	}
 	return g, nil
 }
@@ -178,7 +191,11 @@ func (g *Graph) DeferredSecondSteps() uint64 { return g.deferred.Load() }
 var errUnavailable = &fg.Error{Code: fg.EUnavailable, Message: "the graph store (Redis) is unavailable"}
 
 // unavailable wraps a Redis or connection error err of operation op: its
-// code is EUnavailable, and err stays in the chain.
+// code is EUnavailable, and err stays in the chain. An err that is already
+// a domain error (errGraphLost, say) keeps its own code and message.
 func unavailable(op string, err error) error {
+	if fg.ErrorCode(err) != fg.EInternal {
+		return fmt.Errorf("redisgraph: %s: %w", op, err)
+	}
 	return fmt.Errorf("redisgraph: %s: %w: %w", op, errUnavailable, err)
 }

@@ -42,7 +42,7 @@ var (
 // allScripts are those loadScripts loads: these, and the small ones of
 // the outbox's streams and leases (init.go, lease.go).
 var allScripts = []*script{scriptChange, scriptSecond, scriptApply, scriptTies, scriptBulk, scriptCensus,
-	scriptCreateStream, scriptLease, scriptRelease}
+	scriptCreateStream, scriptMarkIntact, scriptLease, scriptRelease}
 
 // script is a Lua script run by EVALSHA (EVALSHA_RO when read-only), and
 // by EVAL when Redis does not have it (after a restart or a failover).
@@ -76,6 +76,15 @@ func (s *script) cmd(c rueidis.Client, keys, args []string) rueidis.Completed {
 		return c.B().EvalshaRo().Sha1(s.sha).Numkeys(int64(len(keys))).Key(keys...).Arg(args...).Build()
 	}
 	return c.B().Evalsha().Sha1(s.sha).Numkeys(int64(len(keys))).Key(keys...).Arg(args...).Build()
+}
+
+// evalCmd returns the EVAL command of the script (EVAL_RO when read-only),
+// which loads it into Redis.
+func (s *script) evalCmd(c rueidis.Client, keys, args []string) rueidis.Completed {
+	if s.ro {
+		return c.B().EvalRo().Script(s.src).Numkeys(int64(len(keys))).Key(keys...).Arg(args...).Build()
+	}
+	return c.B().Eval().Script(s.src).Numkeys(int64(len(keys))).Key(keys...).Arg(args...).Build()
 }
 
 // fix returns r, the result of cmd(c, keys, args), or, when r says Redis

@@ -161,7 +161,7 @@ func (g *testGraph) Apply(ctx context.Context, events []fg.Event) error {
 }
 
 // deleteKeys deletes the keys of every user recorded, and the outbox
-// streams (all of them: InitOutbox made them).
+// streams and the graph's markers (all of them: InitOutbox made them).
 func (g *testGraph) deleteKeys(tb testing.TB) {
 	g.mu.Lock()
 	defer g.mu.Unlock()
@@ -173,8 +173,8 @@ func (g *testGraph) deleteKeys(tb testing.TB) {
 		}
 		cmds = append(cmds, g.c.B().Unlink().Key(keys...).Build())
 	}
-	for _, key := range g.outboxKeys() {
-		cmds = append(cmds, g.c.B().Unlink().Key(key).Build())
+	for i, key := range g.outboxKeys() {
+		cmds = append(cmds, g.c.B().Unlink().Key(key).Build(), g.c.B().Unlink().Key(g.markerKey(i)).Build())
 	}
 	for _, r := range g.c.DoMulti(context.Background(), cmds...) {
 		if err := r.Error(); err != nil {

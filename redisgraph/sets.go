@@ -208,24 +208,41 @@ func (g *Graph) count(ctx context.Context, s, o side) (int64, error) {
 	sk, ok := g.sideKey(s), g.sideKey(o)
 	var n int64
 	for start := 0; ; start += countGroup * rangeChunk {
-		ranges := make(rueidis.Commands, countGroup)
-		for j := range ranges {
-			from := start + j*rangeChunk
-			ranges[j] = g.c.B().Zrange().Key(sk).Min(strconv.Itoa(from)).Max(strconv.Itoa(from + rangeChunk - 1)).Build()
+		res, err := g.readChecked(ctx, func() rueidis.Commands {
+			ranges := make(rueidis.Commands, countGroup)
+			for j := range ranges {
+				from := start + j*rangeChunk
+				ranges[j] = g.c.B().Zrange().Key(sk).Min(strconv.Itoa(from)).Max(strconv.Itoa(from + rangeChunk - 1)).Build()
+			}
+			return ranges
+		})
+		if err != nil {
+			return 0, err
 		}
-		var probes rueidis.Commands
+		var chunks [][]string
 		full := true
-		for _, r := range g.c.DoMulti(ctx, ranges...) {
+		for _, r := range res {
 			ms, err := r.AsStrSlice()
 			if err != nil {
 				return 0, err
 			}
-			for chunk := range slices.Chunk(ms, probeChunk) {
-				probes = append(probes, g.c.B().Zmscore().Key(ok).Member(chunk...).Build())
-			}
+			chunks = append(chunks, slices.Collect(slices.Chunk(ms, probeChunk))...)
 			full = len(ms) == rangeChunk
 		}
-		for _, r := range g.c.DoMulti(ctx, probes...) {
+		if len(chunks) == 0 {
+			return n, nil
+		}
+		found, err := g.readChecked(ctx, func() rueidis.Commands {
+			probes := make(rueidis.Commands, len(chunks))
+			for i, chunk := range chunks {
+				probes[i] = g.c.B().Zmscore().Key(ok).Member(chunk...).Build()
+			}
+			return probes
+		})
+		if err != nil {
+			return 0, err
+		}
+		for _, r := range found {
 			vals, err := r.ToArray()
 			if err != nil {
 				return 0, err
@@ -254,9 +271,13 @@ func members(es []fg.Entry) []string {
 // and b have stamps sa and sb, if they still have them after the walk:
 // a count taken while either changed is not kept.
 func (g *Graph) remember(ctx context.Context, scope string, a, b fg.UserID, sa, sb, count int64) error {
-	res := g.c.DoMulti(ctx,
-		g.c.B().Hget().Key(g.key(a, kindCounters)).Field("st").Build(),
-		g.c.B().Hget().Key(g.key(b, kindCounters)).Field("st").Build())
+	res, err := g.readChecked(ctx, func() rueidis.Commands {
+		return rueidis.Commands{g.c.B().Hget().Key(g.key(a, kindCounters)).Field("st").Build(),
+			g.c.B().Hget().Key(g.key(b, kindCounters)).Field("st").Build()}
+	})
+	if err != nil {
+		return err
+	}
 	var now [2]int64
 	for i, r := range res {
 		n, err := r.AsInt64()
@@ -305,6 +326,17 @@ func (m *memo) get(scope string, sa, sb int64) (int64, bool) {
 		return 0, false
 	}
 	return e.count, true
+}
+
+// clear forgets every count: after a rebuild, stamps start again and
+// could meet those of counts taken before.
+func (m *memo) clear() {
+	for i := range m.shards {
+		sh := &m.shards[i]
+		sh.mu.Lock()
+		sh.m = nil
+		sh.mu.Unlock()
+	}
 }
 
 func (m *memo) put(scope string, sa, sb, count int64) {

@@ -50,16 +50,26 @@ func (g *Graph) suggest(ctx context.Context, user fg.UserID, size int) ([]fg.Sug
 	newest := func(id fg.UserID, n int) rueidis.Completed {
 		return g.c.B().Zrange().Key(g.key(id, kindOut)).Min("0").Max(strconv.Itoa(n - 1)).Rev().Build()
 	}
-	followees, err := decodeIDs(g.c.Do(ctx, newest(user, suggestFollowees)))
+	r, err := g.readOne(ctx, func() rueidis.Completed { return newest(user, suggestFollowees) })
+	if err != nil {
+		return nil, err
+	}
+	followees, err := decodeIDs(r)
 	if err != nil || len(followees) == 0 {
 		return []fg.Suggestion{}, err
 	}
-	cmds := make(rueidis.Commands, len(followees))
-	for i, f := range followees {
-		cmds[i] = newest(f, suggestPerFollowee)
+	res, err := g.readChecked(ctx, func() rueidis.Commands {
+		cmds := make(rueidis.Commands, len(followees))
+		for i, f := range followees {
+			cmds[i] = newest(f, suggestPerFollowee)
+		}
+		return cmds
+	})
+	if err != nil {
+		return nil, err
 	}
 	byID := make(map[fg.UserID]*candidate)
-	for i, r := range g.c.DoMulti(ctx, cmds...) {
+	for i, r := range res {
 		ids, err := decodeIDs(r)
 		if err != nil {
 			return nil, err

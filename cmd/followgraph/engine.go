@@ -17,6 +17,7 @@ import (
 	"github.com/followgraph/followgraph/internal/secret"
 	"github.com/followgraph/followgraph/memgraph"
 	"github.com/followgraph/followgraph/pipeline"
+	"github.com/followgraph/followgraph/recovery"
 	"github.com/followgraph/followgraph/redisgraph"
 )
 
@@ -33,6 +34,9 @@ type engine struct {
 	relay *pipeline.Relay
 	// ready, when not nil, is the engine's readiness check.
 	ready func(ctx context.Context) error
+	// watch, when not nil, runs while the service serves, until ctx ends:
+	// it keeps the hot copy whole (Redis: rebuilds it after a loss).
+	watch func(ctx context.Context)
 	close func()
 }
 
@@ -50,7 +54,7 @@ func memEngine(cfg Config, store durableStore, elog *eventlog.Log, reg prometheu
 	return &engine{
 		graph:   g,
 		desc:    "memgraph (in-process)",
-		recover: func(ctx context.Context) error { return recoverGraph(ctx, g, store, elog) },
+		recover: func(ctx context.Context) error { return recovery.Load(ctx, g, store, elog) },
 		stats: func() []any {
 			st := g.Stats()
 			return []any{"users", st.Users, "edges", st.Edges}
@@ -70,11 +74,19 @@ func memEngine(cfg Config, store durableStore, elog *eventlog.Log, reg prometheu
 // a failed hook left there, and the persister stores the log as in the
 // default.
 func redisEngine(cfg Config, store durableStore, elog *eventlog.Log, reg prometheus.Registerer, logger *slog.Logger) (*engine, error) {
+	lost := make(chan struct{}, 1)
 	g, closeRedis, err := openRedis(cfg.Redis, redisgraph.WithPrefix(cfg.RedisPrefix),
-		redisgraph.WithMaxFollowing(cfg.MaxFollowing), redisgraph.WithHook(durable(elog)), redisgraph.WithWriteGate(elog.Writable))
+		redisgraph.WithMaxFollowing(cfg.MaxFollowing), redisgraph.WithHook(durable(elog)), redisgraph.WithWriteGate(elog.Writable),
+		redisgraph.WithOnLoss(func() {
+			select {
+			case lost <- struct{}{}:
+			default:
+			}
+		}))
 	if err != nil {
 		return nil, err
 	}
+	keeper := &recovery.Redis{Graph: g, Store: store, Log: elog, Owner: nodeName(cfg.Data), Logger: logger}
 	reg.MustRegister(
 		prometheus.NewCounterFunc(prometheus.CounterOpts{Name: "followgraph_cache_hits_total", Help: "Reads of hot keys answered from the client-side cache."},
 			func() float64 { h, _ := g.CacheStats(); return float64(h) }),
@@ -92,16 +104,17 @@ func redisEngine(cfg Config, store durableStore, elog *eventlog.Log, reg prometh
 	return &engine{
 		graph:   g,
 		desc:    fmt.Sprintf("redis %s (%s, prefix %q)", secret.Redact(cfg.Redis), mode, cfg.RedisPrefix),
-		recover: func(ctx context.Context) error { return recoverRedis(ctx, g, store, elog, logger) },
+		recover: keeper.Recover,
 		stats:   func() []any { return nil },
 		relay:   relay,
 		ready: func(ctx context.Context) error {
 			missing, total, err := g.OutboxMissing(ctx)
 			if err == nil && missing > 0 {
-				err = fmt.Errorf("Redis has lost the graph (%d of %d outbox streams missing): writes wait for `followgraph rebuild`", missing, total)
+				err = fmt.Errorf("Redis has lost the graph (%d of %d outbox streams missing): reads and writes wait for it to be rebuilt", missing, total)
 			}
 			return err
 		},
+		watch: func(ctx context.Context) { keeper.Watch(ctx, lost, 2*time.Second) },
 		close: func() {
 			leases.release()
 			closeRedis()
@@ -133,34 +146,6 @@ func openRedis(url string, opts ...redisgraph.Option) (*redisgraph.Graph, func()
 // trim it from the outbox. A binary built with -tags faultinject can die
 // there (fault_inject.go), for the fault tests; otherwise it does nothing.
 var beforeTrim = func() {}
-
-// recoverRedis makes sure Redis holds the graph before serve takes
-// requests: when outbox streams are missing (a new deployment, or Redis
-// lost its data), it rebuilds the graph from the store and the log, then
-// creates them, which lets the writes in.
-func recoverRedis(ctx context.Context, g *redisgraph.Graph, store durableStore, elog *eventlog.Log, logger *slog.Logger) error {
-	missing, total, err := g.OutboxMissing(ctx)
-	if err != nil || missing == 0 {
-		return err
-	}
-	src := memgraph.New()
-	if err := recoverGraph(ctx, src, store, elog); err != nil {
-		return err
-	}
-	if st := src.Stats(); st.Edges > 0 || missing < total {
-		logger.Warn("Redis does not hold the whole graph (outbox streams missing): rebuilding it from the store and the log",
-			"streams_missing", missing, "of", total, "edges", st.Edges)
-	}
-	st, err := g.Rebuild(ctx, src, redisgraph.RebuildOptions{})
-	if err != nil {
-		return err
-	}
-	if _, err := g.InitOutbox(ctx); err != nil {
-		return err
-	}
-	logger.Info("Redis holds the graph", "sides_written", st.Written)
-	return nil
-}
 
 // redisOutbox is redisgraph's outbox as the relay reads it.
 type redisOutbox struct{ g *redisgraph.Graph }

@@ -80,7 +80,7 @@ func (c *opsConfig) expected(ctx context.Context, out io.Writer) (*memgraph.Grap
 	}
 	defer elog.Close()
 	g := memgraph.New()
-	if err := recoverGraph(ctx, g, store, elog); err != nil {
+	if err := recovery.Load(ctx, g, store, elog); err != nil {
 		return nil, err
 	}
 	st := g.Stats()

@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"iter"
 	"log/slog"
 	"net"
 	"net/http"
@@ -12,7 +11,6 @@ import (
 	"os"
 	"path/filepath"
 	"runtime/debug"
-	"slices"
 	"strings"
 	"sync/atomic"
 	"time"
@@ -25,7 +23,6 @@ import (
 	"github.com/followgraph/followgraph/eventlog"
 	"github.com/followgraph/followgraph/httpapi"
 	"github.com/followgraph/followgraph/internal/secret"
-	"github.com/followgraph/followgraph/memgraph"
 	"github.com/followgraph/followgraph/pipeline"
 	"github.com/followgraph/followgraph/recovery"
 )
@@ -292,6 +289,15 @@ func serve(ctx context.Context, cfg Config, scrub *secret.Scrubber) error {
 			eng.relay.Run(rctx)
 		}
 	}()
+	wctx, stopWatch := context.WithCancel(context.Background())
+	watched := make(chan struct{})
+	go func() {
+		defer close(watched)
+		if eng.watch != nil {
+			eng.watch(wctx)
+		}
+	}()
+	defer func() { stopWatch(); <-watched }()
 	ready.Store(true)
 
 	select {
@@ -363,55 +369,6 @@ func gate(ready *atomic.Bool, api http.Handler) http.Handler {
 		}
 		api.ServeHTTP(w, r)
 	})
-}
-
-// recoverGraph loads the durable store into g, then applies the events
-// still in the log. The log keeps an event until the persister has stored
-// it (work-queue retention), so what it holds is exactly what the store may
-// lack; it is replayed whole rather than from the store's last sequence,
-// which a log that lost its unsynced tail in a power cut could reissue.
-// Events the store already has change nothing (versions).
-//
-// The log is read first, the store second: a persister may be running
-// (another node, while rebuild or reconcile read), and an event it stores
-// and then removes from the log between the two reads is then in the
-// store's read, whereas read the other way round it would be in neither.
-func recoverGraph(ctx context.Context, g *memgraph.Graph, store durableStore, elog *eventlog.Log) error {
-	var tail []fg.Event
-	if err := elog.Replay(ctx, 0, func(m eventlog.Message) error {
-		tail = append(tail, m.Event)
-		return nil
-	}); err != nil {
-		return fmt.Errorf("recovery: read the log: %w", err)
-	}
-	var loadErr error
-	if err := g.Load(ctx, events(store.Events(ctx), &loadErr)); err != nil {
-		return fmt.Errorf("recovery: load: %w", err)
-	}
-	if loadErr != nil {
-		return fmt.Errorf("recovery: read store: %w", loadErr)
-	}
-	for batch := range slices.Chunk(tail, 4096) {
-		if err := g.Apply(ctx, batch); err != nil {
-			return fmt.Errorf("recovery: replay the log: %w", err)
-		}
-	}
-	return nil
-}
-
-// events adapts a fallible sequence, stopping at and keeping the first error.
-func events(seq iter.Seq2[fg.Event, error], errp *error) iter.Seq[fg.Event] {
-	return func(yield func(fg.Event) bool) {
-		for e, err := range seq {
-			if err != nil {
-				*errp = err
-				return
-			}
-			if !yield(e) {
-				return
-			}
-		}
-	}
 }
 
 func messages(batch []eventlog.Message) []pipeline.Message {
