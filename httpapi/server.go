@@ -1,5 +1,5 @@
 // Package httpapi serves a followgraph.Graph over HTTP, as version 1 of the
-// API that API.md and api/openapi.yaml describe, and provides Client, a
+// API that docs/API.md and api/openapi.yaml describe, and provides Client, a
 // followgraph.Graph that talks to such a server.
 //
 // The server is a standard net/http ServeMux with method patterns, behind
@@ -190,8 +190,8 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	sw := &statusWriter{ResponseWriter: w}
 	// Every request's work has a deadline: the handlers pass ctx to the
 	// graph, whose backend calls end by then (writeError answers 503).
-	ctx, cancel := context.WithTimeout(r.Context(), s.limits.RequestTimeout)
-	defer cancel()
+	ctx := withDeadline(r.Context(), s.limits.RequestTimeout)
+	defer ctx.cancel()
 	r = r.WithContext(ctx)
 	defer func() {
 		route := r.Pattern
