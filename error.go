@@ -5,7 +5,7 @@ import (
 	"fmt"
 )
 
-// Error codes, as in API.md. The HTTP layer maps each to a status in one table.
+// Error codes, as in docs/API.md. The HTTP layer maps each to a status in one table.
 const (
 	EInvalidID        = "invalid_id"
 	EInvalidArgument  = "invalid_argument"

@@ -307,7 +307,7 @@ func unreachable(method, path string, err error) error {
 		followgraph.Errorf(followgraph.EUnavailable, "the followgraph server did not answer"), err)
 }
 
-// malformed returns the error of an answer that is not what API.md says:
+// malformed returns the error of an answer that is not what docs/API.md says:
 // an internal error.
 func malformed(method, what string, err error) error {
 	if err == nil {

@@ -4,9 +4,9 @@ import (
 	"github.com/followgraph/followgraph"
 )
 
-// The JSON bodies of API.md, as the client decodes them (the server
+// The JSON bodies of docs/API.md, as the client decodes them (the server
 // writes them with the appenders of encode.go). Ids are decimal strings;
-// times are followgraph.TimeFormat; a pointer is null where API.md says
+// times are followgraph.TimeFormat; a pointer is null where docs/API.md says
 // null.
 
 type followJSON struct {

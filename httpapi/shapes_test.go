@@ -10,7 +10,7 @@ import (
 )
 
 // TestServer_Shapes checks the exact JSON of every endpoint: field names,
-// ids as strings, times in UTC to the millisecond, null where API.md says
+// ids as strings, times in UTC to the millisecond, null where docs/API.md says
 // null, and relation only where a viewer is given.
 func TestServer_Shapes(t *testing.T) {
 	const top = "9223372036854775807"

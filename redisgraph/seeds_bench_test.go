@@ -3,8 +3,8 @@ package redisgraph_test
 // The seeds' literal design, the baseline of the benchmarks in
 // redisgraph_bench_test.go, and the Redis plumbing the benchmarks share.
 //
-// The seeds are the four articles in ../shared/seeds/ (outside this
-// repository), cited by file name:
+// The seeds are the four articles (in Chinese) that the product was
+// described from, kept outside this repository, cited by file name:
 //
 //   - zset-lua-mq:   follow-high-concurrency-zset-lua-mq.txt
 //   - set-zset:      redis-follow-set-zset-guide.txt

@@ -12,7 +12,7 @@ import (
 	fg "github.com/followgraph/followgraph"
 )
 
-// TestServe_API drives every endpoint of API.md and every error code the
+// TestServe_API drives every endpoint of docs/API.md and every error code the
 // binary can produce against the real process on a random port with a temp
 // data folder: the statuses, the JSON error bodies, paging, viewer
 // relations, set queries. (httpapi's tests check every exchange of the
