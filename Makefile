@@ -21,4 +21,5 @@ fuzz:
 	go test -run '^$$' -fuzz '^FuzzDecodeCursor$$' -fuzztime 60s .
 	go test -run '^$$' -fuzz '^FuzzServer$$' -fuzztime 120s ./httpapi/
 	go test -run '^$$' -fuzz '^FuzzRelationsBody$$' -fuzztime 60s ./httpapi/
+	go test -run '^$$' -fuzz '^FuzzFramer$$' -fuzztime 60s ./httpapi/
 	go test -run '^$$' -fuzz '^FuzzDecode$$' -fuzztime 60s ./eventlog/

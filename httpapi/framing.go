@@ -23,8 +23,9 @@ type framer struct {
 	st    framerState
 	heads uint64 // request heads completed on the connection
 
-	line    [lineKeep]byte // the start of the current line
+	line    [lineKeep]byte // the start of the current line, when it may matter
 	lineLen int            // the current line's length so far
+	keep    bool           // the current line is kept in line (see feed)
 	inHead  bool           // the request line is read: header lines follow
 	field   headerField    // the field the previous header line was, for continuations
 
@@ -100,7 +101,15 @@ func (f *framer) feed(p []byte) (n int, ambiguous bool) {
 			if j >= 0 {
 				end = i + j
 			}
-			if f.lineLen < lineKeep {
+			if f.lineLen == 0 {
+				// In a head only the request line's end, the empty line
+				// and the lines of Content-Length and Transfer-Encoding
+				// matter, and so the others are not kept: most lines are
+				// skipped at the cost of one look at their first byte.
+				f.keep = f.st != stHead || end == i || p[i] == '\r' || p[i] == ' ' || p[i] == '\t' ||
+					(f.inHead && (p[i]|0x20 == 'c' || p[i]|0x20 == 't'))
+			}
+			if f.keep && f.lineLen < lineKeep {
 				copy(f.line[f.lineLen:], p[i:end])
 			}
 			f.lineLen += end - i
@@ -108,6 +117,10 @@ func (f *framer) feed(p []byte) (n int, ambiguous bool) {
 				return len(p), false
 			}
 			i = end + 1
+			if !f.keep { // a field of no interest, or the request line
+				f.lineLen, f.field, f.inHead = 0, fieldOther, true
+				continue
+			}
 			line := f.line[:min(f.lineLen, lineKeep)]
 			long := f.lineLen > lineKeep
 			f.lineLen = 0

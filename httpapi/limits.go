@@ -96,8 +96,10 @@ func (s *Server) Limits() Limits { return s.limits }
 func (s *Server) HTTPServer(h http.Handler) *http.Server {
 	l := s.limits
 	return &http.Server{
-		Handler:           s.framed(h),
-		ReadHeaderTimeout: min(l.ReadTimeout, 5*time.Second),
+		Handler: s.framed(h),
+		// The same for the head as for the whole request: net/http then
+		// sets the read deadline once per request instead of twice.
+		ReadHeaderTimeout: l.ReadTimeout,
 		ReadTimeout:       l.ReadTimeout,
 		WriteTimeout:      l.WriteTimeout,
 		IdleTimeout:       l.IdleTimeout,
