@@ -35,10 +35,6 @@ var closedCtx = func() *timedCtx {
 	return &timedCtx{Context: ctx, stop: func() {}}
 }()
 
-func withDeadline(parent context.Context, d time.Duration) *deadlineCtx {
-	return &deadlineCtx{Context: parent, deadline: time.Now().Add(d)}
-}
-
 func (c *deadlineCtx) Deadline() (time.Time, bool) {
 	if dl, ok := c.Context.Deadline(); ok && dl.Before(c.deadline) {
 		return dl, true

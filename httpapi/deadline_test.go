@@ -7,6 +7,10 @@ import (
 	"time"
 )
 
+func withDeadline(parent context.Context, d time.Duration) *deadlineCtx {
+	return &deadlineCtx{Context: parent, deadline: time.Now().Add(d)}
+}
+
 func TestDeadlineCtx(t *testing.T) {
 	t.Run("NoWaiter", func(t *testing.T) {
 		c := withDeadline(context.Background(), 20*time.Millisecond)

@@ -55,10 +55,10 @@ func (e *rateLimitedError) Unwrap() error { return e.err }
 // *followgraph.Error, or has a code not in statusOf) is answered with a
 // message that says nothing internal, and logged; so is an unavailable
 // backend, at warning level.
-func (s *Server) writeError(w http.ResponseWriter, r *http.Request, err error) {
+func (s *Server) writeError(ctx context.Context, w http.ResponseWriter, r *http.Request, err error) {
 	status, code := statusCode(err)
 	msg := followgraph.ErrorMessage(err)
-	switch ctxErr := r.Context().Err(); {
+	switch ctxErr := ctx.Err(); {
 	case errors.Is(ctxErr, context.DeadlineExceeded) && (errors.Is(err, ctxErr) || code == followgraph.EUnavailable):
 		// The request's deadline passed: a backend is slow or gone.
 		status, code = http.StatusServiceUnavailable, followgraph.EUnavailable

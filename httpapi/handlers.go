@@ -13,7 +13,7 @@ import (
 // query string; up to followgraph.MaxRelationIDs go in the body of a POST.
 const maxQueryIDs = 1000
 
-func (s *Server) follow(r *http.Request, b []byte) ([]byte, error) {
+func (s *Server) follow(ctx context.Context, r *http.Request, b []byte) ([]byte, error) {
 	const op = "follow"
 	ids, err := pathIDs(r, "user", "target")
 	if err != nil {
@@ -26,7 +26,7 @@ func (s *Server) follow(r *http.Request, b []byte) ([]byte, error) {
 	if err := s.allowWrite(user); err != nil {
 		return b, s.writeFailed(op, err)
 	}
-	res, err := s.g.Follow(r.Context(), user, target)
+	res, err := s.g.Follow(ctx, user, target)
 	if err != nil {
 		return b, s.writeFailed(op, err)
 	}
@@ -34,7 +34,7 @@ func (s *Server) follow(r *http.Request, b []byte) ([]byte, error) {
 	return appendFollow(b, user, target, res), nil
 }
 
-func (s *Server) unfollow(r *http.Request, b []byte) ([]byte, error) {
+func (s *Server) unfollow(ctx context.Context, r *http.Request, b []byte) ([]byte, error) {
 	const op = "unfollow"
 	ids, err := pathIDs(r, "user", "target")
 	if err != nil {
@@ -44,7 +44,7 @@ func (s *Server) unfollow(r *http.Request, b []byte) ([]byte, error) {
 	if err := s.allowWrite(user); err != nil {
 		return b, s.writeFailed(op, err)
 	}
-	removed, err := s.g.Unfollow(r.Context(), user, target)
+	removed, err := s.g.Unfollow(ctx, user, target)
 	if err != nil {
 		return b, s.writeFailed(op, err)
 	}
@@ -82,31 +82,31 @@ func (s *Server) allowWrite(user followgraph.UserID) error {
 	}
 }
 
-func (s *Server) isFollowing(r *http.Request, b []byte) ([]byte, error) {
+func (s *Server) isFollowing(ctx context.Context, r *http.Request, b []byte) ([]byte, error) {
 	ids, err := pathIDs(r, "user", "target")
 	if err != nil {
 		return b, err
 	}
-	e, err := s.g.IsFollowing(r.Context(), ids[0], ids[1])
+	e, err := s.g.IsFollowing(ctx, ids[0], ids[1])
 	if err != nil {
 		return b, err
 	}
 	return appendEdge(b, ids[0], ids[1], e), nil
 }
 
-func (s *Server) counts(r *http.Request, b []byte) ([]byte, error) {
+func (s *Server) counts(ctx context.Context, r *http.Request, b []byte) ([]byte, error) {
 	ids, err := pathIDs(r, "user")
 	if err != nil {
 		return b, err
 	}
-	cs, err := s.g.Counts(r.Context(), ids)
+	cs, err := s.g.Counts(ctx, ids)
 	if err != nil {
 		return b, err
 	}
 	return appendCounts(b, cs[0]), nil
 }
 
-func (s *Server) countsOf(r *http.Request, b []byte) ([]byte, error) {
+func (s *Server) countsOf(ctx context.Context, r *http.Request, b []byte) ([]byte, error) {
 	q, err := query(r)
 	if err != nil {
 		return b, err
@@ -115,24 +115,24 @@ func (s *Server) countsOf(r *http.Request, b []byte) ([]byte, error) {
 	if err != nil {
 		return b, err
 	}
-	cs, err := s.g.Counts(r.Context(), ids)
+	cs, err := s.g.Counts(ctx, ids)
 	if err != nil {
 		return b, err
 	}
 	return appendCountsList(b, cs), nil
 }
 
-func (s *Server) following(r *http.Request, b []byte) ([]byte, error) {
-	return s.list(r, b, s.g.Following)
+func (s *Server) following(ctx context.Context, r *http.Request, b []byte) ([]byte, error) {
+	return s.list(ctx, r, b, s.g.Following)
 }
 
-func (s *Server) followers(r *http.Request, b []byte) ([]byte, error) {
-	return s.list(r, b, s.g.Followers)
+func (s *Server) followers(ctx context.Context, r *http.Request, b []byte) ([]byte, error) {
+	return s.list(ctx, r, b, s.g.Followers)
 }
 
 // list answers a page of the following or the followers list, with the
 // viewer's relation to each user when the request names a viewer.
-func (s *Server) list(r *http.Request, b []byte, read func(context.Context, followgraph.UserID, followgraph.PageRequest) (followgraph.Page, error)) ([]byte, error) {
+func (s *Server) list(ctx context.Context, r *http.Request, b []byte, read func(context.Context, followgraph.UserID, followgraph.PageRequest) (followgraph.Page, error)) ([]byte, error) {
 	ids, err := pathIDs(r, "user")
 	if err != nil {
 		return b, err
@@ -149,7 +149,7 @@ func (s *Server) list(r *http.Request, b []byte, read func(context.Context, foll
 	if err != nil {
 		return b, err
 	}
-	p, err := read(r.Context(), ids[0], req)
+	p, err := read(ctx, ids[0], req)
 	if err != nil {
 		return b, err
 	}
@@ -159,14 +159,14 @@ func (s *Server) list(r *http.Request, b []byte, read func(context.Context, foll
 		for i, e := range p.Entries {
 			listed[i] = e.ID
 		}
-		if rels, err = s.g.Relations(r.Context(), v, listed); err != nil {
+		if rels, err = s.g.Relations(ctx, v, listed); err != nil {
 			return b, err
 		}
 	}
 	return appendList(b, p, rels), nil
 }
 
-func (s *Server) relations(r *http.Request, b []byte) ([]byte, error) {
+func (s *Server) relations(ctx context.Context, r *http.Request, b []byte) ([]byte, error) {
 	ids, err := pathIDs(r, "user")
 	if err != nil {
 		return b, err
@@ -179,15 +179,15 @@ func (s *Server) relations(r *http.Request, b []byte) ([]byte, error) {
 	if err != nil {
 		return b, err
 	}
-	return s.relationsAnswer(r.Context(), b, ids[0], of)
+	return s.relationsAnswer(ctx, b, ids[0], of)
 }
 
-func (s *Server) relationsOf(r *http.Request, b []byte) ([]byte, error) {
+func (s *Server) relationsOf(ctx context.Context, r *http.Request, b []byte) ([]byte, error) {
 	ids, err := pathIDs(r, "user")
 	if err != nil {
 		return b, err
 	}
-	release, err := s.readingBody(r.Context())
+	release, err := s.readingBody(ctx)
 	if err != nil {
 		return b, err
 	}
@@ -196,7 +196,7 @@ func (s *Server) relationsOf(r *http.Request, b []byte) ([]byte, error) {
 	if err != nil {
 		return b, err
 	}
-	return s.relationsAnswer(r.Context(), b, ids[0], of)
+	return s.relationsAnswer(ctx, b, ids[0], of)
 }
 
 // readingBody waits, within ctx, for a turn to read a request body (see
@@ -221,7 +221,7 @@ func (s *Server) relationsAnswer(ctx context.Context, b []byte, user followgraph
 
 // setQuery answers a page of a set query about the users in the path
 // wildcards names.
-func (s *Server) setQuery(r *http.Request, b []byte, names []string, read func(ctx context.Context, ids []followgraph.UserID, req followgraph.PageRequest) (followgraph.SetPage, error)) ([]byte, error) {
+func (s *Server) setQuery(ctx context.Context, r *http.Request, b []byte, names []string, read func(ctx context.Context, ids []followgraph.UserID, req followgraph.PageRequest) (followgraph.SetPage, error)) ([]byte, error) {
 	ids, err := pathIDs(r, names...)
 	if err != nil {
 		return b, err
@@ -234,38 +234,38 @@ func (s *Server) setQuery(r *http.Request, b []byte, names []string, read func(c
 	if err != nil {
 		return b, err
 	}
-	p, err := read(r.Context(), ids, req)
+	p, err := read(ctx, ids, req)
 	if err != nil {
 		return b, err
 	}
 	return appendSet(b, p), nil
 }
 
-func (s *Server) mutuals(r *http.Request, b []byte) ([]byte, error) {
-	return s.setQuery(r, b, []string{"user"}, func(ctx context.Context, ids []followgraph.UserID, req followgraph.PageRequest) (followgraph.SetPage, error) {
+func (s *Server) mutuals(ctx context.Context, r *http.Request, b []byte) ([]byte, error) {
+	return s.setQuery(ctx, r, b, []string{"user"}, func(ctx context.Context, ids []followgraph.UserID, req followgraph.PageRequest) (followgraph.SetPage, error) {
 		return s.g.Mutuals(ctx, ids[0], req)
 	})
 }
 
-func (s *Server) commonFollowing(r *http.Request, b []byte) ([]byte, error) {
-	return s.setQuery(r, b, []string{"user", "other"}, func(ctx context.Context, ids []followgraph.UserID, req followgraph.PageRequest) (followgraph.SetPage, error) {
+func (s *Server) commonFollowing(ctx context.Context, r *http.Request, b []byte) ([]byte, error) {
+	return s.setQuery(ctx, r, b, []string{"user", "other"}, func(ctx context.Context, ids []followgraph.UserID, req followgraph.PageRequest) (followgraph.SetPage, error) {
 		return s.g.CommonFollowing(ctx, ids[0], ids[1], req)
 	})
 }
 
-func (s *Server) commonFollowers(r *http.Request, b []byte) ([]byte, error) {
-	return s.setQuery(r, b, []string{"user", "other"}, func(ctx context.Context, ids []followgraph.UserID, req followgraph.PageRequest) (followgraph.SetPage, error) {
+func (s *Server) commonFollowers(ctx context.Context, r *http.Request, b []byte) ([]byte, error) {
+	return s.setQuery(ctx, r, b, []string{"user", "other"}, func(ctx context.Context, ids []followgraph.UserID, req followgraph.PageRequest) (followgraph.SetPage, error) {
 		return s.g.CommonFollowers(ctx, ids[0], ids[1], req)
 	})
 }
 
-func (s *Server) knownFollowers(r *http.Request, b []byte) ([]byte, error) {
-	return s.setQuery(r, b, []string{"user", "target"}, func(ctx context.Context, ids []followgraph.UserID, req followgraph.PageRequest) (followgraph.SetPage, error) {
+func (s *Server) knownFollowers(ctx context.Context, r *http.Request, b []byte) ([]byte, error) {
+	return s.setQuery(ctx, r, b, []string{"user", "target"}, func(ctx context.Context, ids []followgraph.UserID, req followgraph.PageRequest) (followgraph.SetPage, error) {
 		return s.g.KnownFollowers(ctx, ids[0], ids[1], req)
 	})
 }
 
-func (s *Server) suggestions(r *http.Request, b []byte) ([]byte, error) {
+func (s *Server) suggestions(ctx context.Context, r *http.Request, b []byte) ([]byte, error) {
 	ids, err := pathIDs(r, "user")
 	if err != nil {
 		return b, err
@@ -278,7 +278,7 @@ func (s *Server) suggestions(r *http.Request, b []byte) ([]byte, error) {
 	if err != nil {
 		return b, err
 	}
-	ss, err := s.g.Suggestions(r.Context(), ids[0], n)
+	ss, err := s.g.Suggestions(ctx, ids[0], n)
 	if err != nil {
 		return b, err
 	}

@@ -144,25 +144,37 @@ func (s *Server) routes() {
 	})
 }
 
-// apiFunc answers one request: it appends the JSON answer (status 200)
-// to b and returns it, or returns an error to answer instead.
-type apiFunc func(r *http.Request, b []byte) ([]byte, error)
+// apiFunc answers one request, with ctx its context (with its deadline):
+// it appends the JSON answer (status 200) to b and returns it, or returns
+// an error to answer instead.
+type apiFunc func(ctx context.Context, r *http.Request, b []byte) ([]byte, error)
 
 func (s *Server) handle(pattern string, f apiFunc) {
 	s.mux.HandleFunc(pattern, func(w http.ResponseWriter, r *http.Request) {
 		markMatched(w)
+		ctx := requestContext(w, r)
 		buf := bufs.Get().(*[]byte)
 		defer bufs.Put(buf)
-		b, err := f(r, (*buf)[:0])
+		b, err := f(ctx, r, (*buf)[:0])
 		if cap(b) <= maxPooledBuf {
 			*buf = b
 		}
 		if err != nil {
-			s.writeError(w, r, err)
+			s.writeError(ctx, w, r, err)
 			return
 		}
 		writeBody(w, http.StatusOK, b)
 	})
+}
+
+// requestContext returns the context of r with its deadline, which
+// ServeHTTP keeps with the response writer (so that r need not be copied
+// to carry it: net/http's WithContext copies the whole request).
+func requestContext(w http.ResponseWriter, r *http.Request) context.Context {
+	if sw, ok := w.(*statusWriter); ok && sw.ctx.Context != nil {
+		return &sw.ctx
+	}
+	return r.Context()
 }
 
 // bufs holds the buffers answers are built in; one larger than
@@ -187,12 +199,11 @@ const routeUnmatched = "unmatched"
 // answers in JSON instead.
 func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	start := time.Now()
-	sw := &statusWriter{ResponseWriter: w}
-	// Every request's work has a deadline: the handlers pass ctx to the
-	// graph, whose backend calls end by then (writeError answers 503).
-	ctx := withDeadline(r.Context(), s.limits.RequestTimeout)
-	defer ctx.cancel()
-	r = r.WithContext(ctx)
+	// Every request's work has a deadline: the handlers pass the context
+	// that the writer keeps to the graph, whose backend calls end by then
+	// (writeError answers 503).
+	sw := &statusWriter{ResponseWriter: w, ctx: deadlineCtx{Context: r.Context(), deadline: start.Add(s.limits.RequestTimeout)}}
+	defer sw.ctx.cancel()
 	defer func() {
 		route := r.Pattern
 		if !sw.matched {
@@ -273,7 +284,7 @@ func truncate(s string) string {
 	return s
 }
 
-func (s *Server) healthz(_ *http.Request, b []byte) ([]byte, error) {
+func (s *Server) healthz(_ context.Context, _ *http.Request, b []byte) ([]byte, error) {
 	return appendStatus(b, "ok"), nil
 }
 
@@ -281,9 +292,9 @@ func (s *Server) healthz(_ *http.Request, b []byte) ([]byte, error) {
 // required backends that fail, in the order they were added; failing
 // degradable backends are named under "degraded" in a 200. The causes are
 // logged when a backend's state changes, not answered.
-func (s *Server) readyz(r *http.Request, b []byte) ([]byte, error) {
+func (s *Server) readyz(ctx context.Context, _ *http.Request, b []byte) ([]byte, error) {
 	var failing, degraded []string
-	for i, err := range s.checkBackends(r.Context()) {
+	for i, err := range s.checkBackends(ctx) {
 		switch {
 		case err == nil:
 		case s.ready[i].degradable:
@@ -334,6 +345,7 @@ type statusWriter struct {
 	wroteHeader bool
 	matched     bool
 	heldCode    int
+	ctx         deadlineCtx // the request's context, with its deadline
 }
 
 func (w *statusWriter) WriteHeader(code int) {

@@ -1,32 +1,35 @@
 #!/usr/bin/env bash
-# ab_throughput.sh OLD NEW EDGES MIX ROUNDS [SECONDS]: the
-# closed-loop rate of two followgraph binaries' servers, side by side.
-# Each binary imports the same generated graph of EDGES edges into a data
-# folder of its own; then, ROUNDS times, each serves in turn (OLD first,
-# then NEW) while NEW's `bench --mix MIX` drives it with 64 clients for
-# SECONDS (default 20), on loopback. Prints each run's rate and each
-# round's NEW/OLD ratio. Both serve the embedded default (memgraph, the
-# in-process log, SQLite).
+# ab_throughput.sh OLD NEW EDGES MIX PAIRS [SECONDS]: the closed-loop rate
+# of two followgraph binaries' servers, side by side. Each binary imports
+# the same generated graph of EDGES edges into a data folder of its own,
+# and both serve it at once (the embedded default: memgraph, the
+# in-process log, SQLite); then NEW's `bench --mix MIX`, 64 clients,
+# drives one of them at a time for SECONDS (default 3), PAIRS times each,
+# in the order A B B A A B …, so that a drift of the machine's speed (a
+# shared VM's neighbours) falls on both alike. Prints each pair's rates
+# and NEW/OLD ratio, then the median and quartiles of the ratios.
 set -euo pipefail
-old=$1 new=$2 edges=$3 mix=$4 rounds=$5 secs=${6:-20}
+old=$1 new=$2 edges=$3 mix=$4 pairs=$5 secs=${6:-3}
 work=$(mktemp -d)
 trap 'kill $(jobs -p) 2>/dev/null || true; rm -rf "$work"' EXIT
 "$new" gen --edges "$edges" --seed 1 -o "$work/g.tsv" >/dev/null
-for b in old new; do
-	bin=${!b}
-	"$bin" import "$work/g.tsv" --data "$work/$b" >/dev/null
-done
-addr=127.0.0.1:18098
-rate() { # rate BIN DATA SEED: the requests/s of one run
-	"$1" serve --data "$2" --addr "$addr" >"$work/serve.log" 2>&1 &
-	local srv=$!
-	until curl -sf "http://$addr/readyz" >/dev/null; do sleep 0.2; done
-	"$new" bench --url "http://$addr" --mix "$mix" --concurrency 64 --duration "${secs}s" --seed "$3" --json >"$work/bench.json"
-	kill $srv; wait $srv 2>/dev/null || true
-	python3 -c 'import json,sys; r=json.load(open(sys.argv[1])); print(round(r["total"]["per_second"]))' "$work/bench.json"
+"$old" import "$work/g.tsv" --data "$work/old" >/dev/null
+"$new" import "$work/g.tsv" --data "$work/new" >/dev/null
+"$old" serve --data "$work/old" --addr 127.0.0.1:18091 >"$work/old.log" 2>&1 &
+"$new" serve --data "$work/new" --addr 127.0.0.1:18092 >"$work/new.log" 2>&1 &
+for p in 18091 18092; do until curl -sf "http://127.0.0.1:$p/readyz" >/dev/null; do sleep 0.2; done; done
+rate() { # rate PORT SEED: the requests/s of one run against the server at PORT
+	"$new" bench --url "http://127.0.0.1:$1" --mix "$mix" --concurrency 64 --duration "${secs}s" --seed "$2" --json >"$work/b.json"
+	python3 -c 'import json,sys; print(round(json.load(open(sys.argv[1]))["total"]["per_second"]))' "$work/b.json"
 }
-for i in $(seq 1 "$rounds"); do
-	a=$(rate "$old" "$work/old" "$i")
-	b=$(rate "$new" "$work/new" "$i")
-	awk -v i="$i" -v a="$a" -v b="$b" -v mix="$mix" 'BEGIN { printf "%s round %d: old %d/s, new %d/s, new/old %.3f\n", mix, i, a, b, b / a }'
+rate 18091 0 >/dev/null; rate 18092 0 >/dev/null # warm both
+: >"$work/ratios"
+for i in $(seq 1 "$pairs"); do
+	if ((i % 2)); then a=$(rate 18091 "$i"); b=$(rate 18092 "$i"); else b=$(rate 18092 "$i"); a=$(rate 18091 "$i"); fi
+	awk -v i="$i" -v a="$a" -v b="$b" -v mix="$mix" 'BEGIN { printf "%s pair %d: old %d/s, new %d/s, new/old %.3f\n", mix, i, a, b, b / a }'
+	awk -v a="$a" -v b="$b" 'BEGIN { print b / a }' >>"$work/ratios"
 done
+sort -g "$work/ratios" | awk -v mix="$mix" '{ r[NR] = $1 } END {
+	n = NR
+	printf "%s: median new/old %.3f (quartiles %.3f to %.3f, %d pairs)\n", mix, r[int((n + 1) / 2)], r[int((n + 3) / 4)], r[int((3 * n + 3) / 4)], n
+}'
