@@ -70,3 +70,26 @@ func TestDeadlineCtx(t *testing.T) {
 		}
 	})
 }
+
+// BenchmarkDeadline: a request's deadline context as the server makes it
+// (no timer unless something waits), against context.WithTimeout.
+func BenchmarkDeadline(b *testing.B) {
+	parent, cancel := context.WithCancel(context.Background()) // as net/http's per-connection context
+	defer cancel()
+	b.Run("Lazy", func(b *testing.B) {
+		b.ReportAllocs()
+		for b.Loop() {
+			c := withDeadline(parent, 5*time.Second)
+			_ = c.Err()
+			c.cancel()
+		}
+	})
+	b.Run("WithTimeout", func(b *testing.B) {
+		b.ReportAllocs()
+		for b.Loop() {
+			c, stop := context.WithTimeout(parent, 5*time.Second)
+			_ = c.Err()
+			stop()
+		}
+	})
+}

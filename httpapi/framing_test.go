@@ -192,3 +192,14 @@ func genRequest(r *rand.Rand, w *bytes.Buffer) (ambiguous bool) {
 	}
 	return ambiguous
 }
+
+// BenchmarkFramer: the framing check's cost for one request head as the
+// load generator sends it.
+func BenchmarkFramer(b *testing.B) {
+	head := []byte("GET /v1/users/1/following?limit=20&cursor=AAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAA HTTP/1.1\r\nHost: 127.0.0.1:8080\r\nUser-Agent: followgraph-bench\r\nAccept: */*\r\n\r\n")
+	var f framer
+	b.SetBytes(int64(len(head)))
+	for b.Loop() {
+		f.feed(head)
+	}
+}
