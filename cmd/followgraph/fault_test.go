@@ -365,7 +365,9 @@ type privateNATS struct {
 	cmd  *exec.Cmd
 }
 
-func startNATS(t *testing.T) *privateNATS {
+// startNATS starts a nats-server with JetStream, given the extra
+// arguments (such as --user and --pass).
+func startNATS(t *testing.T, extra ...string) *privateNATS {
 	t.Helper()
 	bin, err := exec.LookPath("nats-server")
 	if err != nil {
@@ -374,7 +376,7 @@ func startNATS(t *testing.T) *privateNATS {
 	addr := freeAddr(t)
 	host, port, _ := strings.Cut(addr, ":")
 	n := &privateNATS{t: t, url: "nats://" + addr,
-		args: []string{bin, "-a", host, "-p", port, "-js", "-sd", t.TempDir()}}
+		args: append([]string{bin, "-a", host, "-p", port, "-js", "-sd", t.TempDir()}, extra...)}
 	n.start()
 	t.Cleanup(n.stop)
 	return n

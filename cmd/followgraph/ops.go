@@ -89,20 +89,25 @@ func (c *opsConfig) expected(ctx context.Context, out io.Writer) (*memgraph.Grap
 	return g, nil
 }
 
-// hotCopy connects to the Redis of the deployment.
-func (c *opsConfig) hotCopy() (*redisgraph.Graph, func(), error) {
-	return openRedis(c.Redis, redisgraph.WithPrefix(c.RedisPrefix))
+// both returns the expected graph and the hot copy in Redis, and what
+// closes the connection to Redis.
+func (c *opsConfig) both(ctx context.Context, out io.Writer) (*memgraph.Graph, *redisgraph.Graph, func(), error) {
+	src, err := c.expected(ctx, out)
+	if err != nil {
+		return nil, nil, nil, err
+	}
+	g, closeRedis, err := openRedis(c.Redis, redisgraph.WithPrefix(c.RedisPrefix))
+	if err != nil {
+		return nil, nil, nil, err
+	}
+	return src, g, closeRedis, nil
 }
 
 // rebuild writes the expected graph into Redis, then marks Redis as
 // holding it again (the outbox streams, whose absence stops the writes
 // after a loss).
 func (c *opsConfig) rebuild(ctx context.Context, out io.Writer, opts redisgraph.RebuildOptions) error {
-	src, err := c.expected(ctx, out)
-	if err != nil {
-		return err
-	}
-	g, closeRedis, err := c.hotCopy()
+	src, g, closeRedis, err := c.both(ctx, out)
 	if err != nil {
 		return err
 	}
@@ -185,11 +190,7 @@ undoing a change the service makes meanwhile. Exits 1 when differences remain.`,
 // differences (up to show), then their count; an error when some remain.
 func (c *opsConfig) reconcile(ctx context.Context, out io.Writer, opts redisgraph.ReconcileOptions, show int, horizon time.Duration) error {
 	read := time.Now()
-	src, err := c.expected(ctx, out)
-	if err != nil {
-		return err
-	}
-	g, closeRedis, err := c.hotCopy()
+	src, g, closeRedis, err := c.both(ctx, out)
 	if err != nil {
 		return err
 	}

@@ -52,16 +52,16 @@ func TestSecrets_NotInLogs(t *testing.T) {
 	pgAdmin := testenv.Server(t, testenv.Postgres, testenv.PostgresHint)
 	mysqlURL := testenv.Server(t, testenv.MySQL, testenv.MySQLHint)
 	db := newDatabase(t, pgAdmin)
-	n := startAuthNATS(t, "fguser", "NatsSecret1")
+	n := startNATS(t, "--user", "fguser", "--pass", "NatsSecret1")
 	r := startRedis(t)
 	cases := []struct {
 		name, secret, until string
 		args                []string
 	}{
 		{"nats password in the start-up line", "NatsSecret1", "followgraph ready",
-			[]string{"serve", "--nats", "nats://fguser:NatsSecret1@" + n.addr, "--nats-stream", "FGTEST_SECRETS"}},
+			[]string{"serve", "--nats", "nats://fguser:NatsSecret1@" + strings.TrimPrefix(n.url, "nats://"), "--nats-stream", "FGTEST_SECRETS"}},
 		{"nats token, wrong", "NatsToken2", "",
-			[]string{"serve", "--nats", "nats://NatsToken2@" + n.addr}},
+			[]string{"serve", "--nats", "nats://NatsToken2@" + strings.TrimPrefix(n.url, "nats://")}},
 		{"redis URL with a typo", "RedisSecret1", "",
 			[]string{"serve", "--redis", "redis://:RedisSecret1@127.0.0.1:notaport"}},
 		{"redis cluster URL with a typo", "RedisSecret2", "",
@@ -87,7 +87,7 @@ func TestSecrets_NotInLogs(t *testing.T) {
 		{"bad --db scheme", "DbSecret5", "",
 			[]string{"serve", "--db", "mongodb://u:DbSecret5@h/db"}},
 		{"reconcile, wrong redis password", "RedisSecret4", "",
-			[]string{"reconcile", "--redis", "redis://:RedisSecret4@127.0.0.1:" + r.port, "--db", db, "--nats", "nats://fguser:NatsSecret1@" + n.addr, "--nats-stream", "FGTEST_SECRETS"}},
+			[]string{"reconcile", "--redis", "redis://:RedisSecret4@127.0.0.1:" + r.port, "--db", db, "--nats", "nats://fguser:NatsSecret1@" + strings.TrimPrefix(n.url, "nats://"), "--nats-stream", "FGTEST_SECRETS"}},
 		{"import, postgres unreachable", "PgSecret6", "",
 			[]string{"import", "/dev/null", "--db", "postgres://postgres:PgSecret6@127.0.0.1:1/x?connect_timeout=2"}},
 	}
@@ -112,7 +112,7 @@ func TestSecrets_NotInLogs(t *testing.T) {
 // not stand on a command line (where ps shows them): the file's password
 // is the one used, and it shows in no line either.
 func TestSecrets_FromFiles(t *testing.T) {
-	n := startAuthNATS(t, "fguser", "NatsFilePass")
+	n := startNATS(t, "--user", "fguser", "--pass", "NatsFilePass")
 	r := startRedis(t, "--requirepass", "RedisFilePass")
 	dir := t.TempDir()
 	write := func(name, content string) string {
@@ -124,7 +124,7 @@ func TestSecrets_FromFiles(t *testing.T) {
 	}
 	natsFile, redisFile := write("nats", "NatsFilePass"), write("redis", "RedisFilePass")
 	args := []string{"serve", "--addr", freeAddr(t), "--data", t.TempDir(),
-		"--nats", "nats://fguser@" + n.addr, "--nats-stream", "FGTEST_SECRET_FILES",
+		"--nats", "nats://fguser@" + strings.TrimPrefix(n.url, "nats://"), "--nats-stream", "FGTEST_SECRET_FILES",
 		"--redis", r.url(), "--redis-prefix", "fgtest-secret-files"}
 	out := runUntil(t, "followgraph ready", append(args, "--nats-password-file", natsFile, "--redis-password-file", redisFile)...)
 	if !strings.Contains(out, "followgraph ready") {
@@ -139,24 +139,4 @@ func TestSecrets_FromFiles(t *testing.T) {
 	if out := runUntil(t, "followgraph ready", args...); strings.Contains(out, "followgraph ready") {
 		t.Errorf("serve started without the passwords:\n%s", out)
 	}
-}
-
-// authNATS is a nats-server of the test's own that wants a user and password.
-type authNATS struct{ addr string }
-
-func startAuthNATS(t *testing.T, user, pass string) authNATS {
-	t.Helper()
-	bin, err := exec.LookPath("nats-server")
-	if err != nil {
-		testenv.Skip(t, "nats-server is not installed: apt-get install nats-server")
-	}
-	addr := freeAddr(t)
-	host, port, _ := strings.Cut(addr, ":")
-	cmd := exec.Command(bin, "-a", host, "-p", port, "-js", "-sd", t.TempDir(), "--user", user, "--pass", pass)
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { cmd.Process.Kill(); cmd.Wait() })
-	waitTCP(t, addr)
-	return authNATS{addr: addr}
 }

@@ -272,6 +272,9 @@ func (s *Store) LastSeq(ctx context.Context) (uint64, error) {
 	return uint64(seq), nil
 }
 
+// markSQL is the store's spelling of the mark's statements.
+var markSQL = row.MarkStatements("`key`", "GREATEST", func(int) string { return "?" })
+
 // LogMark returns what the store knows of the event log it is fed from
 // (see followgraph.LogMark): its own identity, the log's (0 until MarkLog
 // first sets it), the highest sequence applied (LastSeq), and the highest
@@ -279,24 +282,17 @@ func (s *Store) LastSeq(ctx context.Context) (uint64, error) {
 // service compares them with the log, so that a log or a store that lost
 // events is noticed.
 func (s *Store) LogMark(ctx context.Context) (fg.LogMark, error) {
-	var m fg.LogMark
-	rows, err := s.db.QueryContext(ctx, "SELECT `key`, value FROM meta WHERE `key` IN ("+row.MetaKeys+")")
+	rows, err := s.db.QueryContext(ctx, markSQL.Read)
 	if err != nil {
-		return m, fmt.Errorf("mysql: log mark: %w", translate(err))
+		return fg.LogMark{}, fmt.Errorf("mysql: log mark: %w", translate(err))
 	}
 	defer rows.Close()
-	for rows.Next() {
-		var k string
-		var v int64
-		if err := rows.Scan(&k, &v); err != nil {
-			return m, fmt.Errorf("mysql: log mark: %w", translate(err))
-		}
-		if err := row.SetMark(&m, k, v); err != nil {
-			return m, fmt.Errorf("mysql: log mark: %w", err)
-		}
+	m, err := row.ScanMark(rows.Next, rows.Scan)
+	if err == nil {
+		err = rows.Err()
 	}
-	if err := rows.Err(); err != nil {
-		return m, fmt.Errorf("mysql: log mark: %w", translate(err))
+	if err != nil {
+		return fg.LogMark{}, fmt.Errorf("mysql: log mark: %w", translate(err))
 	}
 	return m, nil
 }
@@ -308,8 +304,7 @@ func (s *Store) MarkLog(ctx context.Context, m fg.LogMark) error {
 	if err := row.CheckMark(m); err != nil {
 		return fmt.Errorf("mysql: mark log: %w", err)
 	}
-	_, err := s.db.ExecContext(ctx, "UPDATE meta SET value = CASE `key` WHEN '"+row.MetaLog+"' THEN ? ELSE GREATEST(value, ?) END WHERE `key` IN ('"+row.MetaLog+"', '"+row.MetaSeen+"')", m.Log, int64(m.Seen))
-	if err != nil {
+	if _, err := s.db.ExecContext(ctx, markSQL.Mark, m.Log, int64(m.Seen)); err != nil {
 		return fmt.Errorf("mysql: mark log: %w", translate(err))
 	}
 	return nil
@@ -322,8 +317,7 @@ func (s *Store) ResetLogMark(ctx context.Context, m fg.LogMark) error {
 	if err := row.CheckMark(m); err != nil {
 		return fmt.Errorf("mysql: reset log mark: %w", err)
 	}
-	_, err := s.db.ExecContext(ctx, "UPDATE meta SET value = CASE `key` WHEN '"+row.MetaLog+"' THEN ? WHEN '"+row.MetaApplied+"' THEN ? ELSE ? END WHERE `key` IN ('"+row.MetaLog+"', '"+row.MetaApplied+"', '"+row.MetaSeen+"')", m.Log, int64(m.Applied), int64(m.Seen))
-	if err != nil {
+	if _, err := s.db.ExecContext(ctx, markSQL.Reset, m.Log, int64(m.Applied), int64(m.Seen)); err != nil {
 		return fmt.Errorf("mysql: reset log mark: %w", translate(err))
 	}
 	return nil

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"iter"
 	"math"
+	"strconv"
 
 	"github.com/jackc/pgx/v5"
 
@@ -178,6 +179,9 @@ func (s *Store) Counts(ctx context.Context, user fg.UserID) (following, follower
 	return following, followers, nil
 }
 
+// markSQL is the store's spelling of the mark's statements.
+var markSQL = row.MarkStatements("key", "greatest", func(i int) string { return "$" + strconv.Itoa(i) + "::bigint" })
+
 // LogMark returns what the store knows of the event log it is fed from
 // (see followgraph.LogMark): its own identity, the log's (0 until MarkLog
 // first sets it), the highest sequence applied (LastSeq), and the highest
@@ -185,24 +189,17 @@ func (s *Store) Counts(ctx context.Context, user fg.UserID) (following, follower
 // service compares them with the log, so that a log or a store that lost
 // events is noticed.
 func (s *Store) LogMark(ctx context.Context) (fg.LogMark, error) {
-	var m fg.LogMark
-	rows, err := s.pool.Query(ctx, `SELECT key, value FROM meta WHERE key IN (`+row.MetaKeys+`)`)
+	rows, err := s.pool.Query(ctx, markSQL.Read)
 	if err != nil {
-		return m, fmt.Errorf("postgres: log mark: %w", translate(err))
+		return fg.LogMark{}, fmt.Errorf("postgres: log mark: %w", translate(err))
 	}
 	defer rows.Close()
-	for rows.Next() {
-		var k string
-		var v int64
-		if err := rows.Scan(&k, &v); err != nil {
-			return m, fmt.Errorf("postgres: log mark: %w", translate(err))
-		}
-		if err := row.SetMark(&m, k, v); err != nil {
-			return m, fmt.Errorf("postgres: log mark: %w", err)
-		}
+	m, err := row.ScanMark(rows.Next, rows.Scan)
+	if err == nil {
+		err = rows.Err()
 	}
-	if err := rows.Err(); err != nil {
-		return m, fmt.Errorf("postgres: log mark: %w", translate(err))
+	if err != nil {
+		return fg.LogMark{}, fmt.Errorf("postgres: log mark: %w", translate(err))
 	}
 	return m, nil
 }
@@ -214,8 +211,7 @@ func (s *Store) MarkLog(ctx context.Context, m fg.LogMark) error {
 	if err := row.CheckMark(m); err != nil {
 		return fmt.Errorf("postgres: mark log: %w", err)
 	}
-	_, err := s.pool.Exec(ctx, "UPDATE meta SET value = CASE key WHEN '"+row.MetaLog+"' THEN $1::bigint ELSE greatest(value, $2::bigint) END WHERE key IN ('"+row.MetaLog+"', '"+row.MetaSeen+"')", m.Log, int64(m.Seen))
-	if err != nil {
+	if _, err := s.pool.Exec(ctx, markSQL.Mark, m.Log, int64(m.Seen)); err != nil {
 		return fmt.Errorf("postgres: mark log: %w", translate(err))
 	}
 	return nil
@@ -228,8 +224,7 @@ func (s *Store) ResetLogMark(ctx context.Context, m fg.LogMark) error {
 	if err := row.CheckMark(m); err != nil {
 		return fmt.Errorf("postgres: reset log mark: %w", err)
 	}
-	_, err := s.pool.Exec(ctx, "UPDATE meta SET value = CASE key WHEN '"+row.MetaLog+"' THEN $1::bigint WHEN '"+row.MetaApplied+"' THEN $2::bigint ELSE $3::bigint END WHERE key IN ('"+row.MetaLog+"', '"+row.MetaApplied+"', '"+row.MetaSeen+"')", m.Log, int64(m.Applied), int64(m.Seen))
-	if err != nil {
+	if _, err := s.pool.Exec(ctx, markSQL.Reset, m.Log, int64(m.Applied), int64(m.Seen)); err != nil {
 		return fmt.Errorf("postgres: reset log mark: %w", translate(err))
 	}
 	return nil

@@ -164,6 +164,9 @@ func (s *Store) LastSeq(ctx context.Context) (uint64, error) {
 	return uint64(seq), nil
 }
 
+// markSQL is the store's spelling of the mark's statements.
+var markSQL = row.MarkStatements("key", "max", func(int) string { return "?" })
+
 // LogMark returns what the store knows of the event log it is fed from
 // (see followgraph.LogMark): its own identity, the log's (0 until MarkLog
 // first sets it), the highest sequence applied (LastSeq), and the highest
@@ -171,24 +174,17 @@ func (s *Store) LastSeq(ctx context.Context) (uint64, error) {
 // service compares them with the log, so that a log or a store that lost
 // events is noticed.
 func (s *Store) LogMark(ctx context.Context) (fg.LogMark, error) {
-	var m fg.LogMark
-	rows, err := s.r.QueryContext(ctx, "SELECT key, value FROM meta WHERE key IN ("+row.MetaKeys+")")
+	rows, err := s.r.QueryContext(ctx, markSQL.Read)
 	if err != nil {
-		return m, fmt.Errorf("sqlite: log mark: %w", translate(err))
+		return fg.LogMark{}, fmt.Errorf("sqlite: log mark: %w", translate(err))
 	}
 	defer rows.Close()
-	for rows.Next() {
-		var k string
-		var v int64
-		if err := rows.Scan(&k, &v); err != nil {
-			return m, fmt.Errorf("sqlite: log mark: %w", translate(err))
-		}
-		if err := row.SetMark(&m, k, v); err != nil {
-			return m, fmt.Errorf("sqlite: log mark: %w", err)
-		}
+	m, err := row.ScanMark(rows.Next, rows.Scan)
+	if err == nil {
+		err = rows.Err()
 	}
-	if err := rows.Err(); err != nil {
-		return m, fmt.Errorf("sqlite: log mark: %w", translate(err))
+	if err != nil {
+		return fg.LogMark{}, fmt.Errorf("sqlite: log mark: %w", translate(err))
 	}
 	return m, nil
 }
@@ -200,8 +196,7 @@ func (s *Store) MarkLog(ctx context.Context, m fg.LogMark) error {
 	if err := row.CheckMark(m); err != nil {
 		return fmt.Errorf("sqlite: mark log: %w", err)
 	}
-	_, err := s.w.ExecContext(ctx, "UPDATE meta SET value = CASE key WHEN '"+row.MetaLog+"' THEN ? ELSE max(value, ?) END WHERE key IN ('"+row.MetaLog+"', '"+row.MetaSeen+"')", m.Log, int64(m.Seen))
-	if err != nil {
+	if _, err := s.w.ExecContext(ctx, markSQL.Mark, m.Log, int64(m.Seen)); err != nil {
 		return fmt.Errorf("sqlite: mark log: %w", translate(err))
 	}
 	return nil
@@ -214,8 +209,7 @@ func (s *Store) ResetLogMark(ctx context.Context, m fg.LogMark) error {
 	if err := row.CheckMark(m); err != nil {
 		return fmt.Errorf("sqlite: reset log mark: %w", err)
 	}
-	_, err := s.w.ExecContext(ctx, "UPDATE meta SET value = CASE key WHEN '"+row.MetaLog+"' THEN ? WHEN '"+row.MetaApplied+"' THEN ? ELSE ? END WHERE key IN ('"+row.MetaLog+"', '"+row.MetaApplied+"', '"+row.MetaSeen+"')", m.Log, int64(m.Applied), int64(m.Seen))
-	if err != nil {
+	if _, err := s.w.ExecContext(ctx, markSQL.Reset, m.Log, int64(m.Applied), int64(m.Seen)); err != nil {
 		return fmt.Errorf("sqlite: reset log mark: %w", translate(err))
 	}
 	return nil
