@@ -458,11 +458,13 @@ func (l *Log) directGet(ctx context.Context, from uint64) ([]rawMsg, error) {
 
 // Pending returns how many events the persister has not yet
 // acknowledged, and the time the oldest of them was stored (zero when
-// there are none): the persister's lag, for metrics. Under workqueue
-// retention that is the stream's content, whatever the consumer's state,
-// so the figure is right before the consumer named durable exists, too;
-// durable is accepted for the API's sake. Returns EUnavailable when the
-// log cannot be read.
+// there are none): the persister's lag, for metrics and for a clean stop
+// to wait on. Under workqueue retention that is the stream's content, so
+// the figure is right before the consumer named durable exists, too. But
+// when the stream still holds messages at or below the consumer's ack
+// floor (acknowledged, so persisted, but not dropped: a write of the store
+// failed; see dropAcked), Pending removes them first, or the figure would
+// never reach 0. Returns EUnavailable when the log cannot be read.
 func (l *Log) Pending(ctx context.Context, durable string) (events uint64, oldest time.Time, err error) {
 	if l.closed.Load() {
 		return 0, time.Time{}, unavailable("pending", errClosed)
@@ -473,6 +475,15 @@ func (l *Log) Pending(ctx context.Context, durable string) (events uint64, oldes
 	}
 	if info.State.Msgs == 0 {
 		return 0, time.Time{}, nil
+	}
+	if c, err := l.stream.Consumer(ctx, durable); err == nil && c.CachedInfo().AckFloor.Stream >= info.State.FirstSeq {
+		l.dropAcked(ctx)
+		if info, err = l.stream.Info(ctx); err != nil {
+			return 0, time.Time{}, unavailable("pending", err)
+		}
+		if info.State.Msgs == 0 {
+			return 0, time.Time{}, nil
+		}
 	}
 	return info.State.Msgs, info.State.FirstTime, nil
 }

@@ -105,21 +105,17 @@ func (l *Log) watchStore() {
 	}
 }
 
-// repairStore reopens the embedded server's JetStream with its
-// configuration, which reopens the store: its streams and consumers are
-// loaded again from their files.
+// repairStore reopens the embedded server's JetStream with the
+// configuration it started with, which reopens the store: its streams and
+// consumers are loaded again from their files. (The server forgets that
+// configuration once JetStream is shut down, or disabled itself.)
 func (l *Log) repairStore() error {
-	cfg := l.srv.JetStreamConfig()
-	if cfg == nil {
-		return fmt.Errorf("the embedded server has no JetStream configuration")
-	}
 	if l.srv.JetStreamEnabled() {
 		if err := l.srv.ShutdownJetStream(); err != nil {
 			return err
 		}
 	}
-	again := *cfg
-	again.StoreDir = l.cfg.Dir // EnableJetStream adds the "jetstream" folder to it
+	again := l.jsConfig
 	return l.srv.EnableJetStream(&again)
 }
 

@@ -267,8 +267,9 @@ type Log struct {
 	log     *slog.Logger
 	subject string // "<prefix>.>"
 
-	unlock   func() error   // releases Dir (embedded mode)
-	srv      *server.Server // nil in external mode
+	unlock   func() error           // releases Dir (embedded mode)
+	srv      *server.Server         // nil in external mode
+	jsConfig server.JetStreamConfig // the embedded server's, to reopen its store with
 	nc       *nats.Conn
 	ncClosed chan struct{}
 	js       jetstream.JetStream
@@ -409,6 +410,8 @@ func (l *Log) startServer() error {
 	if !srv.JetStreamEnabled() {
 		return fmt.Errorf("eventlog: embedded server: JetStream did not start on %s (see the server's log)", l.cfg.Dir)
 	}
+	l.jsConfig = *srv.JetStreamConfig()
+	l.jsConfig.StoreDir = l.cfg.Dir // EnableJetStream adds the "jetstream" folder to it
 	l.measureSpace()
 	l.watched = make(chan struct{})
 	go l.watchStore()

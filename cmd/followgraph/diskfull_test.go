@@ -151,7 +151,7 @@ func TestDiskFull(t *testing.T) {
 			stopped := time.Now()
 			s.stop(t)
 			if took := time.Since(stopped); took > 10*time.Second {
-				t.Errorf("a clean stop took %v: it waited on the log", took.Round(time.Millisecond))
+				t.Errorf("a clean stop took %v: it waited on the log\n%s", took.Round(time.Millisecond), s.logs)
 			}
 			s = startEnv(t, data, []string{"FOLLOWGRAPH_DISK_RESERVE=" + tt.reserve})
 			for e, since := range acked {
