@@ -1,4 +1,4 @@
-package main
+package loadgen
 
 import (
 	"bufio"
@@ -11,14 +11,14 @@ import (
 	"time"
 )
 
-// benchConn is one keep-alive HTTP/1.1 connection of the load generator,
+// conn is one keep-alive HTTP/1.1 connection of the load generator,
 // used by one worker at a time. It writes each request with one system
 // call and reads the answer with a buffered reader, so that the
 // generator, which shares the machine with the server, takes as little of
 // it as it can (about a fifth less CPU per request than net/http's client:
 // docs/BENCHMARKS.md). It speaks just what a followgraph server answers: a status
 // line, headers, and a body of a given Content-Length or chunked.
-type benchConn struct {
+type conn struct {
 	addr string // host:port
 	c    net.Conn
 	br   *bufio.Reader
@@ -28,7 +28,7 @@ type benchConn struct {
 // do sends method target (a path with its query) and reads the answer's
 // status and body into body. Any error leaves the connection closed; the
 // next call dials again.
-func (c *benchConn) do(method string, target []byte, deadline time.Time, body *bytes.Buffer) (status int, err error) {
+func (c *conn) do(method string, target []byte, deadline time.Time, body *bytes.Buffer) (status int, err error) {
 	if c.c == nil {
 		conn, err := net.DialTimeout("tcp", c.addr, 5*time.Second)
 		if err != nil {
@@ -60,7 +60,7 @@ func (c *benchConn) do(method string, target []byte, deadline time.Time, body *b
 
 var errBadResponse = errors.New("bench: malformed HTTP response")
 
-func (c *benchConn) read(body *bytes.Buffer) (int, error) {
+func (c *conn) read(body *bytes.Buffer) (int, error) {
 	line, err := c.line()
 	if err != nil {
 		return 0, err
@@ -117,7 +117,7 @@ func (c *benchConn) read(body *bytes.Buffer) (int, error) {
 }
 
 // chunks reads a chunked body into body.
-func (c *benchConn) chunks(body *bytes.Buffer) error {
+func (c *conn) chunks(body *bytes.Buffer) error {
 	for {
 		line, err := c.line()
 		if err != nil {
@@ -149,7 +149,7 @@ func (c *benchConn) chunks(body *bytes.Buffer) error {
 
 // line returns the next line without its CRLF; it is valid until the next
 // read.
-func (c *benchConn) line() ([]byte, error) {
+func (c *conn) line() ([]byte, error) {
 	line, err := c.br.ReadSlice('\n')
 	if err != nil {
 		if errors.Is(err, bufio.ErrBufferFull) {
@@ -160,7 +160,7 @@ func (c *benchConn) line() ([]byte, error) {
 	return bytes.TrimSuffix(line[:len(line)-1], []byte("\r")), nil
 }
 
-func (c *benchConn) close() {
+func (c *conn) close() {
 	if c.c != nil {
 		c.c.Close()
 		c.c, c.br = nil, nil
