@@ -12,28 +12,27 @@ import (
 	fg "github.com/followgraph/followgraph"
 )
 
-// Outbox is an engine's record of the changes whose events have yet to
-// reach the event log: redisgraph writes each change's event into an
-// outbox stream in the same atomic step as the change.
+// Outbox is where an engine keeps the events of its changes until they
+// are in the log: streams of events, each in the order of its changes,
+// read and trimmed from its start. Each relay reads it as one owner, with
+// a lease of each stream it moves, so that the relays of several nodes
+// share the streams instead of repeating each other's work.
 type Outbox interface {
-	// OutboxStreams returns the streams that may hold entries.
-	OutboxStreams(ctx context.Context) ([]string, error)
-	// ReadOutbox returns up to n entries of stream, in order, after the
-	// entry id after ("" for the start).
-	ReadOutbox(ctx context.Context, stream, after string, n int) ([]OutboxEntry, error)
-	// SettleOutbox completes in the engine whatever the changes of events
-	// still lack (on a Redis Cluster, the followee's side of each), so that
-	// their entries can go.
-	SettleOutbox(ctx context.Context, events []fg.Event) error
-	// TrimOutbox removes the entries of stream up to and including the
-	// entry id through.
-	TrimOutbox(ctx context.Context, stream, through string) error
-}
-
-// OutboxEntry is one event of an outbox stream with its entry id.
-type OutboxEntry struct {
-	ID    string
-	Event fg.Event
+	// Streams returns the streams that hold events.
+	Streams(ctx context.Context) ([]string, error)
+	// Claim takes or renews the owner's lease of stream and reports
+	// whether the owner holds it.
+	Claim(ctx context.Context, stream string) (bool, error)
+	// Read returns the first n events of stream, in order, and the
+	// position of the last of them, for Trim.
+	Read(ctx context.Context, stream string, n int) (events []fg.Event, last string, err error)
+	// Settle completes in the engine whatever the changes of events still
+	// lack (on a Redis Cluster, the followee's side of each), so that
+	// their events can go.
+	Settle(ctx context.Context, events []fg.Event) error
+	// Trim removes the events of stream up to and including the position
+	// through.
+	Trim(ctx context.Context, stream, through string) error
 }
 
 // Relay moves events from an Outbox into the event log. Per stream, it
@@ -45,14 +44,13 @@ type OutboxEntry struct {
 // version-conditional upserts make it change nothing. So an event leaves
 // the outbox only once it is in the log, and no event is lost.
 //
-// Any number of relays may run over one outbox, one per serve node. With
-// WithRelayLease each moves only the streams whose lease it holds, so they
-// share the work; without, or when a lease runs out under a paused owner,
-// two relays publish the same events, which is harmless as above.
+// Any number of relays may run over one outbox, one per serve node, each
+// moving only the streams whose lease it holds, so they share the work;
+// when a lease runs out under a paused owner, two relays may publish the
+// same events, which is harmless as above.
 type Relay struct {
 	outbox  Outbox
 	publish func(context.Context, fg.Event) error
-	claim   func(ctx context.Context, stream string) (bool, error)
 	batch   int
 	idle    time.Duration // the pause after a pass that moved nothing...
 	maxIdle time.Duration // ...doubling while passes find nothing, up to this
@@ -77,13 +75,6 @@ func WithRelayBatch(n int) RelayOption { return func(r *Relay) { r.batch = max(n
 // so a Cluster's relay backs off while idle.
 func WithRelayIdle(d, max time.Duration) RelayOption {
 	return func(r *Relay) { r.idle, r.maxIdle = d, max }
-}
-
-// WithRelayLease makes the relay move a stream only when claim, called
-// before each batch, says this relay holds the stream's lease (taking or
-// renewing it). A stream it does not hold is left to its holder.
-func WithRelayLease(claim func(ctx context.Context, stream string) (bool, error)) RelayOption {
-	return func(r *Relay) { r.claim = claim }
 }
 
 // WithRelayLogger sets the logger (default slog.Default()).
@@ -123,15 +114,15 @@ func NewRelay(outbox Outbox, publish func(context.Context, fg.Event) error, reg 
 	return r
 }
 
-// Run relays until ctx ends, then returns nil. A failed pass is logged and
-// retried after a pause that grows up to a second.
-func (r *Relay) Run(ctx context.Context) error {
+// Run relays until ctx ends. A failed pass is logged and retried after a
+// pause that grows up to a second.
+func (r *Relay) Run(ctx context.Context) {
 	var pause time.Duration
 	for {
 		n, err := r.Pass(ctx)
 		switch {
 		case ctx.Err() != nil:
-			return nil
+			return
 		case err != nil:
 			r.failures.Inc()
 			r.log.Warn("relay: pass failed; the events stay in the outbox and are retried", "err", err)
@@ -146,7 +137,7 @@ func (r *Relay) Run(ctx context.Context) error {
 		select {
 		case <-ctx.Done():
 			t.Stop()
-			return nil
+			return
 		case <-t.C:
 		}
 	}
@@ -169,7 +160,7 @@ func (r *Relay) Drain(ctx context.Context) error {
 // Pass moves one batch from each stream that has entries, and returns how
 // many events it moved.
 func (r *Relay) Pass(ctx context.Context) (int, error) {
-	streams, err := r.outbox.OutboxStreams(ctx)
+	streams, err := r.outbox.Streams(ctx)
 	if err != nil {
 		return 0, fmt.Errorf("pipeline: relay: %w", err)
 	}
@@ -184,22 +175,16 @@ func (r *Relay) Pass(ctx context.Context) (int, error) {
 	return moved, nil
 }
 
-// move relays one batch of stream.
+// move relays one batch of stream, if this relay holds its lease.
 func (r *Relay) move(ctx context.Context, stream string) (int, error) {
-	if r.claim != nil {
-		if mine, err := r.claim(ctx, stream); err != nil || !mine {
-			return 0, err
-		}
-	}
-	entries, err := r.outbox.ReadOutbox(ctx, stream, "", r.batch)
-	if err != nil || len(entries) == 0 {
+	if mine, err := r.outbox.Claim(ctx, stream); err != nil || !mine {
 		return 0, err
 	}
-	events := make([]fg.Event, len(entries))
-	for i, e := range entries {
-		events[i] = e.Event
+	events, last, err := r.outbox.Read(ctx, stream, r.batch)
+	if err != nil || len(events) == 0 {
+		return 0, err
 	}
-	if err := r.outbox.SettleOutbox(ctx, events); err != nil {
+	if err := r.outbox.Settle(ctx, events); err != nil {
 		return 0, err
 	}
 	// Every publish of the batch in flight at once; the log keeps their
@@ -215,7 +200,7 @@ func (r *Relay) move(ctx context.Context, stream string) (int, error) {
 			return 0, err
 		}
 	}
-	if err := r.outbox.TrimOutbox(ctx, stream, entries[len(entries)-1].ID); err != nil {
+	if err := r.outbox.Trim(ctx, stream, last); err != nil {
 		return 0, err
 	}
 	r.relayed.Add(float64(len(events)))

@@ -13,16 +13,34 @@ import (
 	"github.com/followgraph/followgraph/pipeline"
 )
 
-// memOutbox is an Outbox in memory, recording what the relay does to it.
-// (The relay on a real Redis is tested end to end by TestServe_RedisKillNine
-// in cmd/followgraph.)
-type memOutbox struct {
+// memStreams is an outbox in memory, with a lease per stream, recording
+// what the relays do to it. (The relay on a real Redis is tested end to
+// end by TestServe_RedisKillNine in cmd/followgraph.)
+type memStreams struct {
 	mu      sync.Mutex
-	streams map[string][]pipeline.OutboxEntry
+	streams map[string][]entry
+	leases  map[string]string // stream → holder
 	settled []fg.Event
 }
 
-func (o *memOutbox) OutboxStreams(context.Context) ([]string, error) {
+type entry struct {
+	id    string
+	event fg.Event
+}
+
+func newMemStreams() *memStreams {
+	return &memStreams{streams: map[string][]entry{}, leases: map[string]string{}}
+}
+
+// as returns the outbox as owner's relay reads it.
+func (m *memStreams) as(owner string) pipeline.Outbox { return memOutbox{m, owner} }
+
+type memOutbox struct {
+	*memStreams
+	owner string
+}
+
+func (o memOutbox) Streams(context.Context) ([]string, error) {
 	o.mu.Lock()
 	defer o.mu.Unlock()
 	var out []string
@@ -35,25 +53,42 @@ func (o *memOutbox) OutboxStreams(context.Context) ([]string, error) {
 	return out, nil
 }
 
-func (o *memOutbox) ReadOutbox(_ context.Context, stream, after string, n int) ([]pipeline.OutboxEntry, error) {
+func (o memOutbox) Claim(_ context.Context, stream string) (bool, error) {
 	o.mu.Lock()
 	defer o.mu.Unlock()
-	es := o.streams[stream]
-	return slices.Clone(es[:min(n, len(es))]), nil
+	if h, ok := o.leases[stream]; ok && h != o.owner {
+		return false, nil
+	}
+	o.leases[stream] = o.owner
+	return true, nil
 }
 
-func (o *memOutbox) SettleOutbox(_ context.Context, events []fg.Event) error {
+func (o memOutbox) Read(_ context.Context, stream string, n int) ([]fg.Event, string, error) {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	es := o.streams[stream][:min(n, len(o.streams[stream]))]
+	if len(es) == 0 {
+		return nil, "", nil
+	}
+	events := make([]fg.Event, len(es))
+	for i, e := range es {
+		events[i] = e.event
+	}
+	return events, es[len(es)-1].id, nil
+}
+
+func (o memOutbox) Settle(_ context.Context, events []fg.Event) error {
 	o.mu.Lock()
 	defer o.mu.Unlock()
 	o.settled = append(o.settled, events...)
 	return nil
 }
 
-func (o *memOutbox) TrimOutbox(_ context.Context, stream, through string) error {
+func (o memOutbox) Trim(_ context.Context, stream, through string) error {
 	o.mu.Lock()
 	defer o.mu.Unlock()
 	es := o.streams[stream]
-	i := slices.IndexFunc(es, func(e pipeline.OutboxEntry) bool { return e.ID == through })
+	i := slices.IndexFunc(es, func(e entry) bool { return e.id == through })
 	if i < 0 {
 		return fmt.Errorf("no entry %s in %s", through, stream)
 	}
@@ -64,12 +99,12 @@ func (o *memOutbox) TrimOutbox(_ context.Context, stream, through string) error 
 func TestRelay(t *testing.T) {
 	ctx := context.Background()
 	ms := time.Date(2026, 11, 30, 12, 0, 0, 0, time.UTC).UnixMilli()
-	o := &memOutbox{streams: map[string][]pipeline.OutboxEntry{}}
+	o := newMemStreams()
 	var all []fg.Event
 	for i := range 25 {
 		e := fg.NewEvent(fg.UserID(1+i%3), fg.UserID(100+i), fg.OpFollow, fg.VersionAt(ms)+fg.Version(i))
 		s := fmt.Sprint("s", i%3)
-		o.streams[s] = append(o.streams[s], pipeline.OutboxEntry{ID: fmt.Sprint(i), Event: e})
+		o.streams[s] = append(o.streams[s], entry{fmt.Sprint(i), e})
 		all = append(all, e)
 	}
 	var mu sync.Mutex
@@ -89,7 +124,7 @@ func TestRelay(t *testing.T) {
 		published[e.ID()]++
 		return nil
 	}
-	r := pipeline.NewRelay(o, publish, nil, pipeline.WithRelayBatch(4))
+	r := pipeline.NewRelay(o.as("a"), publish, nil, pipeline.WithRelayBatch(4))
 
 	// A failed publish leaves its whole batch in the outbox.
 	if _, err := r.Pass(ctx); err == nil {
@@ -119,39 +154,29 @@ func TestRelay(t *testing.T) {
 func TestRelay_Leases(t *testing.T) {
 	ctx := context.Background()
 	ms := time.Date(2026, 11, 30, 12, 0, 0, 0, time.UTC).UnixMilli()
-	o := &memOutbox{streams: map[string][]pipeline.OutboxEntry{}}
+	o := newMemStreams()
 	streamOf := map[string]string{} // event id → stream
 	for i := range 40 {
 		e := fg.NewEvent(fg.UserID(1+i%4), fg.UserID(100+i), fg.OpFollow, fg.VersionAt(ms)+fg.Version(i))
 		s := fmt.Sprint("s", i%4)
-		o.streams[s] = append(o.streams[s], pipeline.OutboxEntry{ID: fmt.Sprint(i), Event: e})
+		o.streams[s] = append(o.streams[s], entry{fmt.Sprint(i), e})
 		streamOf[e.ID()] = s
 	}
 	var mu sync.Mutex
-	leases := map[string]string{}            // stream → holder
 	published := map[string]map[string]int{} // relay → event id → times
 	relay := func(name string) *pipeline.Relay {
 		published[name] = map[string]int{}
-		claim := func(_ context.Context, stream string) (bool, error) {
-			mu.Lock()
-			defer mu.Unlock()
-			if h, ok := leases[stream]; ok && h != name {
-				return false, nil
-			}
-			leases[stream] = name
-			return true, nil
-		}
 		publish := func(_ context.Context, e fg.Event) error {
 			mu.Lock()
 			defer mu.Unlock()
 			published[name][e.ID()]++
 			return nil
 		}
-		return pipeline.NewRelay(o, publish, nil, pipeline.WithRelayBatch(3), pipeline.WithRelayLease(claim))
+		return pipeline.NewRelay(o.as(name), publish, nil, pipeline.WithRelayBatch(3))
 	}
 	a, b := relay("a"), relay("b")
 	// a takes s0 and s1 first; b the other two.
-	leases["s0"], leases["s1"], leases["s2"], leases["s3"] = "a", "a", "b", "b"
+	o.leases["s0"], o.leases["s1"], o.leases["s2"], o.leases["s3"] = "a", "a", "b", "b"
 	for range 2 {
 		if _, err := a.Pass(ctx); err != nil {
 			t.Fatal(err)
@@ -168,8 +193,8 @@ func TestRelay_Leases(t *testing.T) {
 		}
 	}
 	// a stops: its leases go, and b drains everything.
-	delete(leases, "s0")
-	delete(leases, "s1")
+	delete(o.leases, "s0")
+	delete(o.leases, "s1")
 	if err := b.Drain(ctx); err != nil {
 		t.Fatal(err)
 	}

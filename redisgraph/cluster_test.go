@@ -29,7 +29,7 @@ func outboxEvents(tb testing.TB, g *testGraph, users []fg.UserID) map[string][]f
 		out[key] = nil
 		after := ""
 		for {
-			es, err := g.ReadOutbox(tb.Context(), key, after, 100)
+			es, err := g.readOutbox(tb.Context(), key, after, 100)
 			if err != nil {
 				tb.Fatal(err)
 			}
@@ -314,14 +314,14 @@ func TestClusterCrashBetweenSteps(t *testing.T) {
 
 	// The outbox lists what may be pending; settling 1's events (as the
 	// relay does before it trims them) completes 1→2.
-	pending, err := g.PendingOutboxStreams(ctx)
+	pending, err := g.pendingOutboxStreams(ctx)
 	must(err)
 	for _, u := range []fg.UserID{1, 3, 5, 7} {
 		if !slices.Contains(pending, g.outbox(u)) {
 			t.Errorf("PendingOutboxStreams() = %v, without %s, the stream of user %d", pending, g.outbox(u), u)
 		}
 	}
-	entries, err := g.ReadOutbox(ctx, g.outbox(1), "", 100)
+	entries, err := g.readOutbox(ctx, g.outbox(1), "", 100)
 	must(err)
 	var ones []fg.Event
 	for _, e := range entries {
@@ -329,7 +329,7 @@ func TestClusterCrashBetweenSteps(t *testing.T) {
 			ones = append(ones, e.Event)
 		}
 	}
-	must(g.SettleOutbox(ctx, ones))
+	must(g.settleOutbox(ctx, ones))
 	p, err = g.Followers(ctx, 2, fg.PageRequest{})
 	must(err)
 	if len(p.Entries) != 1 || p.Entries[0].ID != 1 || !p.Entries[0].Since.Equal(res.Since) {

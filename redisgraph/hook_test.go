@@ -46,10 +46,10 @@ func TestHook(t *testing.T) {
 			// The acknowledged follow left the outbox with its hook; the
 			// unacknowledged unfollow stays for the relay.
 			// (The deletion is asynchronous: give it a moment.)
-			var entries []OutboxEntry
+			var entries []outboxEntry
 			for range 100 {
 				var err error
-				if entries, err = g.ReadOutbox(ctx, g.outbox(1), "", 10); err != nil {
+				if entries, err = g.readOutbox(ctx, g.outbox(1), "", 10); err != nil {
 					t.Fatal(err)
 				}
 				if len(entries) <= 1 {

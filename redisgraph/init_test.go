@@ -49,7 +49,7 @@ func TestDataLoss(t *testing.T) {
 			if n, err := g.InitOutbox(ctx); err != nil || n != 0 {
 				t.Fatalf("InitOutbox over existing streams created %d (%v)", n, err)
 			}
-			entries, err := g.ReadOutbox(ctx, g.outbox(1), "", 10)
+			entries, err := g.readOutbox(ctx, g.outbox(1), "", 10)
 			if err != nil || len(entries) != 1 || entries[0].Event.Op != fg.OpUnfollow {
 				t.Fatalf("outbox after re-creation: %v, %v; want the unfollow alone", entries, err)
 			}

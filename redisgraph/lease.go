@@ -25,9 +25,9 @@ if cur then return 0 end
 redis.call('SET', KEYS[1], ARGV[1], 'PX', ARGV[2])
 return 1`, false)
 
-// ClaimOutbox takes or renews the lease of the outbox stream for owner,
+// claimOutbox takes or renews the lease of the outbox stream for owner,
 // for ttl, and reports whether owner holds it.
-func (g *Graph) ClaimOutbox(ctx context.Context, stream, owner string, ttl time.Duration) (bool, error) {
+func (g *Graph) claimOutbox(ctx context.Context, stream, owner string, ttl time.Duration) (bool, error) {
 	n, err := scriptLease.exec(ctx, g.c, []string{stream + ":lease"},
 		[]string{owner, strconv.FormatInt(max(ttl.Milliseconds(), 1), 10)}).AsInt64()
 	if err != nil {
@@ -36,9 +36,9 @@ func (g *Graph) ClaimOutbox(ctx context.Context, stream, owner string, ttl time.
 	return n == 1, nil
 }
 
-// ReleaseOutbox gives up owner's lease of the stream, if it holds it, so
+// releaseOutbox gives up owner's lease of the stream, if it holds it, so
 // that another node takes the stream over at once (at a clean stop).
-func (g *Graph) ReleaseOutbox(ctx context.Context, stream, owner string) error {
+func (g *Graph) releaseOutbox(ctx context.Context, stream, owner string) error {
 	err := scriptRelease.exec(ctx, g.c, []string{stream + ":lease"}, []string{owner}).Error()
 	if err != nil {
 		return unavailable("outbox lease", err)

@@ -16,7 +16,7 @@ func TestOutboxLease(t *testing.T) {
 			t.Cleanup(func() { g.c.Do(ctx, g.c.B().Unlink().Key(stream+":lease").Build()) })
 			claim := func(owner string, ttl time.Duration) bool {
 				t.Helper()
-				ok, err := g.ClaimOutbox(ctx, stream, owner, ttl)
+				ok, err := g.claimOutbox(ctx, stream, owner, ttl)
 				if err != nil {
 					t.Fatal(err)
 				}
@@ -35,13 +35,13 @@ func TestOutboxLease(t *testing.T) {
 			if !claim("b", time.Minute) {
 				t.Fatal("b could not take a lease that ran out")
 			}
-			if err := g.ReleaseOutbox(ctx, stream, "a"); err != nil {
+			if err := g.releaseOutbox(ctx, stream, "a"); err != nil {
 				t.Fatal(err)
 			}
 			if claim("a", time.Minute) {
 				t.Fatal("a's release of a lease it no longer holds freed b's")
 			}
-			if err := g.ReleaseOutbox(ctx, stream, "b"); err != nil {
+			if err := g.releaseOutbox(ctx, stream, "b"); err != nil {
 				t.Fatal(err)
 			}
 			if !claim("a", time.Minute) {

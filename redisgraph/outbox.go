@@ -2,9 +2,12 @@ package redisgraph
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"strconv"
 	"strings"
+	"sync"
+	"time"
 
 	"github.com/redis/rueidis"
 
@@ -21,9 +24,9 @@ import (
 // one edge) are in order. Each stream is bounded (WithOutboxLimit): a change
 // that finds its stream full is refused rather than dropping events.
 //
-// A relay lists the streams that hold events (PendingOutboxStreams), reads
-// each in order (ReadOutbox), settles what it read (SettleOutbox), publishes
-// it, and only then trims it (TrimOutbox).
+// A relay reads the outbox through an Outbox (Graph.Outbox): it lists the
+// streams that hold events, reads each from its start, settles what it
+// read, publishes it, and only then trims it.
 //
 // A stream entry has the fields u (user, decimal), t (target, decimal),
 // op ("follow" or "unfollow") and v (the version, 16 hex digits).
@@ -41,10 +44,10 @@ func (g *Graph) outboxOfSlot(slot uint16) string {
 	return g.prefix + ":outbox:{" + g.outboxTags[slot] + "}"
 }
 
-// PendingOutboxStreams returns the keys of the outbox streams that hold
+// pendingOutboxStreams returns the keys of the outbox streams that hold
 // events: on a Cluster it asks each slot's stream for its length, 1024 a
 // round trip.
-func (g *Graph) PendingOutboxStreams(ctx context.Context) ([]string, error) {
+func (g *Graph) pendingOutboxStreams(ctx context.Context) ([]string, error) {
 	var pending []string
 	err := g.eachOutbox(g.perStream(ctx, func(key string) rueidis.Completed {
 		return g.c.B().Xlen().Key(key).Build()
@@ -59,15 +62,15 @@ func (g *Graph) PendingOutboxStreams(ctx context.Context) ([]string, error) {
 	return pending, nil
 }
 
-// OutboxEntry is one event of an outbox stream, with its stream entry id.
-type OutboxEntry struct {
+// outboxEntry is one event of an outbox stream, with its stream entry id.
+type outboxEntry struct {
 	ID    string
 	Event fg.Event
 }
 
-// ReadOutbox returns up to count events of outbox stream key, in order,
+// readOutbox returns up to count events of outbox stream key, in order,
 // after the entry id after ("" for the start of the stream).
-func (g *Graph) ReadOutbox(ctx context.Context, key, after string, count int) ([]OutboxEntry, error) {
+func (g *Graph) readOutbox(ctx context.Context, key, after string, count int) ([]outboxEntry, error) {
 	start := "-"
 	if after != "" {
 		start = "(" + after
@@ -76,13 +79,13 @@ func (g *Graph) ReadOutbox(ctx context.Context, key, after string, count int) ([
 	if err != nil {
 		return nil, unavailable("reading the outbox", err)
 	}
-	out := make([]OutboxEntry, len(xs))
+	out := make([]outboxEntry, len(xs))
 	for i, x := range xs {
 		e, err := decodeEvent(x.FieldValues)
 		if err != nil {
 			return nil, fmt.Errorf("redisgraph: outbox %s entry %s: %w", key, x.ID, err)
 		}
-		out[i] = OutboxEntry{ID: x.ID, Event: e}
+		out[i] = outboxEntry{ID: x.ID, Event: e}
 	}
 	return out, nil
 }
@@ -113,9 +116,9 @@ func decodeEvent(f map[string]string) (fg.Event, error) {
 	return e, e.Validate()
 }
 
-// TrimOutbox removes the entries of outbox stream key up to and including
+// trimOutbox removes the entries of outbox stream key up to and including
 // the entry id through, and returns how many it removed.
-func (g *Graph) TrimOutbox(ctx context.Context, key, through string) (int64, error) {
+func (g *Graph) trimOutbox(ctx context.Context, key, through string) (int64, error) {
 	next, err := nextStreamID(through)
 	if err != nil {
 		return 0, fmt.Errorf("redisgraph: trimming the outbox: %w", err)
@@ -141,7 +144,7 @@ func nextStreamID(id string) (string, error) {
 	return msPart + "-" + strconv.FormatUint(seq+1, 10), nil
 }
 
-// SettleOutbox makes sure that the change of each event, taken from the
+// settleOutbox makes sure that the change of each event, taken from the
 // outbox, is complete: on a Cluster it applies again the second step of
 // each (the followee's side), pipelined; on a standalone Redis both sides
 // change in one step and there is nothing to do. Second steps are
@@ -150,7 +153,7 @@ func nextStreamID(id string) (string, error) {
 //
 // The outbox is the record of the second steps that may be pending, so a
 // relay settles the events it read before it trims them.
-func (g *Graph) SettleOutbox(ctx context.Context, events []fg.Event) error {
+func (g *Graph) settleOutbox(ctx context.Context, events []fg.Event) error {
 	if !g.cluster || len(events) == 0 {
 		return nil
 	}
@@ -160,21 +163,21 @@ func (g *Graph) SettleOutbox(ctx context.Context, events []fg.Event) error {
 	return nil
 }
 
-// Repair settles every event in the outbox (see SettleOutbox) and returns
+// Repair settles every event in the outbox (see Outbox.Settle) and returns
 // how many second steps changed something: those that had been left
 // undone. It is safe at any time, also while writes go on.
 func (g *Graph) Repair(ctx context.Context) (int, error) {
 	if !g.cluster {
 		return 0, nil
 	}
-	streams, err := g.PendingOutboxStreams(ctx)
+	streams, err := g.pendingOutboxStreams(ctx)
 	if err != nil {
 		return 0, err
 	}
 	repaired := 0
 	for _, key := range streams {
 		for after := ""; ; {
-			entries, err := g.ReadOutbox(ctx, key, after, rangeChunk)
+			entries, err := g.readOutbox(ctx, key, after, rangeChunk)
 			if err != nil {
 				return repaired, err
 			}
@@ -194,4 +197,81 @@ func (g *Graph) Repair(ctx context.Context) (int, error) {
 		}
 	}
 	return repaired, nil
+}
+
+// Outbox is the graph's outbox as the relay of one serve node moves it
+// into the event log (it is a pipeline.Outbox). It moves a stream only
+// while its owner holds the stream's lease (see lease.go), so that the
+// relays of several nodes share the streams, and gives its leases up at
+// Release, so that another node takes them over at once rather than when
+// they run out.
+type Outbox struct {
+	g     *Graph
+	owner string
+	ttl   time.Duration
+	held  sync.Map // stream key → struct{}
+}
+
+// Outbox returns the outbox as owner's relay moves it, holding each
+// stream's lease for ttl from its last renewal. owner must name the node
+// among the nodes of the deployment, and stay the same across its
+// restarts, so that a node started again takes its leases back at once.
+func (g *Graph) Outbox(owner string, ttl time.Duration) *Outbox {
+	return &Outbox{g: g, owner: owner, ttl: ttl}
+}
+
+// Streams returns the keys of the streams that hold events.
+func (o *Outbox) Streams(ctx context.Context) ([]string, error) {
+	return o.g.pendingOutboxStreams(ctx)
+}
+
+// Claim takes or renews the owner's lease of stream, and reports whether
+// the owner holds it.
+func (o *Outbox) Claim(ctx context.Context, stream string) (bool, error) {
+	ok, err := o.g.claimOutbox(ctx, stream, o.owner, o.ttl)
+	if ok {
+		o.held.Store(stream, struct{}{})
+	}
+	return ok, err
+}
+
+// Read returns the first n events of stream, in order, and the entry id
+// of the last of them (for Trim).
+func (o *Outbox) Read(ctx context.Context, stream string, n int) ([]fg.Event, string, error) {
+	entries, err := o.g.readOutbox(ctx, stream, "", n)
+	if err != nil || len(entries) == 0 {
+		return nil, "", err
+	}
+	events := make([]fg.Event, len(entries))
+	for i, e := range entries {
+		events[i] = e.Event
+	}
+	return events, entries[len(entries)-1].ID, nil
+}
+
+// Settle completes whatever the changes of events still lack: on a
+// Cluster the followee's side of each (second steps are idempotent and
+// version-conditional); on a standalone Redis nothing.
+func (o *Outbox) Settle(ctx context.Context, events []fg.Event) error {
+	return o.g.settleOutbox(ctx, events)
+}
+
+// Trim removes the entries of stream up to and including the entry id
+// through.
+func (o *Outbox) Trim(ctx context.Context, stream, through string) error {
+	_, err := o.g.trimOutbox(ctx, stream, through)
+	return err
+}
+
+// Release gives up every lease the owner took through this Outbox.
+func (o *Outbox) Release(ctx context.Context) error {
+	var errs []error
+	o.held.Range(func(stream, _ any) bool {
+		if err := o.g.releaseOutbox(ctx, stream.(string), o.owner); err != nil {
+			errs = append(errs, err)
+		}
+		o.held.Delete(stream)
+		return true
+	})
+	return errors.Join(errs...)
 }

@@ -72,7 +72,7 @@ func TestOutbox(t *testing.T) {
 				}
 			}
 
-			pending, err := g.PendingOutboxStreams(ctx)
+			pending, err := g.pendingOutboxStreams(ctx)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -84,14 +84,14 @@ func TestOutbox(t *testing.T) {
 
 			// Read from an entry id, and trim up to one.
 			key := g.outbox(1)
-			all, err := g.ReadOutbox(ctx, key, "", 1_000_000)
+			all, err := g.readOutbox(ctx, key, "", 1_000_000)
 			if err != nil {
 				t.Fatal(err)
 			}
 			if len(all) < 5 {
 				t.Fatalf("only %d events in %s", len(all), key)
 			}
-			rest, err := g.ReadOutbox(ctx, key, all[2].ID, 1_000_000)
+			rest, err := g.readOutbox(ctx, key, all[2].ID, 1_000_000)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -99,21 +99,21 @@ func TestOutbox(t *testing.T) {
 				t.Errorf("ReadOutbox after the third entry returned %d entries starting %v, want %d starting %v",
 					len(rest), rest[0], len(all)-3, all[3])
 			}
-			n, err := g.TrimOutbox(ctx, key, all[2].ID)
+			n, err := g.trimOutbox(ctx, key, all[2].ID)
 			if err != nil || n != 3 {
 				t.Errorf("TrimOutbox through the third entry = %d, %v; want 3, nil", n, err)
 			}
-			after, err := g.ReadOutbox(ctx, key, "", 1_000_000)
+			after, err := g.readOutbox(ctx, key, "", 1_000_000)
 			if err != nil {
 				t.Fatal(err)
 			}
 			if len(after) != len(all)-3 || after[0] != all[3] {
 				t.Errorf("after the trim the outbox starts %v, want %v", after[0], all[3])
 			}
-			if _, err := g.TrimOutbox(ctx, key, all[len(all)-1].ID); err != nil {
+			if _, err := g.trimOutbox(ctx, key, all[len(all)-1].ID); err != nil {
 				t.Fatal(err)
 			}
-			if pending, err = g.PendingOutboxStreams(ctx); err != nil || slices.Contains(pending, key) {
+			if pending, err = g.pendingOutboxStreams(ctx); err != nil || slices.Contains(pending, key) {
 				t.Errorf("PendingOutboxStreams() after %s was trimmed whole = %v, %v; want it left out", key, pending, err)
 			}
 		})
@@ -152,11 +152,11 @@ func TestOutboxBound(t *testing.T) {
 				t.Errorf("Apply with the outbox full: %v", err)
 			}
 
-			entries, err := g.ReadOutbox(ctx, g.outbox(1), "", 10)
+			entries, err := g.readOutbox(ctx, g.outbox(1), "", 10)
 			if err != nil || len(entries) != 3 {
 				t.Fatalf("ReadOutbox = %d entries, %v; want 3", len(entries), err)
 			}
-			if _, err := g.TrimOutbox(ctx, g.outbox(1), entries[0].ID); err != nil {
+			if _, err := g.trimOutbox(ctx, g.outbox(1), entries[0].ID); err != nil {
 				t.Fatal(err)
 			}
 			if res, err := g.Follow(ctx, 1, 5); err != nil || !res.Created {

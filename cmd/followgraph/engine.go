@@ -6,7 +6,6 @@ import (
 	"log/slog"
 	"os"
 	"path/filepath"
-	"sync"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -97,10 +96,9 @@ func redisEngine(cfg Config, store durableStore, elog *eventlog.Log, reg prometh
 	if g.Cluster() {
 		mode, maxIdle = "cluster", time.Second
 	}
-	leases := &outboxLeases{g: g, owner: nodeName(cfg.Data)}
-	relay := pipeline.NewRelay(redisOutbox{g}, durable(elog), reg,
-		pipeline.WithRelayLogger(logger), pipeline.WithRelayIdle(5*time.Millisecond, maxIdle),
-		pipeline.WithRelayLease(leases.claim))
+	outbox := g.Outbox(nodeName(cfg.Data), leaseTTL)
+	relay := pipeline.NewRelay(withFaults(outbox), durable(elog), reg,
+		pipeline.WithRelayLogger(logger), pipeline.WithRelayIdle(5*time.Millisecond, maxIdle))
 	return &engine{
 		graph:   g,
 		desc:    fmt.Sprintf("redis %s (%s, prefix %q)", secret.Redact(cfg.Redis), mode, cfg.RedisPrefix),
@@ -116,7 +114,10 @@ func redisEngine(cfg Config, store durableStore, elog *eventlog.Log, reg prometh
 		},
 		watch: func(ctx context.Context) { keeper.Watch(ctx, lost, 2*time.Second) },
 		close: func() {
-			leases.release()
+			// At a clean stop another node takes the streams over at once.
+			ctx, cancel := context.WithTimeout(context.Background(), time.Second)
+			defer cancel()
+			outbox.Release(ctx)
 			closeRedis()
 		},
 	}, nil
@@ -142,65 +143,9 @@ func openRedis(url string, opts ...redisgraph.Option) (*redisgraph.Graph, func()
 	return g, client.Close, nil
 }
 
-// beforeTrim runs when the relay has published a batch and is about to
-// trim it from the outbox. A binary built with -tags faultinject can die
-// there (fault_inject.go), for the fault tests; otherwise it does nothing.
-var beforeTrim = func() {}
-
-// redisOutbox is redisgraph's outbox as the relay reads it.
-type redisOutbox struct{ g *redisgraph.Graph }
-
-func (o redisOutbox) OutboxStreams(ctx context.Context) ([]string, error) {
-	return o.g.PendingOutboxStreams(ctx)
-}
-
-func (o redisOutbox) ReadOutbox(ctx context.Context, stream, after string, n int) ([]pipeline.OutboxEntry, error) {
-	entries, err := o.g.ReadOutbox(ctx, stream, after, n)
-	out := make([]pipeline.OutboxEntry, len(entries))
-	for i, e := range entries {
-		out[i] = pipeline.OutboxEntry(e)
-	}
-	return out, err
-}
-
-func (o redisOutbox) SettleOutbox(ctx context.Context, events []fg.Event) error {
-	return o.g.SettleOutbox(ctx, events)
-}
-
-func (o redisOutbox) TrimOutbox(ctx context.Context, stream, through string) error {
-	beforeTrim()
-	_, err := o.g.TrimOutbox(ctx, stream, through)
-	return err
-}
-
-// outboxLeases takes and renews this node's leases of outbox streams, so
-// that the relays of several nodes share the streams (see
-// redisgraph.ClaimOutbox), and gives them up at a clean stop so another
-// node takes them over at once rather than when they run out.
-type outboxLeases struct {
-	g     *redisgraph.Graph
-	owner string
-	held  sync.Map // stream → struct{}
-}
-
-// leaseTTL is how long a stream waits for a new relay after its node died.
+// leaseTTL is how long an outbox stream waits for a new relay after its
+// node died.
 const leaseTTL = 5 * time.Second
-
-func (l *outboxLeases) claim(ctx context.Context, stream string) (bool, error) {
-	ok, err := l.g.ClaimOutbox(ctx, stream, l.owner, leaseTTL)
-	if ok {
-		l.held.Store(stream, struct{}{})
-	}
-	return ok, err
-}
-
-func (l *outboxLeases) release() {
-	ctx, cancel := context.WithTimeout(context.Background(), time.Second)
-	defer cancel()
-	l.held.Range(func(stream, _ any) bool {
-		return l.g.ReleaseOutbox(ctx, stream.(string), l.owner) == nil
-	})
-}
 
 // nodeName names this node among the nodes of a deployment: its host and
 // data folder, which stay the same across a restart, so that a node killed
