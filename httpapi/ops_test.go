@@ -6,11 +6,13 @@ import (
 	"io"
 	"net/http"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
 
+	fg "github.com/followgraph/followgraph"
 	"github.com/followgraph/followgraph/httpapi"
 )
 
@@ -161,4 +163,48 @@ func (f *fixture) metrics() string {
 		f.tb.Error(err)
 	}
 	return string(b)
+}
+
+// TestServer_Gate: while the gate says no, every API route answers its
+// error (a 503 with Retry-After for an unavailable one) and changes
+// nothing, while health, readiness and metrics are served; then the API
+// opens.
+func TestServer_Gate(t *testing.T) {
+	var open atomic.Bool
+	f := newFixture(t, fixtureConfig{opts: []httpapi.Option{
+		httpapi.WithGate(func() error {
+			if !open.Load() {
+				return &fg.Error{Code: fg.EUnavailable, Message: "the graph is still loading"}
+			}
+			return nil
+		}),
+	}})
+	for _, r := range []request{
+		{method: http.MethodGet, target: "/v1/users/1"},
+		{method: http.MethodPut, target: "/v1/users/1/following/2"},
+		{method: http.MethodGet, target: "/v1/users/1/following"},
+	} {
+		a := f.do(r)
+		if a.status != http.StatusServiceUnavailable || a.errorCode() != fg.EUnavailable || a.header.Get("Retry-After") != "1" ||
+			!strings.Contains(string(a.body), "still loading") {
+			t.Errorf("%s %s while gated: %d %s (Retry-After %q), want 503 unavailable saying why", r.method, r.target, a.status, a.body, a.header.Get("Retry-After"))
+		}
+	}
+	for _, path := range []string{"/healthz", "/readyz", "/metrics"} {
+		res, err := http.Get(f.srv.URL + path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		res.Body.Close()
+		if res.StatusCode != http.StatusOK {
+			t.Errorf("%s while gated: %d, want 200", path, res.StatusCode)
+		}
+	}
+	if n := f.g.Stats().Edges; n != 0 {
+		t.Fatalf("a gated follow made %d edges", n)
+	}
+	open.Store(true)
+	if a := f.do(request{method: http.MethodPut, target: "/v1/users/1/following/2"}); a.status != http.StatusOK {
+		t.Fatalf("follow once open: %d %s", a.status, a.body)
+	}
 }

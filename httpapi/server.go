@@ -49,6 +49,7 @@ type Server struct {
 	metrics *metrics
 	limits  Limits
 	bodies  chan struct{} // one per request body being read (Limits.MaxBodies)
+	gate    func() error  // nil: the API is open from the start
 }
 
 // readiness is a backend's check, for /readyz and the backend's up gauge.
@@ -98,6 +99,13 @@ func WithDegradable(name string, check func(ctx context.Context) error) Option {
 	return func(s *Server) { s.ready = append(s.ready, &readiness{name: name, check: check, degradable: true}) }
 }
 
+// WithGate holds the API back until gate returns nil: meanwhile every API
+// request is answered gate's error, as any error is (an EUnavailable one
+// is a 503, with Retry-After: 1), while /healthz, /readyz and /metrics are
+// served from the start. gate is called for every API request, so it must
+// be cheap (serve's says whether the graph is loaded yet).
+func WithGate(gate func() error) Option { return func(s *Server) { s.gate = gate } }
+
 // WithRegistry registers the server's metrics in reg, and serves reg at
 // /metrics. By default the server has a registry of its own, with the Go
 // and process collectors.
@@ -135,8 +143,8 @@ func (s *Server) routes() {
 	s.handle("GET /v1/users/{user}/common-followers/{other}", s.commonFollowers)
 	s.handle("GET /v1/users/{user}/known-followers/{target}", s.knownFollowers)
 	s.handle("GET /v1/users/{user}/suggestions", s.suggestions)
-	s.handle("GET /healthz", s.healthz)
-	s.handle("GET /readyz", s.readyz)
+	s.handleOps("GET /healthz", s.healthz)
+	s.handleOps("GET /readyz", s.readyz)
 	metrics := promhttp.HandlerFor(s.reg, promhttp.HandlerOpts{})
 	s.mux.HandleFunc("GET /metrics", func(w http.ResponseWriter, r *http.Request) {
 		markMatched(w)
@@ -149,10 +157,26 @@ func (s *Server) routes() {
 // an error to answer instead.
 type apiFunc func(ctx context.Context, r *http.Request, b []byte) ([]byte, error)
 
-func (s *Server) handle(pattern string, f apiFunc) {
+// handle routes pattern, a route of the API, to f.
+func (s *Server) handle(pattern string, f apiFunc) { s.route(pattern, f, true) }
+
+// handleOps routes pattern, a route for operators (health, readiness),
+// which WithGate's gate does not hold back.
+func (s *Server) handleOps(pattern string, f apiFunc) { s.route(pattern, f, false) }
+
+func (s *Server) route(pattern string, f apiFunc, gated bool) {
 	s.mux.HandleFunc(pattern, func(w http.ResponseWriter, r *http.Request) {
 		markMatched(w)
 		ctx := requestContext(w, r)
+		if gated && s.gate != nil {
+			if err := s.gate(); err != nil {
+				if _, code := statusCode(err); code == followgraph.EUnavailable {
+					w.Header().Set("Retry-After", "1")
+				}
+				s.writeError(ctx, w, r, err)
+				return
+			}
+		}
 		buf := bufs.Get().(*[]byte)
 		defer bufs.Put(buf)
 		b, err := f(ctx, r, (*buf)[:0])
