@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"iter"
-	"slices"
 
 	fg "github.com/followgraph/followgraph"
 	"github.com/followgraph/followgraph/eventlog"
@@ -28,16 +27,15 @@ type Events interface {
 // (another node, while rebuild or reconcile read), and an event it stores
 // and then removes from the log between the two reads is then in the
 // store's read, whereas read the other way round it would be in neither.
-// The log's tail is applied in batches as it is read; the store's events
-// whose versions are older change nothing over it.
+// The log's tail, which may be long (a persister down for hours), is
+// spooled to a temporary file meanwhile rather than held in memory
+// (25 bytes an event), and applied in batches after the store.
 func Load(ctx context.Context, g *memgraph.Graph, store Events, log *eventlog.Log) error {
-	var tail []fg.Event
-	if err := log.Replay(ctx, 0, func(m eventlog.Message) error {
-		tail = append(tail, m.Event)
-		return nil
-	}); err != nil {
-		return fmt.Errorf("recovery: read the log: %w", err)
+	tail, err := spool(ctx, log)
+	if err != nil {
+		return err
 	}
+	defer tail.close()
 	var loadErr error
 	if err := g.Load(ctx, events(store.Events(ctx), &loadErr)); err != nil {
 		return fmt.Errorf("recovery: load: %w", err)
@@ -45,10 +43,8 @@ func Load(ctx context.Context, g *memgraph.Graph, store Events, log *eventlog.Lo
 	if loadErr != nil {
 		return fmt.Errorf("recovery: read store: %w", loadErr)
 	}
-	for batch := range slices.Chunk(tail, 4096) {
-		if err := g.Apply(ctx, batch); err != nil {
-			return fmt.Errorf("recovery: replay the log: %w", err)
-		}
+	if err := tail.apply(ctx, g); err != nil {
+		return fmt.Errorf("recovery: replay the log: %w", err)
 	}
 	return nil
 }

@@ -1,0 +1,98 @@
+package recovery
+
+import (
+	"context"
+	"log/slog"
+	"path/filepath"
+	"testing"
+	"time"
+
+	fg "github.com/followgraph/followgraph"
+	"github.com/followgraph/followgraph/eventlog"
+	"github.com/followgraph/followgraph/memgraph"
+	"github.com/followgraph/followgraph/store/sqlite"
+)
+
+// openParts opens an embedded log and a SQLite store in a folder of the
+// test's, closed when it ends.
+func openParts(t *testing.T) (*sqlite.Store, *eventlog.Log) {
+	t.Helper()
+	ctx := context.Background()
+	dir := t.TempDir()
+	store, err := sqlite.Open(ctx, filepath.Join(dir, "followgraph.db"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { store.Close() })
+	log, err := eventlog.Open(ctx, eventlog.Config{Dir: filepath.Join(dir, "nats"), Logger: slog.New(slog.DiscardHandler)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { log.Close() })
+	return store, log
+}
+
+// TestLoad: the store, then the log's tail over it in the log's order,
+// across more than one batch of the spooled tail: the graph ends as the
+// last event of each edge says.
+func TestLoad(t *testing.T) {
+	ctx := context.Background()
+	store, log := openParts(t)
+	v := fg.VersionAt(time.Now().UnixMilli())
+	next := func() fg.Version { v++; return v }
+	// In the store: 1 follows 2..101.
+	var stored []fg.Event
+	for t := range fg.UserID(100) {
+		stored = append(stored, fg.NewEvent(1, 2+t, fg.OpFollow, next()))
+	}
+	if _, err := store.Apply(ctx, stored, 0); err != nil {
+		t.Fatal(err)
+	}
+	// In the log: 1 unfollows 2..51; 3 follows and unfollows 10,000 users
+	// in turn, then follows 4..5003 again; 4 follows 1.
+	var tail []fg.Event
+	for t := range fg.UserID(50) {
+		tail = append(tail, fg.NewEvent(1, 2+t, fg.OpUnfollow, next()))
+	}
+	for t := range fg.UserID(5000) {
+		tail = append(tail, fg.NewEvent(3, 4+t, fg.OpFollow, next()), fg.NewEvent(3, 4+t, fg.OpUnfollow, next()))
+	}
+	for t := range fg.UserID(5000) {
+		tail = append(tail, fg.NewEvent(3, 4+t, fg.OpFollow, next()))
+	}
+	tail = append(tail, fg.NewEvent(4, 1, fg.OpFollow, next()))
+	for _, e := range tail {
+		if err := log.Publish(ctx, e); err != nil {
+			t.Fatal(err)
+		}
+	}
+	g := memgraph.New()
+	if err := Load(ctx, g, store, log); err != nil {
+		t.Fatal(err)
+	}
+	want := []fg.Counts{
+		{ID: 1, FollowingCount: 50, FollowerCount: 1},
+		{ID: 2},
+		{ID: 3, FollowingCount: 5000},
+		{ID: 4, FollowingCount: 1, FollowerCount: 1}, // 3 follows 4 again
+		{ID: 52, FollowerCount: 2}, // 1 kept it, 3 follows it again
+	}
+	ids := make([]fg.UserID, len(want))
+	for i, c := range want {
+		ids[i] = c.ID
+	}
+	got, err := g.Counts(ctx, ids)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := range want {
+		if got[i] != want[i] {
+			t.Errorf("counts after Load = %+v, want %+v", got[i], want[i])
+		}
+	}
+	last := tail[len(tail)-2] // 3 follows 5003
+	edge, err := g.IsFollowing(ctx, 3, 5003)
+	if err != nil || !edge.Following || !edge.Since.Equal(last.Time) {
+		t.Errorf("3→5003 after Load = %+v, %v; want following since %v, the last event of the edge", edge, err, last.Time)
+	}
+}
