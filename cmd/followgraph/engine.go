@@ -43,7 +43,7 @@ type engine struct {
 // tail at start, whose hook publishes each change to the log before it is
 // acknowledged.
 func memEngine(cfg Config, store durableStore, elog *eventlog.Log, reg prometheus.Registerer) *engine {
-	g := memgraph.New(memgraph.WithHook(durable(elog)), memgraph.WithMaxFollowing(cfg.MaxFollowing))
+	g := memgraph.New(memgraph.WithHook(elog.Hook()), memgraph.WithMaxFollowing(cfg.MaxFollowing))
 	reg.MustRegister(
 		prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "followgraph_engine_users", Help: "Users known to the graph engine."},
 			func() float64 { return float64(g.Stats().Users) }),
@@ -75,7 +75,7 @@ func memEngine(cfg Config, store durableStore, elog *eventlog.Log, reg prometheu
 func redisEngine(cfg Config, store durableStore, elog *eventlog.Log, reg prometheus.Registerer, logger *slog.Logger) (*engine, error) {
 	lost := make(chan struct{}, 1)
 	g, closeRedis, err := openRedis(cfg.Redis, redisgraph.WithPrefix(cfg.RedisPrefix),
-		redisgraph.WithMaxFollowing(cfg.MaxFollowing), redisgraph.WithHook(durable(elog)), redisgraph.WithWriteGate(elog.Writable),
+		redisgraph.WithMaxFollowing(cfg.MaxFollowing), redisgraph.WithHook(elog.Hook()), redisgraph.WithWriteGate(elog.Writable),
 		redisgraph.WithOnLoss(func() {
 			select {
 			case lost <- struct{}{}:
@@ -97,7 +97,7 @@ func redisEngine(cfg Config, store durableStore, elog *eventlog.Log, reg prometh
 		mode, maxIdle = "cluster", time.Second
 	}
 	outbox := g.Outbox(nodeName(cfg.Data), leaseTTL)
-	relay := pipeline.NewRelay(withFaults(outbox), durable(elog), reg,
+	relay := pipeline.NewRelay(withFaults(outbox), elog.Hook(), reg,
 		pipeline.WithRelayLogger(logger), pipeline.WithRelayIdle(5*time.Millisecond, maxIdle))
 	return &engine{
 		graph:   g,

@@ -158,12 +158,52 @@ func newLogger(level string, scrub *secret.Scrubber) (*slog.Logger, error) {
 	return slog.New(scrub.Handler(slog.NewJSONHandler(os.Stderr, &slog.HandlerOptions{Level: l}))), nil
 }
 
-// serve runs the service until ctx ends, then shuts down in order: stop
-// taking requests and finish those in flight, let the persister drain the
-// log into the store, close the log, close the store.
+// serve runs the service until ctx ends or its HTTP server fails.
 func serve(ctx context.Context, cfg Config, scrub *secret.Scrubber) error {
-	logger, err := newLogger(cfg.LogLevel, scrub)
-	if err != nil {
+	m := &Main{cfg: cfg, scrub: scrub}
+	err := m.Run(ctx)
+	if err == nil {
+		err = m.Wait(ctx)
+	}
+	return errors.Join(err, m.Close())
+}
+
+// Main is the serve command's program. Run opens the parts in order (the
+// data folder's lock, the durable store, the event log, the engine, the
+// HTTP server, then the graph's recovery, the persister, the relay and the
+// engine's keeper) and starts them; Close stops taking requests, finishes
+// those in flight, and closes the parts in the reverse order, draining
+// the outbox into the log and the log into the store on the way.
+type Main struct {
+	cfg    Config
+	scrub  *secret.Scrubber
+	logger *slog.Logger
+
+	http    *http.Server
+	served  chan error              // the HTTP server's end
+	closers []func(context.Context) // what Run opened, for Close, in the order opened
+}
+
+// opened records how to close a part Run opened.
+func (m *Main) opened(close func(ctx context.Context)) { m.closers = append(m.closers, close) }
+
+// started runs f in the background until Close, which cancels its context
+// and waits for it to return.
+func (m *Main) started(f func(ctx context.Context)) {
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		f(ctx)
+	}()
+	m.opened(func(context.Context) { cancel(); <-done })
+}
+
+// Run opens and starts the service, and returns once it serves everything
+// (or the error of the part that failed: Close closes what was opened).
+func (m *Main) Run(ctx context.Context) (err error) {
+	cfg := m.cfg
+	if m.logger, err = newLogger(cfg.LogLevel, m.scrub); err != nil {
 		return err
 	}
 	if limit, _ := parseBytes(cfg.MemoryLimit); limit > 0 {
@@ -173,59 +213,112 @@ func serve(ctx context.Context, cfg Config, scrub *secret.Scrubber) error {
 	if err != nil {
 		return err
 	}
-	defer unlock()
+	m.opened(func(context.Context) { unlock() })
 	store, storeDesc, err := openStore(ctx, cfg.DB, cfg.Data)
 	if err != nil {
 		return err
 	}
-	defer store.Close()
-
-	reserve, _ := cfg.diskReserve()
-	sync := eventlog.SyncAlways
-	if cfg.Fsync == "interval" {
-		sync = eventlog.SyncInterval
-	}
-	// The store and the log must still hold everything acknowledged.
-	elog, err := recovery.OpenLog(ctx, store, eventlog.Config{Dir: filepath.Join(cfg.Data, "nats"), URL: cfg.NATS, Replicas: cfg.NATSReplicas,
-		Stream: cfg.NATSStream, Subject: natsSubject(cfg.NATSStream), Sync: sync, Logger: logger, DiskReserve: reserve}, cfg.AcceptDataLoss, logger)
-	var damage *recovery.Damage
-	if errors.As(err, &damage) {
-		return fmt.Errorf("refusing to start: %w.\nRestore the missing data from a backup, or start with --accept-data-loss to go on without it", err)
-	}
+	m.opened(func(context.Context) { store.Close() })
+	elog, err := m.openLog(ctx, store)
 	if err != nil {
 		return err
 	}
-	defer elog.Close()
-	mctx, stopMark := context.WithCancel(context.Background())
-	marked := make(chan struct{})
-	go func() {
-		defer close(marked)
-		recovery.KeepMark(mctx, store, elog, time.Second, logger)
-	}()
-	defer func() { stopMark(); <-marked }() // a last note before the log and the store close
+	m.opened(func(context.Context) { elog.Close() })
+	m.started(func(ctx context.Context) { recovery.KeepMark(ctx, store, elog, time.Second, m.logger) })
 
 	reg := prometheus.NewRegistry()
 	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	registerLogMetrics(reg, elog)
 	registerBuildInfo(reg)
-	var eng *engine
-	if cfg.Redis != "" {
-		if eng, err = redisEngine(cfg, store, elog, reg, logger); err != nil {
-			return err
-		}
-	} else {
-		eng = memEngine(cfg, store, elog, reg)
+	eng, err := m.engine(store, elog, reg)
+	if err != nil {
+		return err
 	}
-	defer eng.close()
-	g := eng.graph
-	var ready atomic.Bool
+	m.opened(func(context.Context) { eng.close() })
+
+	var loaded atomic.Bool
+	addr, err := m.listen(eng, store, elog, reg, &loaded)
+	if err != nil {
+		return err
+	}
+	natsDesc := "embedded at " + filepath.Join(cfg.Data, "nats")
+	if cfg.NATS != "" {
+		natsDesc = secret.Redact(cfg.NATS)
+	}
+	m.logger.Info("followgraph serving", "addr", addr, "engine", eng.desc,
+		"eventlog", "nats jetstream "+natsDesc, "store", storeDesc, "fsync", cfg.Fsync, "version", version())
+
+	// Recovery: the record, then the log's tail after what the record has.
+	start := time.Now()
+	if err := eng.recover(ctx); err != nil {
+		return err
+	}
+	m.logger.Info("followgraph ready", append([]any{"recovery", time.Since(start).String()}, eng.stats()...)...)
+
+	m.startPersister(store, elog, reg)
+	if eng.relay != nil {
+		m.started(eng.relay.Run)
+		// At a clean stop the outbox drains into the log, before the log
+		// into the store.
+		m.opened(func(shutdown context.Context) {
+			if err := eng.relay.Drain(shutdown); err != nil {
+				m.logger.Warn("stopping with events still in the outbox; the next start relays them", "err", err)
+			}
+		})
+	}
+	if eng.watch != nil {
+		m.started(eng.watch)
+	}
+	loaded.Store(true)
+	return nil
+}
+
+// openLog opens the event log, refusing to start when the store and the
+// log no longer hold everything acknowledged (unless --accept-data-loss).
+func (m *Main) openLog(ctx context.Context, store durableStore) (*eventlog.Log, error) {
+	cfg := m.cfg
+	reserve, _ := cfg.diskReserve()
+	sync := eventlog.SyncAlways
+	if cfg.Fsync == "interval" {
+		sync = eventlog.SyncInterval
+	}
+	elog, err := recovery.OpenLog(ctx, store, eventlog.Config{Dir: filepath.Join(cfg.Data, "nats"), URL: cfg.NATS, Replicas: cfg.NATSReplicas,
+		Stream: cfg.NATSStream, Subject: natsSubject(cfg.NATSStream), Sync: sync, Logger: m.logger, DiskReserve: reserve}, cfg.AcceptDataLoss, m.logger)
+	var damage *recovery.Damage
+	if errors.As(err, &damage) {
+		return nil, fmt.Errorf("refusing to start: %w.\nRestore the missing data from a backup, or start with --accept-data-loss to go on without it", err)
+	}
+	return elog, err
+}
+
+// engine opens the hot copy: Redis with --redis, memgraph otherwise.
+func (m *Main) engine(store durableStore, elog *eventlog.Log, reg prometheus.Registerer) (*engine, error) {
+	if m.cfg.Redis != "" {
+		return redisEngine(m.cfg, store, elog, reg, m.logger)
+	}
+	return memEngine(m.cfg, store, elog, reg), nil
+}
+
+// errLoading answers API requests until the graph is loaded.
+var errLoading = &fg.Error{Code: fg.EUnavailable, Message: "the graph is still loading"}
+
+// listen starts the HTTP server: health, readiness and metrics at once,
+// the API once loaded is set. It returns the address it listens on.
+func (m *Main) listen(eng *engine, store durableStore, elog *eventlog.Log, reg *prometheus.Registry, loaded *atomic.Bool) (string, error) {
+	cfg := m.cfg
 	opts := []httpapi.Option{
 		httpapi.WithLimits(cfg.Limits),
 		httpapi.WithRegistry(reg),
-		httpapi.WithLogger(logger),
+		httpapi.WithLogger(m.logger),
 		httpapi.WithWriteRate(cfg.WriteRate, cfg.WriteBurst),
+		httpapi.WithGate(func() error {
+			if !loaded.Load() {
+				return errLoading
+			}
+			return nil
+		}),
 		httpapi.WithReadiness("recovery", func(context.Context) error {
-			if !ready.Load() {
+			if !loaded.Load() {
 				return errors.New("loading the graph")
 			}
 			return nil
@@ -237,13 +330,13 @@ func serve(ctx context.Context, cfg Config, scrub *secret.Scrubber) error {
 	if eng.ready != nil {
 		opts = append(opts, httpapi.WithReadiness("redis", eng.ready))
 	}
-	api := httpapi.NewServer(g, opts...)
+	api := httpapi.NewServer(eng.graph, opts...)
 	// The API routes itself; a mux in front only when pprof shares the
 	// port, so a request is not routed once more for nothing.
-	handler := gate(&ready, api)
+	var handler http.Handler = api
 	if cfg.Pprof {
 		mux := http.NewServeMux()
-		mux.Handle("/", handler)
+		mux.Handle("/", api)
 		mux.HandleFunc("/debug/pprof/", pprof.Index)
 		mux.HandleFunc("/debug/pprof/profile", pprof.Profile)
 		mux.HandleFunc("/debug/pprof/trace", pprof.Trace)
@@ -252,123 +345,73 @@ func serve(ctx context.Context, cfg Config, scrub *secret.Scrubber) error {
 	}
 	ln, err := net.Listen("tcp", cfg.Addr)
 	if err != nil {
-		return err
+		return "", err
 	}
-	srv := api.HTTPServer(handler)
-	served := make(chan error, 1)
-	go func() { served <- srv.Serve(api.Listen(ln)) }()
+	m.http = api.HTTPServer(handler)
+	m.served = make(chan error, 1)
+	go func() { m.served <- m.http.Serve(api.Listen(ln)) }()
+	return ln.Addr().String(), nil
+}
 
-	natsDesc := "embedded at " + filepath.Join(cfg.Data, "nats")
-	if cfg.NATS != "" {
-		natsDesc = secret.Redact(cfg.NATS)
-	}
-	logger.Info("followgraph serving", "addr", ln.Addr().String(), "engine", eng.desc,
-		"eventlog", "nats jetstream "+natsDesc, "store", storeDesc, "fsync", cfg.Fsync, "version", version())
-
-	// Recovery: the record, then the log's tail after what the record has.
-	start := time.Now()
-	if err := eng.recover(ctx); err != nil {
-		srv.Close()
-		return err
-	}
-	logger.Info("followgraph ready", append([]any{"recovery", time.Since(start).String()}, eng.stats()...)...)
-
-	persister := pipeline.New(store, reg, pipeline.WithRate(cfg.PersistRate, max(cfg.PersistBatch, int(cfg.PersistRate))), pipeline.WithLogger(logger))
-	pctx, stopPersister := context.WithCancel(context.Background())
-	persisted := make(chan error, 1)
+// startPersister stores the log into the durable store, batch by batch,
+// until Close, which first lets it drain the log.
+func (m *Main) startPersister(store durableStore, elog *eventlog.Log, reg prometheus.Registerer) {
+	cfg := m.cfg
+	persister := pipeline.New(store, reg, pipeline.WithRate(cfg.PersistRate, max(cfg.PersistBatch, int(cfg.PersistRate))), pipeline.WithLogger(m.logger))
+	ctx, stop := context.WithCancel(context.Background())
+	done := make(chan struct{})
 	go func() {
-		persisted <- elog.Consume(pctx, "persister", cfg.PersistBatch, cfg.PersistWait, func(ctx context.Context, batch []eventlog.Message, last uint64) error {
+		defer close(done)
+		err := elog.Consume(ctx, persisterName, cfg.PersistBatch, cfg.PersistWait, func(ctx context.Context, batch []eventlog.Message, last uint64) error {
 			return persister.Handle(ctx, messages(batch), last)
 		})
-	}()
-	rctx, stopRelay := context.WithCancel(context.Background())
-	relayed := make(chan struct{})
-	go func() {
-		defer close(relayed)
-		if eng.relay != nil {
-			eng.relay.Run(rctx)
+		if err != nil && !errors.Is(err, context.Canceled) {
+			m.logger.Error("persister", "err", err)
 		}
 	}()
-	wctx, stopWatch := context.WithCancel(context.Background())
-	watched := make(chan struct{})
-	go func() {
-		defer close(watched)
-		if eng.watch != nil {
-			eng.watch(wctx)
-		}
-	}()
-	defer func() { stopWatch(); <-watched }()
-	ready.Store(true)
+	m.opened(func(shutdown context.Context) {
+		recovery.Drain(shutdown, elog, persisterName, m.logger)
+		stop()
+		<-done
+	})
+}
 
+// persisterName is the durable name of the log's consumer that stores it.
+const persisterName = "persister"
+
+// Wait returns when ctx ends (nil), or with the HTTP server's error.
+func (m *Main) Wait(ctx context.Context) error {
 	select {
 	case <-ctx.Done():
-	case err := <-served:
-		stopRelay()
-		stopPersister()
+		return nil
+	case err := <-m.served:
 		return fmt.Errorf("http: %w", err)
 	}
-	logger.Info("followgraph stopping", "shutdown_timeout", cfg.ShutdownTimeout.String())
-	shutdown, cancel := context.WithTimeout(context.Background(), cfg.ShutdownTimeout)
+}
+
+// Close stops taking requests and finishes those in flight, then closes
+// what Run opened in the reverse order, all within --shutdown-timeout:
+// what is not drained by then stays in the log for the next start.
+func (m *Main) Close() error {
+	if m.logger == nil {
+		return nil
+	}
+	shutdown, cancel := context.WithTimeout(context.Background(), m.cfg.ShutdownTimeout)
 	defer cancel()
-	if err := srv.Shutdown(shutdown); err != nil {
-		logger.Error("http shutdown", "err", err)
-	}
-	stopRelay()
-	<-relayed
-	if eng.relay != nil {
-		if err := eng.relay.Drain(shutdown); err != nil {
-			logger.Warn("stopping with events still in the outbox; the next start relays them", "err", err)
+	if m.http != nil {
+		m.logger.Info("followgraph stopping", "shutdown_timeout", m.cfg.ShutdownTimeout.String())
+		if err := m.http.Shutdown(shutdown); err != nil {
+			m.logger.Error("http shutdown", "err", err)
 		}
 	}
-	drain(shutdown, elog, logger)
-	stopPersister()
-	if err := <-persisted; err != nil && !errors.Is(err, context.Canceled) {
-		logger.Error("persister", "err", err)
+	for i := len(m.closers) - 1; i >= 0; i-- {
+		m.closers[i](shutdown)
 	}
-	logger.Info("followgraph stopped")
+	m.closers = nil
+	if m.http != nil {
+		m.logger.Info("followgraph stopped")
+	}
 	return nil
-}
-
-// publishTimeout bounds how long a write waits for the event log when
-// its context has no deadline (the relay's publishes).
-const publishTimeout = 10 * time.Second
-
-// durable is the engine's hook: a change is acknowledged only once its
-// event is stored in the log. The wait does not end when the client goes
-// away: an event already sent may still be stored, and the engine must not
-// drop a change the log keeps. Only the log's own failure or the request's
-// deadline ends it early; then the write answers 503 and its outcome is
-// unknown, as for any write that was not acknowledged (a repeat of it is
-// idempotent).
-func durable(elog *eventlog.Log) fg.Hook {
-	return func(ctx context.Context, e fg.Event) error {
-		deadline, ok := ctx.Deadline()
-		if !ok {
-			deadline = time.Now().Add(publishTimeout)
-		}
-		ctx, cancel := context.WithDeadline(context.WithoutCancel(ctx), deadline)
-		defer cancel()
-		return elog.Publish(ctx, e)
-	}
-}
-
-// gate answers 503 to API requests until the graph is loaded; health,
-// readiness and metrics are served from the start.
-func gate(ready *atomic.Bool, api http.Handler) http.Handler {
-	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		switch r.URL.Path {
-		case "/healthz", "/readyz", "/metrics":
-		default:
-			if !ready.Load() {
-				w.Header().Set("Content-Type", "application/json")
-				w.Header().Set("Retry-After", "1")
-				w.WriteHeader(http.StatusServiceUnavailable)
-				fmt.Fprintln(w, `{"error":{"code":"unavailable","message":"the graph is still loading"}}`)
-				return
-			}
-		}
-		api.ServeHTTP(w, r)
-	})
 }
 
 func messages(batch []eventlog.Message) []pipeline.Message {
@@ -377,29 +420,6 @@ func messages(batch []eventlog.Message) []pipeline.Message {
 		out[i] = pipeline.Message{Seq: m.Seq, Event: m.Event}
 	}
 	return out
-}
-
-// drain waits until the persister has taken everything in the log, or ctx
-// ends, logging what is left once a second; what is left stays in the log
-// for the next start.
-func drain(ctx context.Context, elog *eventlog.Log, logger *slog.Logger) {
-	said := time.Now()
-	for {
-		n, _, err := elog.Pending(ctx, "persister")
-		if err != nil || n == 0 {
-			return
-		}
-		if time.Since(said) >= time.Second {
-			logger.Info("draining the log into the store", "events_left", n)
-			said = time.Now()
-		}
-		select {
-		case <-ctx.Done():
-			logger.Warn("stopping with events not yet in the store; they stay in the log for the next start", "events", n)
-			return
-		case <-time.After(20 * time.Millisecond):
-		}
-	}
 }
 
 // registerLogMetrics exports how far the durable store is behind the log,
@@ -430,7 +450,7 @@ func (b backlog) Describe(ch chan<- *prometheus.Desc) {
 func (b backlog) Collect(ch chan<- prometheus.Metric) {
 	ctx, cancel := context.WithTimeout(context.Background(), time.Second)
 	defer cancel()
-	n, oldest, err := b.elog.Pending(ctx, "persister")
+	n, oldest, err := b.elog.Pending(ctx, persisterName)
 	if err != nil {
 		return
 	}
