@@ -1,4 +1,10 @@
-package httpapi
+// Package client is a Go client of the followgraph HTTP API (docs/API.md):
+// a followgraph.Graph that a service can import without the server's
+// dependencies. It needs the standard library and the domain package only.
+//
+//	c := client.New("http://127.0.0.1:8080")
+//	res, err := c.Follow(ctx, 1, 2)
+package client
 
 import (
 	"bytes"
@@ -20,7 +26,8 @@ import (
 // It checks nothing itself: the server validates every call, and its
 // errors come back as *followgraph.Error with the server's code and
 // message. A server that cannot be reached, or answers with a gateway
-// error, gives code unavailable, with the cause wrapped.
+// error, gives code unavailable, with the cause wrapped. The client makes
+// no retries of its own.
 //
 // An unavailable error on a read means no answer was given. On a write
 // (Follow, Unfollow) its outcome is unknown: the write may still take
@@ -29,6 +36,8 @@ import (
 // idempotent: retry them until they are answered. (Where the server knew
 // before changing anything that it could not make the write durable, it
 // changed nothing, and the message says so.)
+//
+// A Client is safe for concurrent use.
 type Client struct {
 	base string
 	hc   *http.Client
@@ -40,14 +49,33 @@ var _ followgraph.Graph = (*Client)(nil)
 // server sends, 10000 relations, is about 1.5 MB.
 const maxResponseBytes = 64 << 20
 
-// NewClient returns a client of the server at baseURL, such as
-// "http://127.0.0.1:8080", that sends its requests with hc
-// (http.DefaultClient when nil).
-func NewClient(baseURL string, hc *http.Client) *Client {
-	if hc == nil {
-		hc = http.DefaultClient
+// maxQueryIDs is the most ids GET /v1/users/{user}/relations takes in its
+// query (docs/API.md); Relations asks for more with POST.
+const maxQueryIDs = 1000
+
+// Option configures a Client.
+type Option func(*Client)
+
+// WithHTTPClient makes the client send its requests with hc, which sets
+// the transport and the timeout of each call (the context of a call
+// bounds it too). The default, or when hc is nil, is http.DefaultClient.
+func WithHTTPClient(hc *http.Client) Option {
+	return func(c *Client) {
+		if hc != nil {
+			c.hc = hc
+		}
 	}
-	return &Client{base: strings.TrimRight(baseURL, "/"), hc: hc}
+}
+
+// New returns a client of the server at baseURL, such as
+// "http://127.0.0.1:8080". A baseURL that is not a URL makes every call
+// fail.
+func New(baseURL string, opts ...Option) *Client {
+	c := &Client{base: strings.TrimRight(baseURL, "/"), hc: http.DefaultClient}
+	for _, o := range opts {
+		o(c)
+	}
+	return c
 }
 
 // Follow makes user follow target; see followgraph.Graph. Besides the
@@ -251,13 +279,13 @@ func (c *Client) do(ctx context.Context, method, path, rawQuery string, body, ou
 	if body != nil {
 		b, err := json.Marshal(body)
 		if err != nil {
-			return fmt.Errorf("httpapi: %s %s: %w", method, path, err)
+			return fmt.Errorf("client: %s %s: %w", method, path, err)
 		}
 		rd = bytes.NewReader(b)
 	}
 	req, err := http.NewRequestWithContext(ctx, method, target, rd)
 	if err != nil {
-		return fmt.Errorf("httpapi: %s %s: %w", method, path, err)
+		return fmt.Errorf("client: %s %s: %w", method, path, err)
 	}
 	req.Header.Set("Accept", "application/json")
 	if body != nil {
@@ -273,7 +301,7 @@ func (c *Client) do(ctx context.Context, method, path, rawQuery string, body, ou
 		return unreachable(method, path, err)
 	}
 	if resp.StatusCode != http.StatusOK {
-		return fmt.Errorf("httpapi: %s %s: %w", method, path, errorOf(resp.StatusCode, data))
+		return fmt.Errorf("client: %s %s: %w", method, path, errorOf(resp.StatusCode, data))
 	}
 	if err := json.Unmarshal(data, out); err != nil {
 		return malformed(method, path, err)
@@ -303,7 +331,7 @@ func errorOf(status int, body []byte) *followgraph.Error {
 // unreachable returns the error of a request that got no answer: code
 // unavailable, wrapping the cause.
 func unreachable(method, path string, err error) error {
-	return fmt.Errorf("httpapi: %s %s: %w: %w", method, path,
+	return fmt.Errorf("client: %s %s: %w: %w", method, path,
 		followgraph.Errorf(followgraph.EUnavailable, "the followgraph server did not answer"), err)
 }
 
@@ -313,7 +341,7 @@ func malformed(method, what string, err error) error {
 	if err == nil {
 		err = errors.New("inconsistent fields")
 	}
-	return fmt.Errorf("httpapi: %s %s: malformed answer: %w", method, what, err)
+	return fmt.Errorf("client: %s %s: malformed answer: %w", method, what, err)
 }
 
 // userPath returns /v1/users/{user}, followed by the given segments.

@@ -1,17 +1,50 @@
-package httpapi_test
+package client_test
 
 import (
 	"context"
 	"errors"
+	"io"
+	"log/slog"
 	"net"
 	"net/http"
 	"net/http/httptest"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/followgraph/followgraph"
+	"github.com/followgraph/followgraph/client"
 	"github.com/followgraph/followgraph/httpapi"
+	"github.com/followgraph/followgraph/memgraph"
 )
+
+// t0 is the time of every follow made in a fixture: its graph's clock
+// stands still there.
+var t0 = time.Date(2026, time.November, 30, 15, 4, 5, 123e6, time.UTC)
+
+// fixture is a real server, httpapi over a memgraph, served by httptest.
+type fixture struct {
+	tb  testing.TB
+	g   *memgraph.Graph
+	srv *httptest.Server
+}
+
+func newFixture(tb testing.TB, opts ...httpapi.Option) *fixture {
+	tb.Helper()
+	g := memgraph.New(memgraph.WithClock(func() time.Time { return t0 }))
+	opts = append([]httpapi.Option{httpapi.WithLogger(slog.New(slog.NewTextHandler(io.Discard, nil)))}, opts...)
+	srv := httptest.NewServer(httpapi.NewServer(g, opts...))
+	tb.Cleanup(srv.Close)
+	return &fixture{tb: tb, g: g, srv: srv}
+}
+
+// follow makes user follow target in the engine, not over HTTP.
+func (f *fixture) follow(user, target followgraph.UserID) {
+	f.tb.Helper()
+	if _, err := f.g.Follow(context.Background(), user, target); err != nil {
+		f.tb.Fatalf("Follow(%d, %d): %v", user, target, err)
+	}
+}
 
 // methodRecorder is a RoundTripper that records the method of each request.
 type methodRecorder struct {
@@ -27,15 +60,15 @@ func (m *methodRecorder) RoundTrip(req *http.Request) (*http.Response, error) {
 	return m.next.RoundTrip(req)
 }
 
-// client returns a Client of the fixture's server whose exchanges are
-// checked against api/openapi.yaml, and a record of its requests.
-func (f *fixture) client() (*httpapi.Client, *methodRecorder) {
-	rec := &methodRecorder{next: &specTransport{tb: f.tb, spec: specOf(f.tb), next: f.srv.Client().Transport}}
-	return httpapi.NewClient(f.srv.URL+"/", &http.Client{Transport: rec}), rec
+// client returns a Client of the fixture's server, and a record of its
+// requests.
+func (f *fixture) client() (*client.Client, *methodRecorder) {
+	rec := &methodRecorder{next: f.srv.Client().Transport}
+	return client.New(f.srv.URL+"/", client.WithHTTPClient(&http.Client{Transport: rec})), rec
 }
 
 func TestClient_Relations(t *testing.T) {
-	f := newFixture(t, fixtureConfig{})
+	f := newFixture(t)
 	f.follow(1, 2)
 	c, rec := f.client()
 	for _, tt := range []struct {
@@ -68,7 +101,7 @@ func TestClient_Relations(t *testing.T) {
 }
 
 func TestClient_Counts(t *testing.T) {
-	f := newFixture(t, fixtureConfig{})
+	f := newFixture(t)
 	f.follow(1, 2)
 	c, rec := f.client()
 	for _, tt := range []struct {
@@ -94,7 +127,7 @@ func TestClient_Counts(t *testing.T) {
 // TestClient_ServerErrors checks that the server's errors come back as
 // *followgraph.Error with the server's code and message.
 func TestClient_ServerErrors(t *testing.T) {
-	f := newFixture(t, fixtureConfig{opts: []httpapi.Option{httpapi.WithWriteRate(0.001, 1)}})
+	f := newFixture(t, httpapi.WithWriteRate(0.001, 1))
 	c, _ := f.client()
 	ctx := t.Context()
 
@@ -121,7 +154,7 @@ func TestClient_Unreachable(t *testing.T) {
 	}
 	addr := l.Addr().String()
 	l.Close() // nothing listens there now
-	c := httpapi.NewClient("http://"+addr, nil)
+	c := client.New("http://" + addr)
 	_, err = c.Follow(t.Context(), 1, 2)
 	var op *net.OpError
 	if followgraph.ErrorCode(err) != followgraph.EUnavailable || !errors.As(err, &op) {
@@ -130,7 +163,7 @@ func TestClient_Unreachable(t *testing.T) {
 
 	ctx, cancel := context.WithCancel(t.Context())
 	cancel()
-	f := newFixture(t, fixtureConfig{})
+	f := newFixture(t)
 	c, _ = f.client()
 	_, err = c.Followers(ctx, 1, followgraph.PageRequest{})
 	if followgraph.ErrorCode(err) != followgraph.EUnavailable || !errors.Is(err, context.Canceled) {
@@ -164,7 +197,7 @@ func TestClient_NotOurServer(t *testing.T) {
 				w.Write([]byte(tt.body))
 			}))
 			defer srv.Close()
-			c := httpapi.NewClient(srv.URL, srv.Client())
+			c := client.New(srv.URL, client.WithHTTPClient(srv.Client()))
 			_, err := c.Followers(t.Context(), 1, followgraph.PageRequest{})
 			if followgraph.ErrorCode(err) != tt.code {
 				t.Errorf("%d %q: %v (code %q), want code %q", tt.status, tt.body, err, followgraph.ErrorCode(err), tt.code)
