@@ -148,27 +148,97 @@ func (c *Client) Counts(ctx context.Context, ids []followgraph.UserID) ([]follow
 }
 
 // Following returns a page of the users that user follows; see
-// followgraph.Graph.
+// followgraph.Graph. ListFollowing does the same with a viewer.
 func (c *Client) Following(ctx context.Context, user followgraph.UserID, req followgraph.PageRequest) (followgraph.Page, error) {
-	return c.list(ctx, userPath(user, "following"), req)
+	p, err := c.ListFollowing(ctx, user, ListRequest{Limit: req.Limit, Cursor: req.Cursor})
+	if err != nil {
+		return followgraph.Page{}, err
+	}
+	return p.page(), nil
 }
 
 // Followers returns a page of the users that follow user; see
-// followgraph.Graph.
+// followgraph.Graph. ListFollowers does the same with a viewer.
 func (c *Client) Followers(ctx context.Context, user followgraph.UserID, req followgraph.PageRequest) (followgraph.Page, error) {
+	p, err := c.ListFollowers(ctx, user, ListRequest{Limit: req.Limit, Cursor: req.Cursor})
+	if err != nil {
+		return followgraph.Page{}, err
+	}
+	return p.page(), nil
+}
+
+// ListRequest asks for one page of a following or followers list. Limit
+// and Cursor are those of followgraph.PageRequest. Viewer, when not 0,
+// asks for the viewer's relation to each user listed, so that a list can
+// be shown to someone with a follow button per user in one call.
+type ListRequest struct {
+	Limit  int
+	Cursor string
+	Viewer followgraph.UserID
+}
+
+// ListPage is one page of a following or followers list, newest first.
+// Next is "" on the last page.
+type ListPage struct {
+	Entries []ListEntry
+	Next    string
+}
+
+// ListEntry is one user of a list, with the time of the follow that put it
+// there. Relation is the viewer's relation to that user (RelationSelf for
+// the viewer itself), as Relations reports it; it is "" when the request
+// named no viewer.
+type ListEntry struct {
+	ID       followgraph.UserID
+	Since    time.Time
+	Relation followgraph.Relation
+}
+
+// ListFollowing returns a page of the users that user follows, with the
+// relation of req.Viewer to each; see Following for the rest. An invalid
+// viewer is code invalid_id.
+func (c *Client) ListFollowing(ctx context.Context, user followgraph.UserID, req ListRequest) (ListPage, error) {
+	return c.list(ctx, userPath(user, "following"), req)
+}
+
+// ListFollowers returns a page of the users that follow user, with the
+// relation of req.Viewer to each; see Followers for the rest. An invalid
+// viewer is code invalid_id.
+func (c *Client) ListFollowers(ctx context.Context, user followgraph.UserID, req ListRequest) (ListPage, error) {
 	return c.list(ctx, userPath(user, "followers"), req)
 }
 
-func (c *Client) list(ctx context.Context, path string, req followgraph.PageRequest) (followgraph.Page, error) {
+func (c *Client) list(ctx context.Context, path string, req ListRequest) (ListPage, error) {
+	q := pageQuery(followgraph.PageRequest{Limit: req.Limit, Cursor: req.Cursor})
+	if req.Viewer != 0 {
+		q.Set("viewer", req.Viewer.String())
+	}
 	var out listJSON
-	if err := c.do(ctx, http.MethodGet, path, pageQuery(req), nil, &out); err != nil {
-		return followgraph.Page{}, err
+	if err := c.do(ctx, http.MethodGet, path, q.Encode(), nil, &out); err != nil {
+		return ListPage{}, err
 	}
-	entries, err := entriesOf(len(out.Users), func(i int) (string, string) { return out.Users[i].ID, out.Users[i].Since })
-	if err != nil {
-		return followgraph.Page{}, malformed(http.MethodGet, path, err)
+	entries := make([]ListEntry, len(out.Users))
+	for i, x := range out.Users {
+		id, err1 := followgraph.ParseUserID(x.ID)
+		since, err2 := parseTime(x.Since)
+		if err := errors.Join(err1, err2); err != nil {
+			return ListPage{}, malformed(http.MethodGet, path, err)
+		}
+		if req.Viewer != 0 && x.Relation == "" {
+			return ListPage{}, malformed(http.MethodGet, path, fmt.Errorf("no relation for user %s", x.ID))
+		}
+		entries[i] = ListEntry{ID: id, Since: since, Relation: followgraph.Relation(x.Relation)}
 	}
-	return followgraph.Page{Entries: entries, Next: deref(out.NextCursor)}, nil
+	return ListPage{Entries: entries, Next: deref(out.NextCursor)}, nil
+}
+
+// page returns p without the relations.
+func (p ListPage) page() followgraph.Page {
+	entries := make([]followgraph.Entry, len(p.Entries))
+	for i, e := range p.Entries {
+		entries[i] = followgraph.Entry{ID: e.ID, Since: e.Since}
+	}
+	return followgraph.Page{Entries: entries, Next: p.Next}
 }
 
 // Relations returns the relation of viewer to each id; see
@@ -229,7 +299,7 @@ func (c *Client) KnownFollowers(ctx context.Context, user, target followgraph.Us
 
 func (c *Client) set(ctx context.Context, path string, req followgraph.PageRequest) (followgraph.SetPage, error) {
 	var out setJSON
-	if err := c.do(ctx, http.MethodGet, path, pageQuery(req), nil, &out); err != nil {
+	if err := c.do(ctx, http.MethodGet, path, pageQuery(req).Encode(), nil, &out); err != nil {
 		return followgraph.SetPage{}, err
 	}
 	entries, err := entriesOf(len(out.Users), func(i int) (string, string) { return out.Users[i].ID, out.Users[i].Since })
@@ -356,7 +426,7 @@ func idsQuery(ids []followgraph.UserID) string {
 	return "ids=" + strings.Join(idStrings(ids), ",")
 }
 
-func pageQuery(req followgraph.PageRequest) string {
+func pageQuery(req followgraph.PageRequest) url.Values {
 	q := url.Values{}
 	if req.Limit != 0 {
 		q.Set("limit", strconv.Itoa(req.Limit))
@@ -364,7 +434,7 @@ func pageQuery(req followgraph.PageRequest) string {
 	if req.Cursor != "" {
 		q.Set("cursor", req.Cursor)
 	}
-	return q.Encode()
+	return q
 }
 
 func entriesOf(n int, entry func(i int) (id, since string)) ([]followgraph.Entry, error) {

@@ -8,6 +8,7 @@ import (
 	"net"
 	"net/http"
 	"net/http/httptest"
+	"slices"
 	"sync"
 	"testing"
 	"time"
@@ -204,4 +205,96 @@ func TestClient_NotOurServer(t *testing.T) {
 			}
 		})
 	}
+}
+
+// TestClient_Viewer checks that a list asked for with a viewer comes back
+// with the viewer's relation to each user, from a real server: users 1 to
+// 6 follow 9 and are followed by 8, and the viewer 1 stands to each in
+// another relation.
+func TestClient_Viewer(t *testing.T) {
+	f := newFixture(t)
+	for _, u := range []followgraph.UserID{1, 2, 3, 4, 6} {
+		f.follow(u, 9)
+		f.follow(8, u)
+	}
+	f.follow(1, 2) // following
+	f.follow(3, 1) // follower
+	f.follow(1, 4) // mutual
+	f.follow(4, 1)
+	c, _ := f.client()
+	ctx := t.Context()
+
+	// Every follow is at t0, so the lists are ordered by id, larger first.
+	want := []client.ListEntry{
+		{ID: 6, Since: t0, Relation: followgraph.RelationNone},
+		{ID: 4, Since: t0, Relation: followgraph.RelationMutual},
+		{ID: 3, Since: t0, Relation: followgraph.RelationFollower},
+		{ID: 2, Since: t0, Relation: followgraph.RelationFollowing},
+		{ID: 1, Since: t0, Relation: followgraph.RelationSelf},
+	}
+	for _, tt := range []struct {
+		name string
+		list func(context.Context, followgraph.UserID, client.ListRequest) (client.ListPage, error)
+		user followgraph.UserID
+	}{
+		{"Followers", c.ListFollowers, 9},
+		{"Following", c.ListFollowing, 8},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			p, err := tt.list(ctx, tt.user, client.ListRequest{Viewer: 1})
+			if err != nil || !slices.EqualFunc(p.Entries, want, sameEntry) || p.Next != "" {
+				t.Errorf("the list of %d viewed by 1 = %+v, %v; want %+v", tt.user, p, err, want)
+			}
+
+			// Paging keeps the viewer: the second page has the relations too.
+			var got []client.ListEntry
+			req := client.ListRequest{Limit: 2, Viewer: 1}
+			for {
+				p, err := tt.list(ctx, tt.user, req)
+				if err != nil {
+					t.Fatal(err)
+				}
+				got = append(got, p.Entries...)
+				if req.Cursor = p.Next; req.Cursor == "" {
+					break
+				}
+			}
+			if !slices.EqualFunc(got, want, sameEntry) {
+				t.Errorf("the list of %d viewed by 1, 2 a page = %+v; want %+v", tt.user, got, want)
+			}
+
+			p, err = tt.list(ctx, tt.user, client.ListRequest{})
+			if err != nil || len(p.Entries) != len(want) {
+				t.Fatalf("the list of %d with no viewer = %+v, %v", tt.user, p, err)
+			}
+			for _, e := range p.Entries {
+				if e.Relation != "" {
+					t.Errorf("the list of %d with no viewer has relation %q for %d, want none", tt.user, e.Relation, e.ID)
+				}
+			}
+
+			_, err = tt.list(ctx, tt.user, client.ListRequest{Viewer: -1})
+			if followgraph.ErrorCode(err) != followgraph.EInvalidID {
+				t.Errorf("the list of %d viewed by -1: %v, want code %s", tt.user, err, followgraph.EInvalidID)
+			}
+		})
+	}
+
+	t.Run("NoRelationInAnswer", func(t *testing.T) {
+		srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			w.Write([]byte(`{"users": [{"id": "2", "since": "2026-11-30T15:04:05.123Z"}], "next_cursor": null}`))
+		}))
+		defer srv.Close()
+		c := client.New(srv.URL, client.WithHTTPClient(srv.Client()))
+		if _, err := c.ListFollowers(ctx, 1, client.ListRequest{}); err != nil {
+			t.Errorf("an entry without relation, asked for with no viewer: %v", err)
+		}
+		if _, err := c.ListFollowers(ctx, 1, client.ListRequest{Viewer: 3}); followgraph.ErrorCode(err) != followgraph.EInternal {
+			t.Errorf("an entry without relation, asked for with a viewer: %v, want code %s", err, followgraph.EInternal)
+		}
+	})
+}
+
+func sameEntry(a, b client.ListEntry) bool {
+	return a.ID == b.ID && a.Since.Equal(b.Since) && a.Relation == b.Relation
 }
