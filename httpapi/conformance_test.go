@@ -6,6 +6,7 @@ import (
 	"testing"
 
 	"github.com/followgraph/followgraph"
+	"github.com/followgraph/followgraph/client"
 	"github.com/followgraph/followgraph/graphtest"
 	"github.com/followgraph/followgraph/httpapi"
 	"github.com/followgraph/followgraph/memgraph"
@@ -22,6 +23,6 @@ func TestConformance(t *testing.T) {
 		srv := httptest.NewServer(httpapi.NewServer(g, httpapi.WithLogger(testLogger(tb))))
 		tb.Cleanup(srv.Close)
 		hc := &http.Client{Transport: &specTransport{tb: tb, spec: s, next: srv.Client().Transport}}
-		return httpapi.NewClient(srv.URL, hc)
+		return client.New(srv.URL, client.WithHTTPClient(hc))
 	})
 }

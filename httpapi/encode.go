@@ -10,8 +10,8 @@ import (
 )
 
 // The server writes its answers with these appenders, straight from the
-// domain values into one buffer: encoding/json and the JSON types of
-// json.go (which the client decodes) cost a fifth of a read's CPU. The
+// domain values into one buffer: encoding/json and the JSON types that
+// package client decodes cost a fifth of a read's CPU. The
 // conformance suite over HTTP decodes every answer with the client and
 // checks it against api/openapi.yaml, so the two cannot drift apart.
 

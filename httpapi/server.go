@@ -1,6 +1,6 @@
 // Package httpapi serves a followgraph.Graph over HTTP, as version 1 of the
-// API that docs/API.md and api/openapi.yaml describe, and provides Client, a
-// followgraph.Graph that talks to such a server.
+// API that docs/API.md and api/openapi.yaml describe. Its Go client is
+// package client.
 //
 // The server is a standard net/http ServeMux with method patterns, behind
 // one ServeHTTP that answers every request in JSON, unknown routes (404)

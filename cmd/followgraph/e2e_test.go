@@ -16,7 +16,7 @@ import (
 	"time"
 
 	fg "github.com/followgraph/followgraph"
-	"github.com/followgraph/followgraph/httpapi"
+	"github.com/followgraph/followgraph/client"
 )
 
 // binary is the followgraph command built once for the end-to-end tests,
@@ -49,7 +49,7 @@ func TestMain(m *testing.M) {
 type server struct {
 	cmd    *exec.Cmd
 	url    string
-	client *httpapi.Client
+	client *client.Client
 	logs   *syncBuffer
 	done   chan struct{}
 }
@@ -103,7 +103,7 @@ func startEnv(tb testing.TB, data string, env []string, args ...string) *server 
 	}
 	go func() { s.cmd.Wait(); close(s.done) }()
 	tb.Cleanup(func() { s.kill() })
-	s.client = httpapi.NewClient(s.url, &http.Client{Timeout: 10 * time.Second})
+	s.client = client.New(s.url, client.WithHTTPClient(&http.Client{Timeout: 10 * time.Second}))
 	deadline := time.Now().Add(60 * time.Second)
 	for {
 		resp, err := http.Get(s.url + "/readyz")
@@ -182,7 +182,7 @@ func newWriters(workers, perWorker int) []*writer {
 
 // run writes until stop is closed. A request is never cancelled by the
 // test: it ends with an answer, or with an error when the server dies.
-func (w *writer) run(stop <-chan struct{}, c *httpapi.Client, seed int64, targets int) {
+func (w *writer) run(stop <-chan struct{}, c *client.Client, seed int64, targets int) {
 	ctx := context.Background()
 	r := newRand(seed)
 	for {
@@ -264,7 +264,7 @@ func writeThenKill(s *server, ws []*writer, seed int64, targets int) {
 
 // settle records the outcome of the change that was in flight when the
 // server died: it either happened or not, and from now on that is known.
-func (w *writer) settle(tb testing.TB, c *httpapi.Client) {
+func (w *writer) settle(tb testing.TB, c *client.Client) {
 	tb.Helper()
 	if w.inflight != nil {
 		w.unsure[*w.inflight] = true
@@ -282,7 +282,7 @@ func (w *writer) settle(tb testing.TB, c *httpapi.Client) {
 
 // verify checks w's acknowledged edges, and that its followers follow no
 // one they were not acknowledged (or in flight) to follow.
-func verify(tb testing.TB, c *httpapi.Client, w *writer) {
+func verify(tb testing.TB, c *client.Client, w *writer) {
 	tb.Helper()
 	ctx := context.Background()
 	for e, a := range w.acked {

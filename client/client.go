@@ -1,4 +1,10 @@
-package httpapi
+// Package client is a Go client of the followgraph HTTP API (docs/API.md):
+// a followgraph.Graph that a service can import without the server's
+// dependencies. It needs the standard library and the domain package only.
+//
+//	c := client.New("http://127.0.0.1:8080")
+//	res, err := c.Follow(ctx, 1, 2)
+package client
 
 import (
 	"bytes"
@@ -20,7 +26,8 @@ import (
 // It checks nothing itself: the server validates every call, and its
 // errors come back as *followgraph.Error with the server's code and
 // message. A server that cannot be reached, or answers with a gateway
-// error, gives code unavailable, with the cause wrapped.
+// error, gives code unavailable, with the cause wrapped. The client makes
+// no retries of its own.
 //
 // An unavailable error on a read means no answer was given. On a write
 // (Follow, Unfollow) its outcome is unknown: the write may still take
@@ -29,6 +36,8 @@ import (
 // idempotent: retry them until they are answered. (Where the server knew
 // before changing anything that it could not make the write durable, it
 // changed nothing, and the message says so.)
+//
+// A Client is safe for concurrent use.
 type Client struct {
 	base string
 	hc   *http.Client
@@ -40,14 +49,33 @@ var _ followgraph.Graph = (*Client)(nil)
 // server sends, 10000 relations, is about 1.5 MB.
 const maxResponseBytes = 64 << 20
 
-// NewClient returns a client of the server at baseURL, such as
-// "http://127.0.0.1:8080", that sends its requests with hc
-// (http.DefaultClient when nil).
-func NewClient(baseURL string, hc *http.Client) *Client {
-	if hc == nil {
-		hc = http.DefaultClient
+// maxQueryIDs is the most ids GET /v1/users/{user}/relations takes in its
+// query (docs/API.md); Relations asks for more with POST.
+const maxQueryIDs = 1000
+
+// Option configures a Client.
+type Option func(*Client)
+
+// WithHTTPClient makes the client send its requests with hc, which sets
+// the transport and the timeout of each call (the context of a call
+// bounds it too). The default, or when hc is nil, is http.DefaultClient.
+func WithHTTPClient(hc *http.Client) Option {
+	return func(c *Client) {
+		if hc != nil {
+			c.hc = hc
+		}
 	}
-	return &Client{base: strings.TrimRight(baseURL, "/"), hc: hc}
+}
+
+// New returns a client of the server at baseURL, such as
+// "http://127.0.0.1:8080". A baseURL that is not a URL makes every call
+// fail.
+func New(baseURL string, opts ...Option) *Client {
+	c := &Client{base: strings.TrimRight(baseURL, "/"), hc: http.DefaultClient}
+	for _, o := range opts {
+		o(c)
+	}
+	return c
 }
 
 // Follow makes user follow target; see followgraph.Graph. Besides the
@@ -120,27 +148,97 @@ func (c *Client) Counts(ctx context.Context, ids []followgraph.UserID) ([]follow
 }
 
 // Following returns a page of the users that user follows; see
-// followgraph.Graph.
+// followgraph.Graph. ListFollowing does the same with a viewer.
 func (c *Client) Following(ctx context.Context, user followgraph.UserID, req followgraph.PageRequest) (followgraph.Page, error) {
-	return c.list(ctx, userPath(user, "following"), req)
+	p, err := c.ListFollowing(ctx, user, ListRequest{Limit: req.Limit, Cursor: req.Cursor})
+	if err != nil {
+		return followgraph.Page{}, err
+	}
+	return p.page(), nil
 }
 
 // Followers returns a page of the users that follow user; see
-// followgraph.Graph.
+// followgraph.Graph. ListFollowers does the same with a viewer.
 func (c *Client) Followers(ctx context.Context, user followgraph.UserID, req followgraph.PageRequest) (followgraph.Page, error) {
+	p, err := c.ListFollowers(ctx, user, ListRequest{Limit: req.Limit, Cursor: req.Cursor})
+	if err != nil {
+		return followgraph.Page{}, err
+	}
+	return p.page(), nil
+}
+
+// ListRequest asks for one page of a following or followers list. Limit
+// and Cursor are those of followgraph.PageRequest. Viewer, when not 0,
+// asks for the viewer's relation to each user listed, so that a list can
+// be shown to someone with a follow button per user in one call.
+type ListRequest struct {
+	Limit  int
+	Cursor string
+	Viewer followgraph.UserID
+}
+
+// ListPage is one page of a following or followers list, newest first.
+// Next is "" on the last page.
+type ListPage struct {
+	Entries []ListEntry
+	Next    string
+}
+
+// ListEntry is one user of a list, with the time of the follow that put it
+// there. Relation is the viewer's relation to that user (RelationSelf for
+// the viewer itself), as Relations reports it; it is "" when the request
+// named no viewer.
+type ListEntry struct {
+	ID       followgraph.UserID
+	Since    time.Time
+	Relation followgraph.Relation
+}
+
+// ListFollowing returns a page of the users that user follows, with the
+// relation of req.Viewer to each; see Following for the rest. An invalid
+// viewer is code invalid_id.
+func (c *Client) ListFollowing(ctx context.Context, user followgraph.UserID, req ListRequest) (ListPage, error) {
+	return c.list(ctx, userPath(user, "following"), req)
+}
+
+// ListFollowers returns a page of the users that follow user, with the
+// relation of req.Viewer to each; see Followers for the rest. An invalid
+// viewer is code invalid_id.
+func (c *Client) ListFollowers(ctx context.Context, user followgraph.UserID, req ListRequest) (ListPage, error) {
 	return c.list(ctx, userPath(user, "followers"), req)
 }
 
-func (c *Client) list(ctx context.Context, path string, req followgraph.PageRequest) (followgraph.Page, error) {
+func (c *Client) list(ctx context.Context, path string, req ListRequest) (ListPage, error) {
+	q := pageQuery(followgraph.PageRequest{Limit: req.Limit, Cursor: req.Cursor})
+	if req.Viewer != 0 {
+		q.Set("viewer", req.Viewer.String())
+	}
 	var out listJSON
-	if err := c.do(ctx, http.MethodGet, path, pageQuery(req), nil, &out); err != nil {
-		return followgraph.Page{}, err
+	if err := c.do(ctx, http.MethodGet, path, q.Encode(), nil, &out); err != nil {
+		return ListPage{}, err
 	}
-	entries, err := entriesOf(len(out.Users), func(i int) (string, string) { return out.Users[i].ID, out.Users[i].Since })
-	if err != nil {
-		return followgraph.Page{}, malformed(http.MethodGet, path, err)
+	entries := make([]ListEntry, len(out.Users))
+	for i, x := range out.Users {
+		id, err1 := followgraph.ParseUserID(x.ID)
+		since, err2 := parseTime(x.Since)
+		if err := errors.Join(err1, err2); err != nil {
+			return ListPage{}, malformed(http.MethodGet, path, err)
+		}
+		if req.Viewer != 0 && x.Relation == "" {
+			return ListPage{}, malformed(http.MethodGet, path, fmt.Errorf("no relation for user %s", x.ID))
+		}
+		entries[i] = ListEntry{ID: id, Since: since, Relation: followgraph.Relation(x.Relation)}
 	}
-	return followgraph.Page{Entries: entries, Next: deref(out.NextCursor)}, nil
+	return ListPage{Entries: entries, Next: deref(out.NextCursor)}, nil
+}
+
+// page returns p without the relations.
+func (p ListPage) page() followgraph.Page {
+	entries := make([]followgraph.Entry, len(p.Entries))
+	for i, e := range p.Entries {
+		entries[i] = followgraph.Entry{ID: e.ID, Since: e.Since}
+	}
+	return followgraph.Page{Entries: entries, Next: p.Next}
 }
 
 // Relations returns the relation of viewer to each id; see
@@ -201,7 +299,7 @@ func (c *Client) KnownFollowers(ctx context.Context, user, target followgraph.Us
 
 func (c *Client) set(ctx context.Context, path string, req followgraph.PageRequest) (followgraph.SetPage, error) {
 	var out setJSON
-	if err := c.do(ctx, http.MethodGet, path, pageQuery(req), nil, &out); err != nil {
+	if err := c.do(ctx, http.MethodGet, path, pageQuery(req).Encode(), nil, &out); err != nil {
 		return followgraph.SetPage{}, err
 	}
 	entries, err := entriesOf(len(out.Users), func(i int) (string, string) { return out.Users[i].ID, out.Users[i].Since })
@@ -251,13 +349,13 @@ func (c *Client) do(ctx context.Context, method, path, rawQuery string, body, ou
 	if body != nil {
 		b, err := json.Marshal(body)
 		if err != nil {
-			return fmt.Errorf("httpapi: %s %s: %w", method, path, err)
+			return fmt.Errorf("client: %s %s: %w", method, path, err)
 		}
 		rd = bytes.NewReader(b)
 	}
 	req, err := http.NewRequestWithContext(ctx, method, target, rd)
 	if err != nil {
-		return fmt.Errorf("httpapi: %s %s: %w", method, path, err)
+		return fmt.Errorf("client: %s %s: %w", method, path, err)
 	}
 	req.Header.Set("Accept", "application/json")
 	if body != nil {
@@ -273,7 +371,7 @@ func (c *Client) do(ctx context.Context, method, path, rawQuery string, body, ou
 		return unreachable(method, path, err)
 	}
 	if resp.StatusCode != http.StatusOK {
-		return fmt.Errorf("httpapi: %s %s: %w", method, path, errorOf(resp.StatusCode, data))
+		return fmt.Errorf("client: %s %s: %w", method, path, errorOf(resp.StatusCode, data))
 	}
 	if err := json.Unmarshal(data, out); err != nil {
 		return malformed(method, path, err)
@@ -303,7 +401,7 @@ func errorOf(status int, body []byte) *followgraph.Error {
 // unreachable returns the error of a request that got no answer: code
 // unavailable, wrapping the cause.
 func unreachable(method, path string, err error) error {
-	return fmt.Errorf("httpapi: %s %s: %w: %w", method, path,
+	return fmt.Errorf("client: %s %s: %w: %w", method, path,
 		followgraph.Errorf(followgraph.EUnavailable, "the followgraph server did not answer"), err)
 }
 
@@ -313,7 +411,7 @@ func malformed(method, what string, err error) error {
 	if err == nil {
 		err = errors.New("inconsistent fields")
 	}
-	return fmt.Errorf("httpapi: %s %s: malformed answer: %w", method, what, err)
+	return fmt.Errorf("client: %s %s: malformed answer: %w", method, what, err)
 }
 
 // userPath returns /v1/users/{user}, followed by the given segments.
@@ -328,7 +426,7 @@ func idsQuery(ids []followgraph.UserID) string {
 	return "ids=" + strings.Join(idStrings(ids), ",")
 }
 
-func pageQuery(req followgraph.PageRequest) string {
+func pageQuery(req followgraph.PageRequest) url.Values {
 	q := url.Values{}
 	if req.Limit != 0 {
 		q.Set("limit", strconv.Itoa(req.Limit))
@@ -336,7 +434,7 @@ func pageQuery(req followgraph.PageRequest) string {
 	if req.Cursor != "" {
 		q.Set("cursor", req.Cursor)
 	}
-	return q.Encode()
+	return q
 }
 
 func entriesOf(n int, entry func(i int) (id, since string)) ([]followgraph.Entry, error) {

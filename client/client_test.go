@@ -1,17 +1,51 @@
-package httpapi_test
+package client_test
 
 import (
 	"context"
 	"errors"
+	"io"
+	"log/slog"
 	"net"
 	"net/http"
 	"net/http/httptest"
+	"slices"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/followgraph/followgraph"
+	"github.com/followgraph/followgraph/client"
 	"github.com/followgraph/followgraph/httpapi"
+	"github.com/followgraph/followgraph/memgraph"
 )
+
+// t0 is the time of every follow made in a fixture: its graph's clock
+// stands still there.
+var t0 = time.Date(2026, time.November, 30, 15, 4, 5, 123e6, time.UTC)
+
+// fixture is a real server, httpapi over a memgraph, served by httptest.
+type fixture struct {
+	tb  testing.TB
+	g   *memgraph.Graph
+	srv *httptest.Server
+}
+
+func newFixture(tb testing.TB, opts ...httpapi.Option) *fixture {
+	tb.Helper()
+	g := memgraph.New(memgraph.WithClock(func() time.Time { return t0 }))
+	opts = append([]httpapi.Option{httpapi.WithLogger(slog.New(slog.NewTextHandler(io.Discard, nil)))}, opts...)
+	srv := httptest.NewServer(httpapi.NewServer(g, opts...))
+	tb.Cleanup(srv.Close)
+	return &fixture{tb: tb, g: g, srv: srv}
+}
+
+// follow makes user follow target in the engine, not over HTTP.
+func (f *fixture) follow(user, target followgraph.UserID) {
+	f.tb.Helper()
+	if _, err := f.g.Follow(context.Background(), user, target); err != nil {
+		f.tb.Fatalf("Follow(%d, %d): %v", user, target, err)
+	}
+}
 
 // methodRecorder is a RoundTripper that records the method of each request.
 type methodRecorder struct {
@@ -27,15 +61,15 @@ func (m *methodRecorder) RoundTrip(req *http.Request) (*http.Response, error) {
 	return m.next.RoundTrip(req)
 }
 
-// client returns a Client of the fixture's server whose exchanges are
-// checked against api/openapi.yaml, and a record of its requests.
-func (f *fixture) client() (*httpapi.Client, *methodRecorder) {
-	rec := &methodRecorder{next: &specTransport{tb: f.tb, spec: specOf(f.tb), next: f.srv.Client().Transport}}
-	return httpapi.NewClient(f.srv.URL+"/", &http.Client{Transport: rec}), rec
+// client returns a Client of the fixture's server, and a record of its
+// requests.
+func (f *fixture) client() (*client.Client, *methodRecorder) {
+	rec := &methodRecorder{next: f.srv.Client().Transport}
+	return client.New(f.srv.URL+"/", client.WithHTTPClient(&http.Client{Transport: rec})), rec
 }
 
 func TestClient_Relations(t *testing.T) {
-	f := newFixture(t, fixtureConfig{})
+	f := newFixture(t)
 	f.follow(1, 2)
 	c, rec := f.client()
 	for _, tt := range []struct {
@@ -68,7 +102,7 @@ func TestClient_Relations(t *testing.T) {
 }
 
 func TestClient_Counts(t *testing.T) {
-	f := newFixture(t, fixtureConfig{})
+	f := newFixture(t)
 	f.follow(1, 2)
 	c, rec := f.client()
 	for _, tt := range []struct {
@@ -94,7 +128,7 @@ func TestClient_Counts(t *testing.T) {
 // TestClient_ServerErrors checks that the server's errors come back as
 // *followgraph.Error with the server's code and message.
 func TestClient_ServerErrors(t *testing.T) {
-	f := newFixture(t, fixtureConfig{opts: []httpapi.Option{httpapi.WithWriteRate(0.001, 1)}})
+	f := newFixture(t, httpapi.WithWriteRate(0.001, 1))
 	c, _ := f.client()
 	ctx := t.Context()
 
@@ -121,7 +155,7 @@ func TestClient_Unreachable(t *testing.T) {
 	}
 	addr := l.Addr().String()
 	l.Close() // nothing listens there now
-	c := httpapi.NewClient("http://"+addr, nil)
+	c := client.New("http://" + addr)
 	_, err = c.Follow(t.Context(), 1, 2)
 	var op *net.OpError
 	if followgraph.ErrorCode(err) != followgraph.EUnavailable || !errors.As(err, &op) {
@@ -130,7 +164,7 @@ func TestClient_Unreachable(t *testing.T) {
 
 	ctx, cancel := context.WithCancel(t.Context())
 	cancel()
-	f := newFixture(t, fixtureConfig{})
+	f := newFixture(t)
 	c, _ = f.client()
 	_, err = c.Followers(ctx, 1, followgraph.PageRequest{})
 	if followgraph.ErrorCode(err) != followgraph.EUnavailable || !errors.Is(err, context.Canceled) {
@@ -164,11 +198,103 @@ func TestClient_NotOurServer(t *testing.T) {
 				w.Write([]byte(tt.body))
 			}))
 			defer srv.Close()
-			c := httpapi.NewClient(srv.URL, srv.Client())
+			c := client.New(srv.URL, client.WithHTTPClient(srv.Client()))
 			_, err := c.Followers(t.Context(), 1, followgraph.PageRequest{})
 			if followgraph.ErrorCode(err) != tt.code {
 				t.Errorf("%d %q: %v (code %q), want code %q", tt.status, tt.body, err, followgraph.ErrorCode(err), tt.code)
 			}
 		})
 	}
+}
+
+// TestClient_Viewer checks that a list asked for with a viewer comes back
+// with the viewer's relation to each user, from a real server: users 1 to
+// 6 follow 9 and are followed by 8, and the viewer 1 stands to each in
+// another relation.
+func TestClient_Viewer(t *testing.T) {
+	f := newFixture(t)
+	for _, u := range []followgraph.UserID{1, 2, 3, 4, 6} {
+		f.follow(u, 9)
+		f.follow(8, u)
+	}
+	f.follow(1, 2) // following
+	f.follow(3, 1) // follower
+	f.follow(1, 4) // mutual
+	f.follow(4, 1)
+	c, _ := f.client()
+	ctx := t.Context()
+
+	// Every follow is at t0, so the lists are ordered by id, larger first.
+	want := []client.ListEntry{
+		{ID: 6, Since: t0, Relation: followgraph.RelationNone},
+		{ID: 4, Since: t0, Relation: followgraph.RelationMutual},
+		{ID: 3, Since: t0, Relation: followgraph.RelationFollower},
+		{ID: 2, Since: t0, Relation: followgraph.RelationFollowing},
+		{ID: 1, Since: t0, Relation: followgraph.RelationSelf},
+	}
+	for _, tt := range []struct {
+		name string
+		list func(context.Context, followgraph.UserID, client.ListRequest) (client.ListPage, error)
+		user followgraph.UserID
+	}{
+		{"Followers", c.ListFollowers, 9},
+		{"Following", c.ListFollowing, 8},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			p, err := tt.list(ctx, tt.user, client.ListRequest{Viewer: 1})
+			if err != nil || !slices.EqualFunc(p.Entries, want, sameEntry) || p.Next != "" {
+				t.Errorf("the list of %d viewed by 1 = %+v, %v; want %+v", tt.user, p, err, want)
+			}
+
+			// Paging keeps the viewer: the second page has the relations too.
+			var got []client.ListEntry
+			req := client.ListRequest{Limit: 2, Viewer: 1}
+			for {
+				p, err := tt.list(ctx, tt.user, req)
+				if err != nil {
+					t.Fatal(err)
+				}
+				got = append(got, p.Entries...)
+				if req.Cursor = p.Next; req.Cursor == "" {
+					break
+				}
+			}
+			if !slices.EqualFunc(got, want, sameEntry) {
+				t.Errorf("the list of %d viewed by 1, 2 a page = %+v; want %+v", tt.user, got, want)
+			}
+
+			p, err = tt.list(ctx, tt.user, client.ListRequest{})
+			if err != nil || len(p.Entries) != len(want) {
+				t.Fatalf("the list of %d with no viewer = %+v, %v", tt.user, p, err)
+			}
+			for _, e := range p.Entries {
+				if e.Relation != "" {
+					t.Errorf("the list of %d with no viewer has relation %q for %d, want none", tt.user, e.Relation, e.ID)
+				}
+			}
+
+			_, err = tt.list(ctx, tt.user, client.ListRequest{Viewer: -1})
+			if followgraph.ErrorCode(err) != followgraph.EInvalidID {
+				t.Errorf("the list of %d viewed by -1: %v, want code %s", tt.user, err, followgraph.EInvalidID)
+			}
+		})
+	}
+
+	t.Run("NoRelationInAnswer", func(t *testing.T) {
+		srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			w.Write([]byte(`{"users": [{"id": "2", "since": "2026-11-30T15:04:05.123Z"}], "next_cursor": null}`))
+		}))
+		defer srv.Close()
+		c := client.New(srv.URL, client.WithHTTPClient(srv.Client()))
+		if _, err := c.ListFollowers(ctx, 1, client.ListRequest{}); err != nil {
+			t.Errorf("an entry without relation, asked for with no viewer: %v", err)
+		}
+		if _, err := c.ListFollowers(ctx, 1, client.ListRequest{Viewer: 3}); followgraph.ErrorCode(err) != followgraph.EInternal {
+			t.Errorf("an entry without relation, asked for with a viewer: %v, want code %s", err, followgraph.EInternal)
+		}
+	})
+}
+
+func sameEntry(a, b client.ListEntry) bool {
+	return a.ID == b.ID && a.Since.Equal(b.Since) && a.Relation == b.Relation
 }

@@ -1,11 +1,11 @@
-package httpapi
+package client
 
 import (
 	"github.com/followgraph/followgraph"
 )
 
 // The JSON bodies of docs/API.md, as the client decodes them (the server
-// writes them with the appenders of encode.go). Ids are decimal strings;
+// writes them with the appenders of httpapi's encode.go). Ids are decimal strings;
 // times are followgraph.TimeFormat; a pointer is null where docs/API.md says
 // null.
 
