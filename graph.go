@@ -277,12 +277,7 @@ func (q PageQuery) PageOf(keys []Key) Page {
 	if q.After != nil {
 		keys = slices.DeleteFunc(keys, func(k Key) bool { return !q.After.Before(k) })
 	}
-	slices.SortFunc(keys, func(a, b Key) int {
-		if a.Before(b) {
-			return -1
-		}
-		return 1
-	})
+	slices.SortFunc(keys, Key.Compare)
 	keys = keys[:min(len(keys), q.Size+1)]
 	es := make([]Entry, len(keys))
 	for i, k := range keys {
