@@ -123,7 +123,8 @@ type Suggestion struct {
 // touches anything: an invalid id returns EInvalidID, a bad limit or too
 // many ids EInvalidArgument, a cursor not issued for that list
 // EInvalidCursor; such calls change nothing. A backend that cannot be
-// reached returns EUnavailable, and then a write changed nothing.
+// reached returns EUnavailable; a write that returns it may still take
+// effect (see Hook), and a retry is idempotent.
 //
 // Lists are ordered by follow time, newest first, ties by id, larger first,
 // and paged with keyset cursors: paging through a list never returns an
