@@ -1,6 +1,7 @@
 package followgraph
 
 import (
+	"cmp"
 	"crypto/hmac"
 	"crypto/sha256"
 	"encoding/base64"
@@ -23,6 +24,16 @@ func (k Key) Before(o Key) bool {
 		return k.Millis > o.Millis
 	}
 	return k.ID > o.ID
+}
+
+// Compare returns -1 when k comes before o in newest-first order, 1 when
+// it comes after, and 0 when they are equal: the order of Before, as
+// slices.SortFunc and slices.BinarySearchFunc take it.
+func (k Key) Compare(o Key) int {
+	if c := cmp.Compare(o.Millis, k.Millis); c != 0 {
+		return c
+	}
+	return cmp.Compare(o.ID, k.ID)
 }
 
 // cursorKey authenticates cursors. It is not a secret: it exists so that a

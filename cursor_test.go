@@ -103,3 +103,35 @@ func TestPageQuery(t *testing.T) {
 		}
 	}
 }
+
+// TestKeyCompare: Compare is a valid comparator of the order of Before, so
+// that PageOf's sort, and any search over keys sorted by it, can rely on
+// it: equal keys compare 0, swapping the keys flips the sign, and it is
+// negative exactly when Before holds.
+func TestKeyCompare(t *testing.T) {
+	keys := []fg.Key{
+		{Millis: 9, ID: 4}, {Millis: 9, ID: 3}, {Millis: 5, ID: 8}, {Millis: 5, ID: 1}, {Millis: 0, ID: 1},
+	}
+	for _, a := range keys {
+		if c := a.Compare(a); c != 0 {
+			t.Errorf("%v.Compare(itself) = %d, want 0", a, c)
+		}
+		for _, b := range keys {
+			ab, ba := a.Compare(b), b.Compare(a)
+			if sign(ab) != -sign(ba) {
+				t.Errorf("%v.Compare(%v) = %d but %v.Compare(%v) = %d: not opposite", a, b, ab, b, a, ba)
+			}
+			if (ab < 0) != a.Before(b) {
+				t.Errorf("%v.Compare(%v) = %d, but Before = %v", a, b, ab, a.Before(b))
+			}
+		}
+	}
+	// keys is in newest-first order: a search by Compare finds each key.
+	for i, k := range keys {
+		if j, found := slices.BinarySearchFunc(keys, k, fg.Key.Compare); !found || j != i {
+			t.Errorf("BinarySearchFunc(%v) = %d, %v; want %d, true", k, j, found, i)
+		}
+	}
+}
+
+func sign(c int) int { return min(max(c, -1), 1) }

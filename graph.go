@@ -123,7 +123,8 @@ type Suggestion struct {
 // touches anything: an invalid id returns EInvalidID, a bad limit or too
 // many ids EInvalidArgument, a cursor not issued for that list
 // EInvalidCursor; such calls change nothing. A backend that cannot be
-// reached returns EUnavailable, and then a write changed nothing.
+// reached returns EUnavailable; a write that returns it may still take
+// effect (see Hook), and a retry is idempotent.
 //
 // Lists are ordered by follow time, newest first, ties by id, larger first,
 // and paged with keyset cursors: paging through a list never returns an
@@ -194,11 +195,19 @@ type Applier interface {
 	Apply(ctx context.Context, events []Event) error
 }
 
-// Hook receives every effective change before it is acknowledged. An
-// engine calls it after deciding a change and before making it visible;
-// when the hook returns an error the change is dropped, leaving no trace,
-// and the write returns that error. The service's hook makes the event
-// durable in the event log.
+// Hook receives the event of every effective change a write makes. An
+// engine calls it once per change, after deciding the change and its
+// version and before the write returns; a follow's event has the returned
+// Since as its time. A write that changes nothing (a follow of an edge that
+// exists, an unfollow of one that does not, a write refused for its input
+// or the following limit) calls no hook. When the hook returns an error the
+// write fails, and its outcome is unknown to the caller, as the API's 503
+// says: the change may take effect; a retry is idempotent. A hook error of
+// code EUnavailable reaches the caller with that code. The option that
+// installs the hook says what the engine keeps beyond this: whether reads
+// see a change while its hook runs, what a failed hook leaves, which code
+// another error gets. The service's hook makes the event durable in the
+// event log.
 type Hook func(ctx context.Context, e Event) error
 
 // The lists that take cursors, by the name their scope starts with (they
@@ -277,12 +286,7 @@ func (q PageQuery) PageOf(keys []Key) Page {
 	if q.After != nil {
 		keys = slices.DeleteFunc(keys, func(k Key) bool { return !q.After.Before(k) })
 	}
-	slices.SortFunc(keys, func(a, b Key) int {
-		if a.Before(b) {
-			return -1
-		}
-		return 1
-	})
+	slices.SortFunc(keys, Key.Compare)
 	keys = keys[:min(len(keys), q.Size+1)]
 	es := make([]Entry, len(keys))
 	for i, k := range keys {

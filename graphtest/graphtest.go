@@ -6,7 +6,8 @@
 //
 //	func TestGraph(t *testing.T) {
 //		graphtest.Run(t, func(tb testing.TB, opts graphtest.Options) followgraph.Graph {
-//			return memgraph.New(memgraph.WithClock(opts.Now), memgraph.WithMaxFollowing(opts.MaxFollowing))
+//			return memgraph.New(memgraph.WithClock(opts.Now), memgraph.WithMaxFollowing(opts.MaxFollowing),
+//				memgraph.WithHook(opts.Hook))
 //		})
 //	}
 //
@@ -30,6 +31,7 @@ import (
 type Options struct {
 	Now          func() time.Time // the engine's clock; never nil when passed by the suite
 	MaxFollowing int              // 0 = unlimited; else Follow returns code following_limit when user already follows that many
+	Hook         followgraph.Hook // the hook to install (see followgraph.Hook); nil = none. Only the Hook tests set one
 }
 
 // NewGraph builds a fresh, empty engine for one test; it registers its own cleanup with tb.Cleanup.
@@ -83,6 +85,12 @@ func Run(t *testing.T, newGraph NewGraph) {
 			{"Random", s.testRandom},
 			{"RandomWithMaxFollowing", s.testRandomMaxFollowing},
 			{"Concurrent", s.testConcurrent},
+		}},
+		{"Hook", []test{
+			{"EveryChange", s.testHookEveryChange},
+			{"RefusedWrite", s.testHookRefusedWrite},
+			{"Failure", s.testHookFailure},
+			{"Concurrent", s.testHookConcurrent},
 		}},
 		{"Apply", []test{
 			{"Converges", s.testApplyConverges},
@@ -160,8 +168,16 @@ type fixture struct {
 // fixture builds a fresh engine whose clock stands at start.
 func (s suite) fixture(tb testing.TB, maxFollowing int) *fixture {
 	tb.Helper()
+	return s.fixtureWith(tb, Options{MaxFollowing: maxFollowing})
+}
+
+// fixtureWith builds a fresh engine with opts and a clock that stands at
+// start (opts.Now is that clock's).
+func (s suite) fixtureWith(tb testing.TB, opts Options) *fixture {
+	tb.Helper()
 	clock := &fakeClock{now: start}
-	g := s.newGraph(tb, Options{Now: clock.Now, MaxFollowing: maxFollowing})
+	opts.Now = clock.Now
+	g := s.newGraph(tb, opts)
 	if g == nil {
 		tb.Fatal("NewGraph returned a nil Graph")
 	}

@@ -91,12 +91,7 @@ func (m *model) counts(ids []followgraph.UserID) []followgraph.Counts {
 // newestFirst sorts entries by follow time, newest first, ties by id,
 // larger first.
 func newestFirst(entries []followgraph.Entry) []followgraph.Entry {
-	slices.SortFunc(entries, func(a, b followgraph.Entry) int {
-		if a.Key().Before(b.Key()) {
-			return -1
-		}
-		return 1 // keys of one list are never equal: an id appears once
-	})
+	slices.SortFunc(entries, func(a, b followgraph.Entry) int { return a.Key().Compare(b.Key()) })
 	return entries
 }
 

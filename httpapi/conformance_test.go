@@ -19,7 +19,7 @@ import (
 func TestConformance(t *testing.T) {
 	s := specOf(t)
 	graphtest.Run(t, func(tb testing.TB, o graphtest.Options) followgraph.Graph {
-		g := memgraph.New(memgraph.WithClock(o.Now), memgraph.WithMaxFollowing(o.MaxFollowing))
+		g := memgraph.New(memgraph.WithClock(o.Now), memgraph.WithMaxFollowing(o.MaxFollowing), memgraph.WithHook(o.Hook))
 		srv := httptest.NewServer(httpapi.NewServer(g, httpapi.WithLogger(testLogger(tb))))
 		tb.Cleanup(srv.Close)
 		hc := &http.Client{Transport: &specTransport{tb: tb, spec: s, next: srv.Client().Transport}}

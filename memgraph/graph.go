@@ -125,8 +125,14 @@ type Option func(*Graph)
 // WithClock sets the clock that gives follow times (default time.Now).
 func WithClock(now func() time.Time) Option { return func(g *Graph) { g.now = now } }
 
-// WithHook sets the hook that receives every change before it is
-// acknowledged (see followgraph.Hook).
+// WithHook sets the hook that receives every change before the write
+// returns (see followgraph.Hook). memgraph promises more: a change is made
+// visible only once its hook returned nil, so no read sees it while the
+// hook runs, and a change whose hook failed leaves no trace. The write then
+// returns the hook's error itself: a *followgraph.Error keeps its code,
+// any other error is internal. While a change awaits its hook, other
+// writes of its edge wait, and a pending follow counts toward the
+// following limit.
 func WithHook(h fg.Hook) Option { return func(g *Graph) { g.hook = h } }
 
 // WithMaxFollowing caps how many users one user may follow (0: no cap).

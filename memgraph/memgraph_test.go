@@ -16,7 +16,7 @@ import (
 
 func TestConformance(t *testing.T) {
 	graphtest.Run(t, func(tb testing.TB, o graphtest.Options) fg.Graph {
-		return New(WithClock(o.Now), WithMaxFollowing(o.MaxFollowing))
+		return New(WithClock(o.Now), WithMaxFollowing(o.MaxFollowing), WithHook(o.Hook))
 	})
 }
 

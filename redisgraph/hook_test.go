@@ -11,17 +11,19 @@ import (
 
 // TestHook: the hook sees the event of every change, with the version the
 // outbox has; a change whose hook succeeded leaves the outbox; a failing
-// hook fails the write, whose change stays made and whose event stays in
-// the outbox for the relay.
+// hook fails the write with code unavailable, wrapping the hook's error
+// (of no code of its own), and the change stays made and its event stays
+// in the outbox for the relay.
 func TestHook(t *testing.T) {
 	for _, m := range modes {
 		t.Run(m.name, func(t *testing.T) {
 			var seen []fg.Event
+			logDown := errors.New("log down")
 			fail := false
 			hook := func(_ context.Context, e fg.Event) error {
 				seen = append(seen, e)
 				if fail {
-					return errors.New("log down")
+					return logDown
 				}
 				return nil
 			}
@@ -34,8 +36,8 @@ func TestHook(t *testing.T) {
 				t.Fatal(err)
 			}
 			fail = true
-			if _, err := g.Unfollow(ctx, 1, 2); err == nil {
-				t.Fatal("an unfollow whose hook failed was acknowledged")
+			if _, err := g.Unfollow(ctx, 1, 2); fg.ErrorCode(err) != fg.EUnavailable || !errors.Is(err, logDown) {
+				t.Fatalf("an unfollow whose hook failed: %v, want code %s wrapping the hook's error", err, fg.EUnavailable)
 			}
 			if len(seen) != 2 || seen[0].Op != fg.OpFollow || seen[1].Op != fg.OpUnfollow {
 				t.Fatalf("hook saw %v, want the follow then the unfollow", seen)

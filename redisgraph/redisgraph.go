@@ -90,19 +90,18 @@ func WithClock(now func() time.Time) Option { return func(g *Graph) { g.now = no
 // WithMaxFollowing caps how many users one user may follow (0: no cap).
 func WithMaxFollowing(n int) Option { return func(g *Graph) { g.maxFollowing = n } }
 
-// WithHook sets a function called with the event of every change after
-// the change is made in Redis (both sides, on a Cluster once the second
-// step is done or deferred) and before the write returns; the write is
-// acknowledged only if it returns nil. Serve publishes the event to the
-// log there, so that an acknowledged change is in the log even if Redis
-// then loses its data. When the hook fails the write returns its error
-// although the change is made: its outcome is unknown to the caller, as
-// for any unacknowledged write, and the event stays in the outbox for the
-// relay: the error says so (EUnavailable, "may take effect"). When the
-// hook returns nil, the change's outbox entry is deleted
-// (on a Cluster, once its second step is done), so that the relay does not
-// publish the event again; the outbox then holds only what a crash or a
-// failed hook left.
+// WithHook sets the hook that receives every change before the write
+// returns (see followgraph.Hook). It runs after the change is made in
+// Redis (both sides, on a Cluster once the second step is done or
+// deferred), so reads may see the change while it runs, and a failed hook
+// does not undo it: the write returns an error of code EUnavailable ("may
+// take effect") wrapping the hook's, whatever the hook's code, and the
+// change's event stays in the outbox for the relay. When the hook returns
+// nil, the change's outbox entry is deleted (on a Cluster, once its second
+// step is done), so that the relay does not publish the event again; the
+// outbox then holds only what a crash or a failed hook left. Serve
+// publishes the event to the log there, so that an acknowledged change is
+// in the log even if Redis then loses its data.
 func WithHook(h fg.Hook) Option { return func(g *Graph) { g.hook = h } }
 
 // WithWriteGate sets a function called before each follow or unfollow

@@ -18,7 +18,7 @@ func TestConformance(t *testing.T) {
 				t.Fatalf("Cluster() = %v on a %s Redis", g.Cluster(), m.name)
 			}
 			graphtest.Run(t, func(tb testing.TB, o graphtest.Options) fg.Graph {
-				return newTestGraph(tb, c, WithClock(o.Now), WithMaxFollowing(o.MaxFollowing), WithCacheThreshold(1))
+				return newTestGraph(tb, c, WithClock(o.Now), WithMaxFollowing(o.MaxFollowing), WithHook(o.Hook), WithCacheThreshold(1))
 			})
 		})
 	}
