@@ -1,5 +1,6 @@
 // Command followgraph is the follow graph service and its operator tools:
-// serve, import, gen, version. See the README for the flags.
+// serve, import, rebuild, reconcile, gen, bench and version. See the README
+// for the flags.
 package main
 
 import (

@@ -426,40 +426,9 @@ func messages(batch []eventlog.Message) []pipeline.Message {
 // and how many messages of the log were not events (each is logged, and
 // skipped: never applied).
 func registerLogMetrics(reg prometheus.Registerer, elog *eventlog.Log) {
-	reg.MustRegister(backlog{elog},
+	reg.MustRegister(pipeline.NewBacklog(func(ctx context.Context) (uint64, time.Time, error) { return elog.Pending(ctx, persisterName) }),
 		prometheus.NewCounterFunc(prometheus.CounterOpts{Name: "followgraph_eventlog_undecodable_total", Help: "Messages met in the event log that were not events: logged and skipped, never applied."},
 			func() float64 { return float64(elog.Undecodable()) }))
-}
-
-// backlog exports the log's backlog, the events not yet in the durable
-// store, when the log can say it. While it cannot (unreachable), the
-// gauges are left out rather than read 0, which would say "all stored";
-// followgraph_backend_up{backend="eventlog"} says why.
-type backlog struct{ elog *eventlog.Log }
-
-var (
-	pendingEventsDesc  = prometheus.NewDesc("followgraph_persister_pending_events", "Events in the log not yet in the durable store (absent while the log cannot say).", nil, nil)
-	pendingSecondsDesc = prometheus.NewDesc("followgraph_persister_pending_seconds", "Age of the oldest event not yet in the durable store, 0 when none (absent while the log cannot say).", nil, nil)
-)
-
-func (b backlog) Describe(ch chan<- *prometheus.Desc) {
-	ch <- pendingEventsDesc
-	ch <- pendingSecondsDesc
-}
-
-func (b backlog) Collect(ch chan<- prometheus.Metric) {
-	ctx, cancel := context.WithTimeout(context.Background(), time.Second)
-	defer cancel()
-	n, oldest, err := b.elog.Pending(ctx, persisterName)
-	if err != nil {
-		return
-	}
-	age := 0.0
-	if n > 0 && !oldest.IsZero() {
-		age = time.Since(oldest).Seconds()
-	}
-	ch <- prometheus.MustNewConstMetric(pendingEventsDesc, prometheus.GaugeValue, float64(n))
-	ch <- prometheus.MustNewConstMetric(pendingSecondsDesc, prometheus.GaugeValue, age)
 }
 
 // registerBuildInfo exports followgraph_build_info: the version, the Go
