@@ -350,18 +350,18 @@ func sleep(ctx context.Context, d time.Duration) {
 // replayBatch is how many messages Replay asks for at a time.
 const replayBatch = 1024
 
-// Replay calls fn with every event in the stream of sequence greater than
-// after, in order, up to the last sequence stored when Replay started, and
-// returns nil. Under workqueue retention the stream holds exactly the
-// events the persister has not acknowledged, so Replay(ctx, 0, apply)
-// after loading the durable store brings an engine up to date — provided
-// the persister does not run meanwhile (an event it moves from the log to
-// the store after the store was loaded would be missed).
+// Replay calls fn with every event in the stream, in order, up to the
+// last sequence stored when Replay started, and returns nil. Under
+// workqueue retention the stream holds exactly the events the persister
+// has not acknowledged, so replaying it whole over the durable store
+// brings an engine up to date. With a persister running meanwhile, read
+// the log before the store (recovery.Load): an event it moves from the log
+// to the store between the two reads is then in the store's read.
 //
 // A message that is not a valid event is logged, counted and skipped.
 // Replay stops at the first error of fn and returns it wrapped; a log that
 // cannot be read returns EUnavailable.
-func (l *Log) Replay(ctx context.Context, after uint64, fn func(Message) error) error {
+func (l *Log) Replay(ctx context.Context, fn func(Message) error) error {
 	if l.closed.Load() {
 		return unavailable("replay", errClosed)
 	}
@@ -370,7 +370,7 @@ func (l *Log) Replay(ctx context.Context, after uint64, fn func(Message) error) 
 		return unavailable("replay", err)
 	}
 	last := info.State.LastSeq
-	next := max(after+1, info.State.FirstSeq)
+	next := max(1, info.State.FirstSeq)
 	for next <= last {
 		raw, err := l.directGet(ctx, next)
 		if err != nil {
@@ -459,12 +459,13 @@ func (l *Log) directGet(ctx context.Context, from uint64) ([]rawMsg, error) {
 // Pending returns how many events the persister has not yet
 // acknowledged, and the time the oldest of them was stored (zero when
 // there are none): the persister's lag, for metrics and for a clean stop
-// to wait on. Under workqueue retention that is the stream's content, so
-// the figure is right before the consumer named durable exists, too. But
-// when the stream still holds messages at or below the consumer's ack
-// floor (acknowledged, so persisted, but not dropped: a write of the store
-// failed; see dropAcked), Pending removes them first, or the figure would
-// never reach 0. Returns EUnavailable when the log cannot be read.
+// to wait on. durable names the persister's consumer (Consume's durable
+// name). Under workqueue retention the figure is the stream's content, so
+// it is right before that consumer exists, too. When the stream still
+// holds messages at or below durable's ack floor (acknowledged, so
+// persisted, but not dropped: a write of the store failed; see
+// dropAcked), Pending removes them first, or the figure would never reach
+// 0. Returns EUnavailable when the log cannot be read.
 func (l *Log) Pending(ctx context.Context, durable string) (events uint64, oldest time.Time, err error) {
 	if l.closed.Load() {
 		return 0, time.Time{}, unavailable("pending", errClosed)

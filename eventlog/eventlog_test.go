@@ -85,10 +85,10 @@ func publish(tb testing.TB, l *Log, events ...fg.Event) {
 	}
 }
 
-func replayAll(tb testing.TB, l *Log, after uint64) []Message {
+func replayAll(tb testing.TB, l *Log) []Message {
 	tb.Helper()
 	var ms []Message
-	if err := l.Replay(ctxTimeout(tb, 30*time.Second), after, func(m Message) error {
+	if err := l.Replay(ctxTimeout(tb, 30*time.Second), func(m Message) error {
 		ms = append(ms, m)
 		return nil
 	}); err != nil {
@@ -277,7 +277,7 @@ func testPublishReplay(t *testing.T, newLog newLogFunc) {
 	const edges, perEdge = 64, 40
 	sent := publishConcurrently(t, l, edges, perEdge)
 
-	got := replayAll(t, l, 0)
+	got := replayAll(t, l)
 	if len(got) != edges*perEdge {
 		t.Fatalf("Replay returned %d events, want %d", len(got), edges*perEdge)
 	}
@@ -295,19 +295,10 @@ func testPublishReplay(t *testing.T, newLog newLogFunc) {
 		}
 	}
 
-	// after skips what was seen; past the end there is nothing.
-	mid := got[len(got)/2].Seq
-	if tail := replayAll(t, l, mid); len(tail) != len(got)-len(got)/2-1 || tail[0].Seq <= mid {
-		t.Fatalf("Replay(after %d) returned %d events starting at %d", mid, len(tail), tail[0].Seq)
-	}
-	if tail := replayAll(t, l, got[len(got)-1].Seq); len(tail) != 0 {
-		t.Fatalf("Replay after the last seq returned %d events", len(tail))
-	}
-
 	// fn's error stops Replay and is returned.
 	stop := errors.New("stop")
 	n := 0
-	err := l.Replay(ctxTimeout(t, 10*time.Second), 0, func(Message) error {
+	err := l.Replay(ctxTimeout(t, 10*time.Second), func(Message) error {
 		if n++; n == 3 {
 			return stop
 		}
@@ -333,7 +324,7 @@ func testDuplicate(t *testing.T, newLog newLogFunc) {
 	wg.Wait()
 	other := unfollow(1, 2)
 	publish(t, l, other)
-	if got := eventsOf(replayAll(t, l, 0)); !slices.Equal(got, []fg.Event{e, other}) {
+	if got := eventsOf(replayAll(t, l)); !slices.Equal(got, []fg.Event{e, other}) {
 		t.Fatalf("stored %v, want %v once and %v", got, e, other)
 	}
 }
@@ -342,7 +333,7 @@ func testConsume(t *testing.T, newLog newLogFunc) {
 	l := newLog(t)
 	const edges, perEdge, max = 16, 50, 64
 	publishConcurrently(t, l, edges, perEdge)
-	all := replayAll(t, l, 0)
+	all := replayAll(t, l)
 
 	c := startConsumer(t, l, "persister", max, 50*time.Millisecond, nil)
 	// Events published while Consume runs arrive too.
@@ -371,7 +362,7 @@ func testConsume(t *testing.T, newLog newLogFunc) {
 	if n, _, err := l.Pending(ctxTimeout(t, 5*time.Second), "persister"); err != nil || n != 0 {
 		t.Fatalf("Pending after everything was acknowledged = %d, %v; want 0", n, err)
 	}
-	if rest := replayAll(t, l, 0); len(rest) != 0 {
+	if rest := replayAll(t, l); len(rest) != 0 {
 		t.Fatalf("%d acknowledged events are still in the stream", len(rest))
 	}
 	// A new run of the same consumer gets nothing again.
@@ -443,7 +434,7 @@ func testUndecodable(t *testing.T, newLog newLogFunc) {
 		}
 	}
 	publish(t, l, e2)
-	if got := eventsOf(replayAll(t, l, 0)); !slices.Equal(got, []fg.Event{e1, e2}) {
+	if got := eventsOf(replayAll(t, l)); !slices.Equal(got, []fg.Event{e1, e2}) {
 		t.Fatalf("Replay returned %v, want only the two events", got)
 	}
 	if n := l.Undecodable(); n != 3 {
@@ -487,7 +478,7 @@ func testInvalidEvent(t *testing.T, newLog newLogFunc) {
 	bad := fg.Event{User: 1, Target: 2, Op: fg.OpFollow, Version: 5} // time is not its version's
 	checkCode(t, l.Publish(context.Background(), bad), fg.EInvalidArgument)
 	checkCode(t, l.Publish(context.Background(), fg.NewEvent(3, 3, fg.OpFollow, nextVersion())), fg.ESelfFollow)
-	if got := replayAll(t, l, 0); len(got) != 0 {
+	if got := replayAll(t, l); len(got) != 0 {
 		t.Fatalf("invalid events were stored: %v", got)
 	}
 }
@@ -505,7 +496,7 @@ func testReady(t *testing.T, newLog newLogFunc) {
 	checkCode(t, l.Publish(ctx, follow(1, 2)), fg.EUnavailable)
 	_, _, err := l.Pending(ctx, "persister")
 	checkCode(t, err, fg.EUnavailable)
-	checkCode(t, l.Replay(ctx, 0, func(Message) error { return nil }), fg.EUnavailable)
+	checkCode(t, l.Replay(ctx, func(Message) error { return nil }), fg.EUnavailable)
 	if err := l.Close(); err != nil {
 		t.Fatalf("second Close: %v", err)
 	}
@@ -517,19 +508,19 @@ func TestLog_Restart(t *testing.T) {
 	dir := t.TempDir()
 	l := openLog(t, Config{Dir: dir})
 	sent := publishConcurrently(t, l, 8, 25)
-	before := replayAll(t, l, 0)
+	before := replayAll(t, l)
 	if err := l.Close(); err != nil {
 		t.Fatalf("Close: %v", err)
 	}
 
 	l = openLog(t, Config{Dir: dir})
-	after := replayAll(t, l, 0)
+	after := replayAll(t, l)
 	if !slices.Equal(after, before) {
 		t.Fatalf("after a restart Replay returned %d events, before %d", len(after), len(before))
 	}
 	// A repeated publish within the duplicate window is still dropped.
 	publish(t, l, sent[[2]fg.UserID{1, 1000}][0])
-	if n := len(replayAll(t, l, 0)); n != len(before) {
+	if n := len(replayAll(t, l)); n != len(before) {
 		t.Fatalf("a duplicate published after a restart was stored: %d events, want %d", n, len(before))
 	}
 }
@@ -832,7 +823,7 @@ func TestLog_SurvivesKill(t *testing.T) {
 				}
 				l := openLog(t, Config{Dir: dir})
 				stored := map[string]bool{}
-				for _, m := range replayAll(t, l, 0) {
+				for _, m := range replayAll(t, l) {
 					stored[m.Event.ID()] = true
 				}
 				missing := 0

@@ -32,7 +32,7 @@ type Events interface {
 // whose versions are older change nothing over it.
 func Load(ctx context.Context, g *memgraph.Graph, store Events, log *eventlog.Log) error {
 	var tail []fg.Event
-	if err := log.Replay(ctx, 0, func(m eventlog.Message) error {
+	if err := log.Replay(ctx, func(m eventlog.Message) error {
 		tail = append(tail, m.Event)
 		return nil
 	}); err != nil {

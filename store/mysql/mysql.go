@@ -4,9 +4,11 @@
 // in one transaction per batch of events. It is store/sqlite's record for
 // a deployment at scale, with the same schema, semantics and error codes.
 //
-// The persister applies batches of events from the event log with Apply;
-// at start-up an engine is loaded from Events and the log's tail after
-// LastSeq is replayed. Import bulk-loads a store. Unlike SQLite's, this
+// The persister applies batches of events from the event log with Apply,
+// each with the log sequence it reaches (LastSeq), which the start-up check
+// compares with the log; at start-up an engine is loaded from Events and
+// the log, which holds exactly what the store lacks, is replayed over it.
+// Import bulk-loads a store. Unlike SQLite's, this
 // record is a shared system of record that other services may query
 // without the hot copy, so it keeps two covering list indexes and answers
 // the lists (Following, Followers) and the counts (Counts) on its own.

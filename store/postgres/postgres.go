@@ -5,9 +5,11 @@
 // by every node, with the same schema and the same semantics as
 // store/sqlite.
 //
-// The persister applies batches of events from the event log with Apply; at
-// start-up an engine is loaded from Events and the log's tail after LastSeq
-// is replayed. Import bulk-loads a store with COPY.
+// The persister applies batches of events from the event log with Apply,
+// each with the log sequence it reaches (LastSeq), which the start-up check
+// compares with the log; at start-up an engine is loaded from Events and
+// the log, which holds exactly what the store lacks, is replayed over it.
+// Import bulk-loads a store with COPY.
 //
 // Unlike the SQLite record, this one answers the lists and the counts by
 // itself (Following, Followers, Counts), from two partial covering
