@@ -35,8 +35,8 @@ const (
 	SyncInterval
 )
 
-// DefaultSync is the policy of a zero Config.Sync (see the package
-// documentation for the measurements behind the choice).
+// DefaultSync is the policy of a zero Config.Sync (the package
+// documentation says why; docs/BENCHMARKS.md has the figures).
 const DefaultSync = SyncInterval
 
 func (p SyncPolicy) String() string {

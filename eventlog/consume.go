@@ -23,8 +23,7 @@ type Message struct {
 
 // Back-off of Consume after a failed batch: the batch is redelivered after
 // retryBase, doubling with each consecutive failure up to retryMax. The
-// cap bounds how long the persister stays idle after the store is back:
-// with 30 s, a 10 s PostgreSQL outage took up to 26 s to catch up from
+// cap bounds how long the persister stays idle after the store is back
 // (docs/RELIABILITY.md); a retry every 5 s costs a down store nothing.
 const (
 	retryBase = 250 * time.Millisecond
@@ -61,9 +60,11 @@ func retryDelay(failures int) time.Duration {
 // of the batch is acknowledged: the server redelivers it after a back-off
 // of 250ms, doubling with each consecutive failure up to 5s, and
 // delivers nothing newer meanwhile (one batch is in flight at a time). A
-// batch that is never answered (the process died) is redelivered 30s
-// after its delivery. While handle runs, Consume tells the server the
-// batch is in progress, so a slow handle is not redelivered meanwhile.
+// batch that is never answered (the process died) is redelivered once the
+// consumer's ack wait, 5s, has passed since its delivery or since the last
+// progress report: while handle runs, Consume tells the server every third
+// of the ack wait that the batch is in progress, so a slow handle is not
+// redelivered meanwhile.
 // Delivery is at least once: handle must be idempotent (the persister's
 // versioned upserts are).
 //
@@ -201,11 +202,9 @@ func isWQNotUnique(err error) bool {
 // for as many as were waiting after its last batch (the last message's
 // metadata says how many), or for one when none were, so that the pull
 // ends as soon as they are delivered: a pull for more messages than are
-// there ends only when the server expires it, and it does so coarsely.
-// Asking for a full batch each time made an event's time from write to
-// store p99 ~2.5 s at 5k events/s, and asking for what waits ≤ 25 ms
-// (cmd/followgraph/testdata/lag.sh, before 13388be and at f18604b).
-// After a failed batch Consume asks for a full one and waits: the failed
+// there ends only when the server expires it, and it does so coarsely,
+// which would add most of wait to an event's time from write to store
+// (docs/BENCHMARKS.md has the figures). After a failed batch Consume asks for a full one and waits: the failed
 // batch must come back before anything newer.
 //
 // The server ends a pull after wait and the client reads until that end,

@@ -41,16 +41,10 @@
 // an event leaves the stream only when the persister's consumer
 // acknowledges it. So no event can be dropped before it is persisted, and
 // the stream holds exactly the events not yet persisted — which is what
-// Pending reports and Replay returns.
-//
-// The alternative, limits retention with the persister deleting what it
-// has stored, was rejected: the persister would have to compute a safe
-// deletion point (its ack floor, and that of any other consumer), and a
-// mistake there drops events silently. With workqueue the server enforces
-// the rule, and refuses a second consumer that would take events from the
-// persister. The price: no other consumer may read the stream, so Replay
-// reads it with batched direct gets (one round trip per event on servers
-// before 2.11).
+// Pending reports and Replay returns. The server refuses a second
+// consumer, so Replay reads the stream with batched direct gets (one round
+// trip per event on servers before 2.11). docs/DESIGN.md says why not
+// limits retention.
 //
 // # Durability: what an acknowledged Publish survives
 //
@@ -58,30 +52,20 @@
 // server dies with the process: a stream of one replica writes each
 // message to the operating system (write(2), nothing buffered in the
 // process) before acknowledging it, and the kernel keeps the page cache of
-// a dead process. TestLog_SurvivesKill measures it: a child process
-// publishes from 32 goroutines and prints each acknowledged id until the
-// parent kills it with SIGKILL; after each of three kills per policy, on
-// the same Dir, every acknowledged id was in the stream (0 lost, in
-// several runs, of 11,000 to 27,000 under SyncInterval and about 10,000
-// under SyncAlways). The test does detect loss: with the stream in async
-// persist mode, which acknowledges before writing, it found 180 to 400
-// acknowledged events missing after each kill — which is why Open refuses
-// such a stream.
+// a dead process (TestLog_SurvivesKill kills a publishing child and finds
+// every acknowledged event). Open refuses a stream in async persist mode,
+// which acknowledges before writing.
 //
 // Power loss or a kernel crash: only under SyncAlways, which opens the
 // store with O_SYNC. SyncInterval fsyncs every two minutes; events
 // acknowledged since the last fsync and not yet in the durable store can
 // be lost, and their sequence numbers reissued.
 //
-// The price of SyncAlways is one synchronous disk write per event, with no
-// group commit. BenchmarkPublish, on a shared 2-core virtual machine with
-// ext4 on a virtual disk, 1 / 8 / 64 concurrent publishers: SyncAlways
-// 3.9k / 6.4k / 6.4k events/s, SyncInterval 37k / 60k / 83k events/s
-// (a busier run of the same machine: 1.6k–2.4k against 26k–47k). DefaultSync
-// is therefore SyncInterval: it keeps the architecture's promise (an
-// acknowledged write survives the serving process being killed) at 9 to
-// 20 times the throughput. Choose SyncAlways where a power loss must not
-// lose acknowledged writes.
+// SyncAlways costs one synchronous disk write per event, with no group
+// commit; DefaultSync is SyncInterval, which keeps the promise that an
+// acknowledged write survives the serving process being killed at many
+// times the throughput (docs/BENCHMARKS.md has the figures). Choose
+// SyncAlways where a power loss must not lose acknowledged writes.
 //
 // Sync applies to the embedded server. An external server's fsync is its
 // own configuration; with more than one replica, an acknowledgement means

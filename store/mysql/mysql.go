@@ -114,14 +114,9 @@ var ownedParams = []string{
 // A URL that is not of this form returns an EInvalidArgument error that
 // says why; the error never contains the password.
 //
-// Why interpolation rather than server-side prepared statements: on
-// MariaDB 10.11 a prepared statement ran about 20% faster than the same
-// text (512 rows: the read of the stored versions that Apply then did
-// first 1.1 ms against 1.4 ms, the upsert 2.3 ms against 2.9 ms), but
-// Apply of 1000-edge batches measured the same either way, even with one
-// cached statement of exactly the right size (12-16 ms per batch both,
-// on a table in memory), and a statement per row count would mean several
-// round trips per chunk, as store/sqlite's 2^k statements do.
+// Interpolation rather than server-side prepared statements keeps every
+// statement, of any row count, to one round trip; docs/DESIGN.md says why
+// prepared statements would not pay.
 func ParseURL(rawURL string) (*gomysql.Config, error) {
 	if strings.Contains(rawURL, "#") {
 		return nil, badURL("a # starts a fragment, which has no meaning here (write # in a password as %%23)")

@@ -45,35 +45,8 @@ func columnsOf(edges []row.Edge) columns {
 //
 // unnest yields the rows in array order, which is key order (see row.Dedupe).
 //
-// Measured against the alternatives on the generated 1M-edge graph
-// (PostgreSQL 15 with its default 128 MB of shared_buffers, 2 cores;
-// rounds of 5000 events alternating between the variants on one store,
-// medians of 9 to 25 rounds, relative to this statement at some 40-70k
-// rows/s; ranges over several runs), none did better:
-//
-//	COPY into a temporary table, then INSERT … SELECT … ON CONFLICT:
-//	  the table created ON COMMIT DROP in each transaction    0.76x-0.93x
-//	  one table per connection, ON COMMIT DELETE ROWS         0.84x-1.02x
-//	MERGE (writers serialized; above some 10,000 rows the
-//	  planner hashes the whole table instead of probing it)  0.88x-1.06x
-//	the events not newer than the stored edge left out first
-//	  by an anti-join                                         0.89x-1.10x (1.30x for a redelivered batch)
-//	the extended protocol without pgx's statement cache       0.83x-0.89x
-//	plan_cache_mode force_generic_plan or force_custom_plan   1.02x
-//
-// The time is the server's, in the B-trees it descends (perf of the
-// backend: _bt_compare 24%, buffer lookups 8%, _bt_checkpage 7%,
-// _bt_moveright 5%): the primary key twice per edge (the check for a
-// conflict, then the insertion) and each list index once per live edge.
-// About half of it is the list indexes: with them dropped, the same
-// batches ran at 110-115k rows/s against 59-66k. Their layout gained
-// nothing (separate runs, one per layout): fillfactor 70 for the three
-// indexes 1.01x-1.03x, fillfactor 100 0.68x-1.06x (full pages split at
-// the first insertions), the other id INCLUDEd rather than a key column
-// 0.90x-0.98x. Larger batches amortize the commit and touch fewer pages
-// per edge: batches of 2000 and 5000 ran at 0.98x-1.14x and 1.13x-1.28x
-// the rate of batches of 1000 (the persister's --persist-batch; see
-// BenchmarkBatchSize).
+// docs/BENCHMARKS.md has the alternatives measured against it (none did
+// better) and where its time goes.
 const upsertSQL = `INSERT INTO edges AS e (follower, followee, following, since_ms, version)
 SELECT * FROM unnest($1::bigint[], $2::bigint[], $3::boolean[], $4::bigint[], $5::bigint[])
 ON CONFLICT (follower, followee) DO UPDATE
@@ -155,17 +128,14 @@ func (s *Store) applyOne(ctx context.Context, edges []row.Edge, lastSeq uint64) 
 // no row) in two transactions on two connections at once. A backend
 // applies an upsert on one core; most of its time is descending the three
 // B-trees (see upsertSQL), so two halves at once use both cores of a small
-// server (side by side: `go test -run '^$' -bench 'Apply/Graph1M'
-// ./store/postgres/`, Graph1M against Graph1MOneTransaction).
+// server.
 //
 // The first transaction takes writeLock, then writes its half and commits
 // at once, in one round trip; the second begins once the first holds the
 // lock, writes the other half and moves lastSeq in one round trip, and
 // commits only once the first has committed. So the first's commit (its
 // WAL flush) overlaps the second's writing, and the whole batch takes
-// three round trips. (Halves by followee rather than by key, so that the
-// pages of a popular user's followers are written by one backend only,
-// were no faster.)
+// three round trips.
 //
 // The rule the store keeps is the one a single transaction gives: the
 // stored sequence never claims an event that is not stored. lastSeq moves
@@ -333,9 +303,8 @@ const importLock int64 = migrateLock + 2
 // dropListIndexes drops the indexes of edges other than its primary key,
 // if edges is empty, and returns the statements that create them again:
 // Import runs them once the rows are in. Building an index from one sort
-// takes a fraction of the time of inserting the rows into it one by one:
-// on 1.25M edges, 1.5 s for both list indexes, against 6 s more for the
-// upsert that maintains them.
+// takes a fraction of the time of inserting the rows into it one by one
+// (docs/BENCHMARKS.md).
 //
 // An Apply that inserts rows between the check and the drop is harmless:
 // the upsert converges whatever the table holds, and the indexes are built
