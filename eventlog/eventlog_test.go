@@ -20,6 +20,7 @@ import (
 
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
+	"github.com/synadia-io/orbit.go/jetstreamext"
 
 	fg "github.com/followgraph/followgraph"
 	"github.com/followgraph/followgraph/internal/testenv"
@@ -500,6 +501,64 @@ func testReady(t *testing.T, newLog newLogFunc) {
 	if err := l.Close(); err != nil {
 		t.Fatalf("second Close: %v", err)
 	}
+}
+
+// TestReplay_DirectGets: Replay reads with one batched direct get on a
+// server that has them (the embedded one), and with one direct get per
+// event on a server before 2.11; both skip what the stream no longer holds.
+func TestReplay_DirectGets(t *testing.T) {
+	t.Run("Embedded", func(t *testing.T) { testDirectGets(t, embedded(t)) })
+	t.Run("External", func(t *testing.T) {
+		url := externalNATS(t)
+		name := "FGTEST_GET_" + strconv.FormatInt(time.Now().UnixNano(), 36)
+		l := openLog(t, Config{URL: url, Stream: name, Subject: "fgtest." + strings.ToLower(name) + ".edges"})
+		t.Cleanup(func() { deleteStream(t, url, name) })
+		testDirectGets(t, l)
+	})
+}
+
+func testDirectGets(t *testing.T, l *Log) {
+	events := []fg.Event{follow(1, 2), follow(1, 3), follow(1, 4)}
+	publish(t, l, events...)
+	ctx := ctxTimeout(t, 10*time.Second)
+	st, err := l.State(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := l.stream.DeleteMsg(ctx, st.First+1); err != nil {
+		t.Fatal(err)
+	}
+	want := []uint64{st.First, st.Last}
+
+	var major, minor int
+	fmt.Sscanf(l.nc.ConnectedServerVersion(), "%d.%d", &major, &minor)
+	batched := major > 2 || major == 2 && minor >= 11
+	got, err := l.getBatch(ctx, st.First)
+	switch {
+	case batched && err != nil:
+		t.Fatalf("server %s: batched direct get: %v", l.nc.ConnectedServerVersion(), err)
+	case batched && !slices.Equal(seqs(got), want):
+		t.Fatalf("batched direct get from %d returned seqs %v, want %v", st.First, seqs(got), want)
+	case !batched && !errors.Is(err, jetstreamext.ErrBatchUnsupported):
+		t.Fatalf("server %s: batched direct get returned %v, want ErrBatchUnsupported", l.nc.ConnectedServerVersion(), err)
+	}
+	if got, err := l.getNext(ctx, st.First+1); err != nil || !slices.Equal(seqs(got), want[1:]) {
+		t.Fatalf("direct get from %d returned seqs %v, %v; want %v", st.First+1, seqs(got), err, want[1:])
+	}
+	if got, err := l.getNext(ctx, st.Last+1); err != nil || len(got) != 0 {
+		t.Fatalf("direct get past the end returned %d messages, %v; want none", len(got), err)
+	}
+	if r := eventsOf(replayAll(t, l)); !slices.Equal(r, []fg.Event{events[0], events[2]}) {
+		t.Fatalf("Replay returned %v, want %v", r, []fg.Event{events[0], events[2]})
+	}
+}
+
+func seqs(ms []*jetstream.RawStreamMsg) []uint64 {
+	out := make([]uint64, len(ms))
+	for i, m := range ms {
+		out[i] = m.Sequence
+	}
+	return out
 }
 
 // TestLog_Restart: everything stored survives Close and Open of the same

@@ -2,17 +2,20 @@ package eventlog
 
 import (
 	"context"
-	"encoding/json"
+	"errors"
 	"fmt"
-	"strconv"
 	"time"
 
-	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
+	"github.com/synadia-io/orbit.go/jetstreamext"
 )
 
-// replayBatch is how many messages Replay asks for at a time.
-const replayBatch = 1024
+// replayBatch is how many messages Replay asks for at a time, and
+// readTimeout how long it waits for one read's answer.
+const (
+	replayBatch = 1024
+	readTimeout = 30 * time.Second
+)
 
 // Replay calls fn with every event in the stream, in order, up to the
 // last sequence stored when Replay started, and returns nil. Under
@@ -21,6 +24,10 @@ const replayBatch = 1024
 // brings an engine up to date. With a persister running meanwhile, read
 // the log before the store (recovery.Load): an event it moves from the log
 // to the store between the two reads is then in the store's read.
+//
+// Replay reads without a consumer, which a workqueue stream would refuse
+// beside the persister's, with direct gets (stream AllowDirect): batched
+// on servers 2.11 and later, one round trip per event before (docs/DESIGN.md).
 //
 // A message that is not a valid event is logged, counted and skipped.
 // Replay stops at the first error of fn and returns it wrapped; a log that
@@ -35,87 +42,82 @@ func (l *Log) Replay(ctx context.Context, fn func(Message) error) error {
 	}
 	last := info.State.LastSeq
 	next := max(1, info.State.FirstSeq)
+	batched := true
 	for next <= last {
-		raw, err := l.directGet(ctx, next)
+		var msgs []*jetstream.RawStreamMsg
+		if batched {
+			msgs, err = l.getBatch(ctx, next)
+			if errors.Is(err, jetstreamext.ErrBatchUnsupported) {
+				batched = false // and once more, alone
+			}
+		}
+		if !batched {
+			msgs, err = l.getNext(ctx, next)
+		}
 		if err != nil {
 			return unavailable("replay", err)
 		}
-		if len(raw) == 0 {
+		if len(msgs) == 0 {
 			return nil
 		}
-		for _, r := range raw {
-			if r.seq > last {
+		for _, m := range msgs {
+			if m.Sequence > last {
 				return nil
 			}
-			next = r.seq + 1
-			e, err := decode(l.cfg.Subject, r.subject, r.data)
+			next = m.Sequence + 1
+			e, err := decode(l.cfg.Subject, m.Subject, m.Data)
 			if err != nil {
-				l.skipUndecodable(r.seq, r.subject, r.data, err)
+				l.skipUndecodable(m.Sequence, m.Subject, m.Data, err)
 				continue
 			}
-			if err := fn(Message{Seq: r.seq, Event: e}); err != nil {
-				return fmt.Errorf("eventlog: replay: at seq %d: %w", r.seq, err)
+			if err := fn(Message{Seq: m.Sequence, Event: e}); err != nil {
+				return fmt.Errorf("eventlog: replay: at seq %d: %w", m.Sequence, err)
 			}
 		}
 	}
 	return nil
 }
 
-type rawMsg struct {
-	seq     uint64
-	subject string
-	data    []byte
-}
-
-// directGet reads up to replayBatch messages from sequence from on, with
-// one batched direct get (ADR-31, stream AllowDirect). It reads without a
-// consumer, which a workqueue stream would refuse beside the persister's.
-// Servers before 2.11 answer one message per request: Replay still works,
-// at one round trip per event.
-func (l *Log) directGet(ctx context.Context, from uint64) ([]rawMsg, error) {
-	req, err := json.Marshal(struct {
-		Seq     uint64 `json:"seq"`
-		NextFor string `json:"next_by_subj"`
-		Batch   int    `json:"batch"`
-	}{from, l.subject, replayBatch})
-	if err != nil {
-		return nil, err
-	}
-	inbox := l.nc.NewInbox()
-	sub, err := l.nc.SubscribeSync(inbox)
-	if err != nil {
-		return nil, err
-	}
-	defer sub.Unsubscribe()
-	if err := l.nc.PublishRequest("$JS.API.DIRECT.GET."+l.cfg.Stream, inbox, req); err != nil {
-		return nil, err
-	}
-	ctx, cancel := context.WithTimeout(ctx, 30*time.Second)
+// getBatch returns up to replayBatch messages from sequence from on, read
+// with one batched direct get (ADR-31); none when the stream holds nothing
+// at or after from. A server before 2.11 returns ErrBatchUnsupported.
+func (l *Log) getBatch(ctx context.Context, from uint64) ([]*jetstream.RawStreamMsg, error) {
+	ctx, cancel := context.WithTimeout(ctx, readTimeout)
 	defer cancel()
-	var out []rawMsg
-	for {
-		m, err := sub.NextMsgWithContext(ctx)
+	batch, err := jetstreamext.GetBatch(ctx, l.js, l.cfg.Stream, replayBatch,
+		jetstreamext.GetBatchSeq(from), jetstreamext.GetBatchSubject(l.subject))
+	if err != nil {
+		return nil, fmt.Errorf("direct get from seq %d: %w", from, err)
+	}
+	var out []*jetstream.RawStreamMsg
+	for m, err := range batch {
+		if errors.Is(err, jetstreamext.ErrNoMessages) {
+			return nil, nil
+		}
 		if err != nil {
 			return nil, fmt.Errorf("direct get from seq %d: %w", from, err)
 		}
-		if status := m.Header.Get("Status"); status != "" {
-			switch status {
-			case "204", "404": // end of batch; nothing at or after from
-				return out, nil
-			case "503":
-				return nil, nats.ErrNoResponders
-			}
-			return nil, fmt.Errorf("direct get from seq %d: status %s %s", from, status, m.Header.Get("Description"))
-		}
-		seq, err := strconv.ParseUint(m.Header.Get(jetstream.SequenceHeader), 10, 64)
-		if err != nil {
-			return nil, fmt.Errorf("direct get from seq %d: bad sequence header %q", from, m.Header.Get(jetstream.SequenceHeader))
-		}
-		out = append(out, rawMsg{seq: seq, subject: m.Header.Get(jetstream.SubjectHeader), data: m.Data})
-		if m.Header.Get("Nats-Num-Pending") == "" {
-			// A server before 2.11 ignores batch and answers with one
-			// message and no end-of-batch marker.
-			return out, nil
-		}
+		out = append(out, m)
 	}
+	// The batch ends silently when ctx expires: only a batch read to its
+	// end-of-batch marker is whole.
+	if err := ctx.Err(); err != nil {
+		return nil, fmt.Errorf("direct get from seq %d: %w", from, err)
+	}
+	return out, nil
+}
+
+// getNext returns the first message at or after sequence from, read with
+// one direct get; none when the stream holds nothing there.
+func (l *Log) getNext(ctx context.Context, from uint64) ([]*jetstream.RawStreamMsg, error) {
+	ctx, cancel := context.WithTimeout(ctx, readTimeout)
+	defer cancel()
+	m, err := l.stream.GetMsg(ctx, from, jetstream.WithGetMsgSubject(l.subject))
+	if errors.Is(err, jetstream.ErrMsgNotFound) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, fmt.Errorf("direct get from seq %d: %w", from, err)
+	}
+	return []*jetstream.RawStreamMsg{m}, nil
 }
