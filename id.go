@@ -53,9 +53,11 @@ func CheckIDs(ids ...UserID) error {
 	return nil
 }
 
-// CheckIDList checks a request about the users of that names ids, at most
-// max of them: more is an EInvalidArgument error (TooManyIDs); then the
-// first invalid id, of of before ids, is an EInvalidID error.
+// CheckIDList checks a request that names ids, at most max of them, on
+// behalf of the users of (such as the viewer of a relation request): more
+// than max ids is an EInvalidArgument error (TooManyIDs), whatever the
+// ids; otherwise the first invalid id, those of of before those of ids, is
+// an EInvalidID error.
 func CheckIDList(ids []UserID, max int, of ...UserID) error {
 	if len(ids) > max {
 		return TooManyIDs(len(ids), max)

@@ -89,3 +89,13 @@ func decode(prefix, subject string, data []byte) (followgraph.Event, error) {
 func subjectOf(prefix string, op followgraph.Op) string {
 	return prefix + "." + op.String()
 }
+
+func (l *Log) skipUndecodable(seq uint64, subject string, data []byte, err error) {
+	l.undecodable.Add(1)
+	const max = 256
+	if len(data) > max {
+		data = data[:max]
+	}
+	l.log.Error("message in the event log is not an event; skipped, never applied",
+		"seq", seq, "subject", subject, "data", string(data), "err", err)
+}

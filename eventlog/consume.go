@@ -3,15 +3,12 @@ package eventlog
 import (
 	"cmp"
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"slices"
-	"strconv"
 	"sync"
 	"time"
 
-	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/followgraph/followgraph"
@@ -26,8 +23,7 @@ type Message struct {
 
 // Back-off of Consume after a failed batch: the batch is redelivered after
 // retryBase, doubling with each consecutive failure up to retryMax. The
-// cap bounds how long the persister stays idle after the store is back:
-// with 30 s, a 10 s PostgreSQL outage took up to 26 s to catch up from
+// cap bounds how long the persister stays idle after the store is back
 // (docs/RELIABILITY.md); a retry every 5 s costs a down store nothing.
 const (
 	retryBase = 250 * time.Millisecond
@@ -36,6 +32,11 @@ const (
 
 // ackTimeout bounds the wait for the confirmation of a batch's acks.
 const ackTimeout = 10 * time.Second
+
+// defaultAckWait is the ack wait of the consumers Consume creates: a batch
+// whose consumer vanished (a crashed process) is redelivered after it; a
+// slow handle reports progress every third of it.
+const defaultAckWait = 5 * time.Second
 
 func retryDelay(failures int) time.Duration {
 	d := retryBase
@@ -59,9 +60,11 @@ func retryDelay(failures int) time.Duration {
 // of the batch is acknowledged: the server redelivers it after a back-off
 // of 250ms, doubling with each consecutive failure up to 5s, and
 // delivers nothing newer meanwhile (one batch is in flight at a time). A
-// batch that is never answered (the process died) is redelivered 30s
-// after its delivery. While handle runs, Consume tells the server the
-// batch is in progress, so a slow handle is not redelivered meanwhile.
+// batch that is never answered (the process died) is redelivered once the
+// consumer's ack wait, 5s, has passed since its delivery or since the last
+// progress report: while handle runs, Consume tells the server every third
+// of the ack wait that the batch is in progress, so a slow handle is not
+// redelivered meanwhile.
 // Delivery is at least once: handle must be idempotent (the persister's
 // versioned upserts are).
 //
@@ -199,11 +202,9 @@ func isWQNotUnique(err error) bool {
 // for as many as were waiting after its last batch (the last message's
 // metadata says how many), or for one when none were, so that the pull
 // ends as soon as they are delivered: a pull for more messages than are
-// there ends only when the server expires it, and it does so coarsely.
-// Asking for a full batch each time made an event's time from write to
-// store p99 ~2.5 s at 5k events/s, and asking for what waits ≤ 25 ms
-// (cmd/followgraph/testdata/lag.sh, before 13388be and at f18604b).
-// After a failed batch Consume asks for a full one and waits: the failed
+// there ends only when the server expires it, and it does so coarsely,
+// which would add most of wait to an event's time from write to store
+// (docs/BENCHMARKS.md has the figures). After a failed batch Consume asks for a full one and waits: the failed
 // batch must come back before anything newer.
 //
 // The server ends a pull after wait and the client reads until that end,
@@ -328,16 +329,6 @@ func (l *Log) runHandle(ctx context.Context, msgs []jetstream.Msg, batch []Messa
 	return err
 }
 
-func (l *Log) skipUndecodable(seq uint64, subject string, data []byte, err error) {
-	l.undecodable.Add(1)
-	const max = 256
-	if len(data) > max {
-		data = data[:max]
-	}
-	l.log.Error("message in the event log is not an event; skipped, never applied",
-		"seq", seq, "subject", subject, "data", string(data), "err", err)
-}
-
 func sleep(ctx context.Context, d time.Duration) {
 	t := time.NewTimer(d)
 	defer t.Stop()
@@ -347,124 +338,16 @@ func sleep(ctx context.Context, d time.Duration) {
 	}
 }
 
-// replayBatch is how many messages Replay asks for at a time.
-const replayBatch = 1024
-
-// Replay calls fn with every event in the stream of sequence greater than
-// after, in order, up to the last sequence stored when Replay started, and
-// returns nil. Under workqueue retention the stream holds exactly the
-// events the persister has not acknowledged, so Replay(ctx, 0, apply)
-// after loading the durable store brings an engine up to date — provided
-// the persister does not run meanwhile (an event it moves from the log to
-// the store after the store was loaded would be missed).
-//
-// A message that is not a valid event is logged, counted and skipped.
-// Replay stops at the first error of fn and returns it wrapped; a log that
-// cannot be read returns EUnavailable.
-func (l *Log) Replay(ctx context.Context, after uint64, fn func(Message) error) error {
-	if l.closed.Load() {
-		return unavailable("replay", errClosed)
-	}
-	info, err := l.stream.Info(ctx)
-	if err != nil {
-		return unavailable("replay", err)
-	}
-	last := info.State.LastSeq
-	next := max(after+1, info.State.FirstSeq)
-	for next <= last {
-		raw, err := l.directGet(ctx, next)
-		if err != nil {
-			return unavailable("replay", err)
-		}
-		if len(raw) == 0 {
-			return nil
-		}
-		for _, r := range raw {
-			if r.seq > last {
-				return nil
-			}
-			next = r.seq + 1
-			e, err := decode(l.cfg.Subject, r.subject, r.data)
-			if err != nil {
-				l.skipUndecodable(r.seq, r.subject, r.data, err)
-				continue
-			}
-			if err := fn(Message{Seq: r.seq, Event: e}); err != nil {
-				return fmt.Errorf("eventlog: replay: at seq %d: %w", r.seq, err)
-			}
-		}
-	}
-	return nil
-}
-
-type rawMsg struct {
-	seq     uint64
-	subject string
-	data    []byte
-}
-
-// directGet reads up to replayBatch messages from sequence from on, with
-// one batched direct get (ADR-31, stream AllowDirect). It reads without a
-// consumer, which a workqueue stream would refuse beside the persister's.
-// Servers before 2.11 answer one message per request: Replay still works,
-// at one round trip per event.
-func (l *Log) directGet(ctx context.Context, from uint64) ([]rawMsg, error) {
-	req, err := json.Marshal(struct {
-		Seq     uint64 `json:"seq"`
-		NextFor string `json:"next_by_subj"`
-		Batch   int    `json:"batch"`
-	}{from, l.subject, replayBatch})
-	if err != nil {
-		return nil, err
-	}
-	inbox := l.nc.NewInbox()
-	sub, err := l.nc.SubscribeSync(inbox)
-	if err != nil {
-		return nil, err
-	}
-	defer sub.Unsubscribe()
-	if err := l.nc.PublishRequest("$JS.API.DIRECT.GET."+l.cfg.Stream, inbox, req); err != nil {
-		return nil, err
-	}
-	ctx, cancel := context.WithTimeout(ctx, 30*time.Second)
-	defer cancel()
-	var out []rawMsg
-	for {
-		m, err := sub.NextMsgWithContext(ctx)
-		if err != nil {
-			return nil, fmt.Errorf("direct get from seq %d: %w", from, err)
-		}
-		if status := m.Header.Get("Status"); status != "" {
-			switch status {
-			case "204", "404": // end of batch; nothing at or after from
-				return out, nil
-			case "503":
-				return nil, nats.ErrNoResponders
-			}
-			return nil, fmt.Errorf("direct get from seq %d: status %s %s", from, status, m.Header.Get("Description"))
-		}
-		seq, err := strconv.ParseUint(m.Header.Get(jetstream.SequenceHeader), 10, 64)
-		if err != nil {
-			return nil, fmt.Errorf("direct get from seq %d: bad sequence header %q", from, m.Header.Get(jetstream.SequenceHeader))
-		}
-		out = append(out, rawMsg{seq: seq, subject: m.Header.Get(jetstream.SubjectHeader), data: m.Data})
-		if m.Header.Get("Nats-Num-Pending") == "" {
-			// A server before 2.11 ignores batch and answers with one
-			// message and no end-of-batch marker.
-			return out, nil
-		}
-	}
-}
-
 // Pending returns how many events the persister has not yet
 // acknowledged, and the time the oldest of them was stored (zero when
 // there are none): the persister's lag, for metrics and for a clean stop
-// to wait on. Under workqueue retention that is the stream's content, so
-// the figure is right before the consumer named durable exists, too. But
-// when the stream still holds messages at or below the consumer's ack
-// floor (acknowledged, so persisted, but not dropped: a write of the store
-// failed; see dropAcked), Pending removes them first, or the figure would
-// never reach 0. Returns EUnavailable when the log cannot be read.
+// to wait on. durable names the persister's consumer (Consume's durable
+// name). Under workqueue retention the figure is the stream's content, so
+// it is right before that consumer exists, too. When the stream still
+// holds messages at or below durable's ack floor (acknowledged, so
+// persisted, but not dropped: a write of the store failed; see
+// dropAcked), Pending removes them first, or the figure would never reach
+// 0. Returns EUnavailable when the log cannot be read.
 func (l *Log) Pending(ctx context.Context, durable string) (events uint64, oldest time.Time, err error) {
 	if l.closed.Load() {
 		return 0, time.Time{}, unavailable("pending", errClosed)

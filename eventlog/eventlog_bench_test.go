@@ -101,3 +101,32 @@ func BenchmarkConsume(b *testing.B) {
 	}
 	b.ReportMetric(float64(b.N)/b.Elapsed().Seconds(), "events/s")
 }
+
+// BenchmarkReplay measures how fast Replay reads a stored backlog of
+// 20,000 events on the embedded server: each op replays all of it.
+func BenchmarkReplay(b *testing.B) {
+	const backlog = 20000
+	l := openLog(b, Config{Dir: benchDir(b), Sync: SyncInterval, Logger: benchLogger()})
+	var wg sync.WaitGroup
+	for g := range 64 {
+		wg.Go(func() {
+			for i := g; i < backlog; i += 64 {
+				if err := l.Publish(context.Background(), follow(fg.UserID(g+1), fg.UserID(i+100))); err != nil {
+					b.Error(err)
+					return
+				}
+			}
+		})
+	}
+	wg.Wait()
+	n := 0
+	for b.Loop() {
+		if err := l.Replay(context.Background(), func(Message) error { n++; return nil }); err != nil {
+			b.Fatal(err)
+		}
+	}
+	if n != backlog*b.N {
+		b.Fatalf("replayed %d events in %d runs, want %d each", n, b.N, backlog)
+	}
+	b.ReportMetric(float64(n)/b.Elapsed().Seconds(), "events/s")
+}

@@ -20,6 +20,7 @@ import (
 
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
+	"github.com/synadia-io/orbit.go/jetstreamext"
 
 	fg "github.com/followgraph/followgraph"
 	"github.com/followgraph/followgraph/internal/testenv"
@@ -85,10 +86,10 @@ func publish(tb testing.TB, l *Log, events ...fg.Event) {
 	}
 }
 
-func replayAll(tb testing.TB, l *Log, after uint64) []Message {
+func replayAll(tb testing.TB, l *Log) []Message {
 	tb.Helper()
 	var ms []Message
-	if err := l.Replay(ctxTimeout(tb, 30*time.Second), after, func(m Message) error {
+	if err := l.Replay(ctxTimeout(tb, 30*time.Second), func(m Message) error {
 		ms = append(ms, m)
 		return nil
 	}); err != nil {
@@ -277,7 +278,7 @@ func testPublishReplay(t *testing.T, newLog newLogFunc) {
 	const edges, perEdge = 64, 40
 	sent := publishConcurrently(t, l, edges, perEdge)
 
-	got := replayAll(t, l, 0)
+	got := replayAll(t, l)
 	if len(got) != edges*perEdge {
 		t.Fatalf("Replay returned %d events, want %d", len(got), edges*perEdge)
 	}
@@ -295,19 +296,10 @@ func testPublishReplay(t *testing.T, newLog newLogFunc) {
 		}
 	}
 
-	// after skips what was seen; past the end there is nothing.
-	mid := got[len(got)/2].Seq
-	if tail := replayAll(t, l, mid); len(tail) != len(got)-len(got)/2-1 || tail[0].Seq <= mid {
-		t.Fatalf("Replay(after %d) returned %d events starting at %d", mid, len(tail), tail[0].Seq)
-	}
-	if tail := replayAll(t, l, got[len(got)-1].Seq); len(tail) != 0 {
-		t.Fatalf("Replay after the last seq returned %d events", len(tail))
-	}
-
 	// fn's error stops Replay and is returned.
 	stop := errors.New("stop")
 	n := 0
-	err := l.Replay(ctxTimeout(t, 10*time.Second), 0, func(Message) error {
+	err := l.Replay(ctxTimeout(t, 10*time.Second), func(Message) error {
 		if n++; n == 3 {
 			return stop
 		}
@@ -333,7 +325,7 @@ func testDuplicate(t *testing.T, newLog newLogFunc) {
 	wg.Wait()
 	other := unfollow(1, 2)
 	publish(t, l, other)
-	if got := eventsOf(replayAll(t, l, 0)); !slices.Equal(got, []fg.Event{e, other}) {
+	if got := eventsOf(replayAll(t, l)); !slices.Equal(got, []fg.Event{e, other}) {
 		t.Fatalf("stored %v, want %v once and %v", got, e, other)
 	}
 }
@@ -342,7 +334,7 @@ func testConsume(t *testing.T, newLog newLogFunc) {
 	l := newLog(t)
 	const edges, perEdge, max = 16, 50, 64
 	publishConcurrently(t, l, edges, perEdge)
-	all := replayAll(t, l, 0)
+	all := replayAll(t, l)
 
 	c := startConsumer(t, l, "persister", max, 50*time.Millisecond, nil)
 	// Events published while Consume runs arrive too.
@@ -371,7 +363,7 @@ func testConsume(t *testing.T, newLog newLogFunc) {
 	if n, _, err := l.Pending(ctxTimeout(t, 5*time.Second), "persister"); err != nil || n != 0 {
 		t.Fatalf("Pending after everything was acknowledged = %d, %v; want 0", n, err)
 	}
-	if rest := replayAll(t, l, 0); len(rest) != 0 {
+	if rest := replayAll(t, l); len(rest) != 0 {
 		t.Fatalf("%d acknowledged events are still in the stream", len(rest))
 	}
 	// A new run of the same consumer gets nothing again.
@@ -443,7 +435,7 @@ func testUndecodable(t *testing.T, newLog newLogFunc) {
 		}
 	}
 	publish(t, l, e2)
-	if got := eventsOf(replayAll(t, l, 0)); !slices.Equal(got, []fg.Event{e1, e2}) {
+	if got := eventsOf(replayAll(t, l)); !slices.Equal(got, []fg.Event{e1, e2}) {
 		t.Fatalf("Replay returned %v, want only the two events", got)
 	}
 	if n := l.Undecodable(); n != 3 {
@@ -487,7 +479,7 @@ func testInvalidEvent(t *testing.T, newLog newLogFunc) {
 	bad := fg.Event{User: 1, Target: 2, Op: fg.OpFollow, Version: 5} // time is not its version's
 	checkCode(t, l.Publish(context.Background(), bad), fg.EInvalidArgument)
 	checkCode(t, l.Publish(context.Background(), fg.NewEvent(3, 3, fg.OpFollow, nextVersion())), fg.ESelfFollow)
-	if got := replayAll(t, l, 0); len(got) != 0 {
+	if got := replayAll(t, l); len(got) != 0 {
 		t.Fatalf("invalid events were stored: %v", got)
 	}
 }
@@ -505,10 +497,68 @@ func testReady(t *testing.T, newLog newLogFunc) {
 	checkCode(t, l.Publish(ctx, follow(1, 2)), fg.EUnavailable)
 	_, _, err := l.Pending(ctx, "persister")
 	checkCode(t, err, fg.EUnavailable)
-	checkCode(t, l.Replay(ctx, 0, func(Message) error { return nil }), fg.EUnavailable)
+	checkCode(t, l.Replay(ctx, func(Message) error { return nil }), fg.EUnavailable)
 	if err := l.Close(); err != nil {
 		t.Fatalf("second Close: %v", err)
 	}
+}
+
+// TestReplay_DirectGets: Replay reads with one batched direct get on a
+// server that has them (the embedded one), and with one direct get per
+// event on a server before 2.11; both skip what the stream no longer holds.
+func TestReplay_DirectGets(t *testing.T) {
+	t.Run("Embedded", func(t *testing.T) { testDirectGets(t, embedded(t)) })
+	t.Run("External", func(t *testing.T) {
+		url := externalNATS(t)
+		name := "FGTEST_GET_" + strconv.FormatInt(time.Now().UnixNano(), 36)
+		l := openLog(t, Config{URL: url, Stream: name, Subject: "fgtest." + strings.ToLower(name) + ".edges"})
+		t.Cleanup(func() { deleteStream(t, url, name) })
+		testDirectGets(t, l)
+	})
+}
+
+func testDirectGets(t *testing.T, l *Log) {
+	events := []fg.Event{follow(1, 2), follow(1, 3), follow(1, 4)}
+	publish(t, l, events...)
+	ctx := ctxTimeout(t, 10*time.Second)
+	st, err := l.State(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := l.stream.DeleteMsg(ctx, st.First+1); err != nil {
+		t.Fatal(err)
+	}
+	want := []uint64{st.First, st.Last}
+
+	var major, minor int
+	fmt.Sscanf(l.nc.ConnectedServerVersion(), "%d.%d", &major, &minor)
+	batched := major > 2 || major == 2 && minor >= 11
+	got, err := l.getBatch(ctx, st.First)
+	switch {
+	case batched && err != nil:
+		t.Fatalf("server %s: batched direct get: %v", l.nc.ConnectedServerVersion(), err)
+	case batched && !slices.Equal(seqs(got), want):
+		t.Fatalf("batched direct get from %d returned seqs %v, want %v", st.First, seqs(got), want)
+	case !batched && !errors.Is(err, jetstreamext.ErrBatchUnsupported):
+		t.Fatalf("server %s: batched direct get returned %v, want ErrBatchUnsupported", l.nc.ConnectedServerVersion(), err)
+	}
+	if got, err := l.getNext(ctx, st.First+1); err != nil || !slices.Equal(seqs(got), want[1:]) {
+		t.Fatalf("direct get from %d returned seqs %v, %v; want %v", st.First+1, seqs(got), err, want[1:])
+	}
+	if got, err := l.getNext(ctx, st.Last+1); err != nil || len(got) != 0 {
+		t.Fatalf("direct get past the end returned %d messages, %v; want none", len(got), err)
+	}
+	if r := eventsOf(replayAll(t, l)); !slices.Equal(r, []fg.Event{events[0], events[2]}) {
+		t.Fatalf("Replay returned %v, want %v", r, []fg.Event{events[0], events[2]})
+	}
+}
+
+func seqs(ms []*jetstream.RawStreamMsg) []uint64 {
+	out := make([]uint64, len(ms))
+	for i, m := range ms {
+		out[i] = m.Sequence
+	}
+	return out
 }
 
 // TestLog_Restart: everything stored survives Close and Open of the same
@@ -517,19 +567,19 @@ func TestLog_Restart(t *testing.T) {
 	dir := t.TempDir()
 	l := openLog(t, Config{Dir: dir})
 	sent := publishConcurrently(t, l, 8, 25)
-	before := replayAll(t, l, 0)
+	before := replayAll(t, l)
 	if err := l.Close(); err != nil {
 		t.Fatalf("Close: %v", err)
 	}
 
 	l = openLog(t, Config{Dir: dir})
-	after := replayAll(t, l, 0)
+	after := replayAll(t, l)
 	if !slices.Equal(after, before) {
 		t.Fatalf("after a restart Replay returned %d events, before %d", len(after), len(before))
 	}
 	// A repeated publish within the duplicate window is still dropped.
 	publish(t, l, sent[[2]fg.UserID{1, 1000}][0])
-	if n := len(replayAll(t, l, 0)); n != len(before) {
+	if n := len(replayAll(t, l)); n != len(before) {
 		t.Fatalf("a duplicate published after a restart was stored: %d events, want %d", n, len(before))
 	}
 }
@@ -832,7 +882,7 @@ func TestLog_SurvivesKill(t *testing.T) {
 				}
 				l := openLog(t, Config{Dir: dir})
 				stored := map[string]bool{}
-				for _, m := range replayAll(t, l, 0) {
+				for _, m := range replayAll(t, l) {
 					stored[m.Event.ID()] = true
 				}
 				missing := 0

@@ -24,7 +24,7 @@ func TestLog_Hook(t *testing.T) {
 	if err := hook(gone, e2); err != nil {
 		t.Fatalf("the hook of a write whose caller went away: %v, want the event stored", err)
 	}
-	if got := eventsOf(replayAll(t, l, 0)); !slices.Equal(got, []fg.Event{e1, e2}) {
+	if got := eventsOf(replayAll(t, l)); !slices.Equal(got, []fg.Event{e1, e2}) {
 		t.Fatalf("the log holds %v, want %v", got, []fg.Event{e1, e2})
 	}
 	l.Close()

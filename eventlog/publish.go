@@ -69,3 +69,8 @@ func (l *Log) Publish(ctx context.Context, e followgraph.Event) error {
 		return unavailable(op, ctx.Err())
 	}
 }
+
+// LastStored returns the highest sequence any Publish of this Log was
+// acknowledged with: the log is known to have stored everything up to it.
+// 0 before the first.
+func (l *Log) LastStored() uint64 { return l.stored.Load() }

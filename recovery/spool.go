@@ -36,7 +36,7 @@ func spool(ctx context.Context, log *eventlog.Log) (*spooled, error) {
 	s := &spooled{f: f}
 	w := bufio.NewWriterSize(f, 1<<16)
 	var rec [spoolRecord]byte
-	err = log.Replay(ctx, 0, func(m eventlog.Message) error {
+	err = log.Replay(ctx, func(m eventlog.Message) error {
 		e := m.Event
 		binary.BigEndian.PutUint64(rec[0:], uint64(e.User))
 		binary.BigEndian.PutUint64(rec[8:], uint64(e.Target))

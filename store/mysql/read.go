@@ -40,8 +40,9 @@ const (
 // after net_write_timeout). The snapshot holds back the server's purge of
 // old row versions until the iteration ends, so a caller should not
 // linger. Stopping the iteration early ends the transaction. An error is
-// yielded once, with a zero Event, and ends the sequence. See LastSeq for
-// the order of reads when loading while writes continue.
+// yielded once, with a zero Event, and ends the sequence.
+// To load an engine while writes go on, read the log first and Events
+// second (recovery.Load says why).
 func (s *Store) Events(ctx context.Context) iter.Seq2[fg.Event, error] {
 	return func(yield func(fg.Event, error) bool) {
 		fail := func(err error) { yield(fg.Event{}, fmt.Errorf("mysql: events: %w", translate(err))) }

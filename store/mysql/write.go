@@ -150,26 +150,10 @@ const upsertTail = " ON DUPLICATE KEY UPDATE" +
 // connection since it is the same transaction), so the changed rows are
 // affected - overwritten.
 //
-// Apply used to read the stored versions first (SELECT … FOR UPDATE of
-// the batch's keys, a 1000-way UNION ALL joined to edges), count the
-// absent and older edges, and then write only those. The one statement
-// does the same in one pass of the primary key instead of two, with less
-// SQL to parse. Side by side on MariaDB 10.11, 2 cores (rounds of 5000
-// events alternating between the two on one store, medians of 4 to 8
-// rounds, edges/s):
-//
-//	1M-edge graph, 1 GiB buffer pool:       37k → 64k, 56k → 74k (1.72x, 1.32x)
-//	  the same, batches of 5000:            55k → 89k, 65k → 93k
-//	1M-edge graph, default 128 MiB pool:    12.6k → 13.8k, 11.4k → 12.6k, 15.0k → 19.8k, 16.2k → 17.0k
-//	empty store:                            63k → 88k (1.38x)
-//	the same batch again (a redelivery):    172k → 161k (0.93x: it now locks the rows it leaves)
-//
-// With the default pool, smaller than the table and its indexes (some
-// 150 MiB at 1M edges), each batch of 1000 waits for some 300 to 500 page
-// reads and causes some 1000 page writes (doublewrite not counted), and the
-// disk sets the rate whatever the statements; rebuilding the indexes
-// compact (OPTIMIZE TABLE: 112 MiB) did not change it, nor did reading
-// the batch's pages ahead from other connections (0.6-0.7x).
+// It does in one pass of the primary key what reading the stored versions
+// first and writing only the changed rows did in two; docs/BENCHMARKS.md
+// has the figures, and what limits the rate with InnoDB's default buffer
+// pool.
 func (s *Store) upsert(ctx context.Context, tx *sql.Tx, edges []row.Edge) (int, error) {
 	if _, err := tx.ExecContext(ctx, resetCounter); err != nil {
 		return 0, err
@@ -258,12 +242,9 @@ func (s *Store) Import(ctx context.Context, events iter.Seq[fg.Event]) (int, err
 }
 
 // LastSeq returns the stream sequence recorded by the last Apply, 0 for a
-// new store. Everything in the log up to it is in the store.
-//
-// To load an engine while batches are still being applied, read LastSeq
-// before Events and replay the log from LastSeq+1: events replayed over a
-// newer state change nothing, whereas reading LastSeq after Events could
-// skip a batch.
+// new store: everything in the log up to it is in the store. The start-up
+// check compares it with the log's sequences (package recovery); loading
+// an engine does not need it, as the log is replayed whole.
 func (s *Store) LastSeq(ctx context.Context) (uint64, error) {
 	var seq int64
 	if err := s.db.QueryRowContext(ctx, "SELECT value FROM meta WHERE `key` = 'last_seq'").Scan(&seq); err != nil {

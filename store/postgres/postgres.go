@@ -5,9 +5,11 @@
 // by every node, with the same schema and the same semantics as
 // store/sqlite.
 //
-// The persister applies batches of events from the event log with Apply; at
-// start-up an engine is loaded from Events and the log's tail after LastSeq
-// is replayed. Import bulk-loads a store with COPY.
+// The persister applies batches of events from the event log with Apply,
+// each with the log sequence it reaches (LastSeq), which the start-up check
+// compares with the log; at start-up an engine is loaded from Events and
+// the log, which holds exactly what the store lacks, is replayed over it.
+// Import bulk-loads a store with COPY.
 //
 // Unlike the SQLite record, this one answers the lists and the counts by
 // itself (Following, Followers, Counts), from two partial covering
@@ -38,25 +40,6 @@ import (
 // edges it touches.
 type Store struct {
 	pool *pgxpool.Pool
-	// write is held by each Apply and Import for its whole run: they
-	// would wait for each other's writeLock anyway, and waiting here holds
-	// no connection. Waiting for writeLock in the server holds one, and a
-	// split Apply needs a second once it has the lock: with the pool's
-	// connections all held by waiters, it would never get it.
-	write chan struct{} // a token, taken by writing
-	// split: the pool has the two connections that applySplit needs.
-	split bool
-}
-
-// writing waits for the store's write token (see Store.write) or for ctx,
-// and returns the function that gives it back.
-func (s *Store) writing(ctx context.Context) (done func(), err error) {
-	select {
-	case s.write <- struct{}{}:
-		return func() { <-s.write }, nil
-	case <-ctx.Done():
-		return nil, ctx.Err()
-	}
 }
 
 // Open connects to the database at url (postgres://user:password@host:port/
@@ -82,7 +65,7 @@ func Open(ctx context.Context, url string) (*Store, error) {
 	if err != nil {
 		return nil, fmt.Errorf("postgres: open: %w", translate(err))
 	}
-	s := &Store{pool: pool, write: make(chan struct{}, 1), split: cfg.MaxConns >= 2}
+	s := &Store{pool: pool}
 	if _, err := s.migrate(ctx); err != nil {
 		pool.Close()
 		return nil, fmt.Errorf("postgres: open: %w", translate(err))

@@ -3,7 +3,6 @@ package postgres_test
 import (
 	"context"
 	"fmt"
-	"math"
 	"strings"
 	"testing"
 
@@ -17,8 +16,8 @@ import (
 
 // The benchmarks are storetest's, the same on every store (see
 // store/storetest/bench.go), on a database of their own each, plus what
-// only this store has: one transaction a batch beside the split, and the
-// reads of the lists.
+// only this store has: Apply without the list indexes and beside a plain
+// upsert, and the reads of the lists.
 
 func open(tb testing.TB) storetest.Store { return newStore(tb) }
 
@@ -45,15 +44,10 @@ func importedStore(tb testing.TB) (*postgres.Store, string) {
 // committed (synchronous_commit as the server has it, on by default): to
 // an empty store, to the generated 1M-edge graph, and the same batch again
 // (a redelivery: no row changes); and, to compare with Graph1M, the same
-// with every batch in one transaction, as before applySplit, the same
 // without the two list indexes, and the reference, a plain
 // multi-row upsert (benchPlainUpsert).
 func BenchmarkApply(b *testing.B) {
 	storetest.BenchApply(b, open, imported)
-	b.Run("Graph1MOneTransaction", func(b *testing.B) {
-		defer postgres.SetSplitMin(math.MaxInt)()
-		storetest.RunApply(b, imported(b), storetest.LiveBatches(storetest.ApplyBatch, 1))
-	})
 	// What the two list indexes cost Apply: the same without them.
 	b.Run("Graph1MNoListIndexes", func(b *testing.B) {
 		s, url := importedStore(b)

@@ -29,8 +29,9 @@ const eventsBatch = 10_000
 // edges, no result is left open on the connection while the caller works
 // on a batch, and writes go on meanwhile (they are not seen). Stopping the
 // iteration early ends the transaction. An error is yielded once, with a
-// zero Event, and ends the sequence. See LastSeq for the order of reads
-// when loading while writes continue.
+// zero Event, and ends the sequence.
+// To load an engine while writes go on, read the log first and Events
+// second (recovery.Load says why).
 func (s *Store) Events(ctx context.Context) iter.Seq2[fg.Event, error] {
 	return func(yield func(fg.Event, error) bool) {
 		fail := func(err error) { yield(fg.Event{}, fmt.Errorf("postgres: events: %w", translate(err))) }
@@ -74,12 +75,9 @@ func (s *Store) Events(ctx context.Context) iter.Seq2[fg.Event, error] {
 }
 
 // LastSeq returns the stream sequence recorded by the last Apply, 0 for a
-// new store. Everything in the log up to it is in the store.
-//
-// To load an engine while batches are still being applied, read LastSeq
-// before Events and replay the log from LastSeq+1: events replayed over a
-// newer state change nothing, whereas reading LastSeq after Events could
-// skip a batch.
+// new store: everything in the log up to it is in the store. The start-up
+// check compares it with the log's sequences (package recovery); loading
+// an engine does not need it, as the log is replayed whole.
 func (s *Store) LastSeq(ctx context.Context) (uint64, error) {
 	var seq int64
 	if err := s.pool.QueryRow(ctx, `SELECT value FROM meta WHERE key = 'last_seq'`).Scan(&seq); err != nil {

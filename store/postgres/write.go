@@ -2,7 +2,6 @@ package postgres
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"iter"
 
@@ -45,35 +44,8 @@ func columnsOf(edges []row.Edge) columns {
 //
 // unnest yields the rows in array order, which is key order (see row.Dedupe).
 //
-// Measured against the alternatives on the generated 1M-edge graph
-// (PostgreSQL 15 with its default 128 MB of shared_buffers, 2 cores;
-// rounds of 5000 events alternating between the variants on one store,
-// medians of 9 to 25 rounds, relative to this statement at some 40-70k
-// rows/s; ranges over several runs), none did better:
-//
-//	COPY into a temporary table, then INSERT … SELECT … ON CONFLICT:
-//	  the table created ON COMMIT DROP in each transaction    0.76x-0.93x
-//	  one table per connection, ON COMMIT DELETE ROWS         0.84x-1.02x
-//	MERGE (writers serialized; above some 10,000 rows the
-//	  planner hashes the whole table instead of probing it)  0.88x-1.06x
-//	the events not newer than the stored edge left out first
-//	  by an anti-join                                         0.89x-1.10x (1.30x for a redelivered batch)
-//	the extended protocol without pgx's statement cache       0.83x-0.89x
-//	plan_cache_mode force_generic_plan or force_custom_plan   1.02x
-//
-// The time is the server's, in the B-trees it descends (perf of the
-// backend: _bt_compare 24%, buffer lookups 8%, _bt_checkpage 7%,
-// _bt_moveright 5%): the primary key twice per edge (the check for a
-// conflict, then the insertion) and each list index once per live edge.
-// About half of it is the list indexes: with them dropped, the same
-// batches ran at 110-115k rows/s against 59-66k. Their layout gained
-// nothing (separate runs, one per layout): fillfactor 70 for the three
-// indexes 1.01x-1.03x, fillfactor 100 0.68x-1.06x (full pages split at
-// the first insertions), the other id INCLUDEd rather than a key column
-// 0.90x-0.98x. Larger batches amortize the commit and touch fewer pages
-// per edge: batches of 2000 and 5000 ran at 0.98x-1.14x and 1.13x-1.28x
-// the rate of batches of 1000 (the persister's --persist-batch; see
-// BenchmarkBatchSize).
+// docs/BENCHMARKS.md has the alternatives measured against it (none did
+// better) and where its time goes.
 const upsertSQL = `INSERT INTO edges AS e (follower, followee, following, since_ms, version)
 SELECT * FROM unnest($1::bigint[], $2::bigint[], $3::boolean[], $4::bigint[], $5::bigint[])
 ON CONFLICT (follower, followee) DO UPDATE
@@ -81,12 +53,11 @@ SET following = excluded.following, since_ms = excluded.since_ms, version = excl
 WHERE e.version < excluded.version`
 
 // Apply records a batch of events read from the event log, and lastSeq,
-// the stream sequence of the batch's last event: when Apply returns nil,
-// the batch is committed (and flushed, see Open) and so is lastSeq; when it
-// returns an error, lastSeq is not moved, and the batch's edges are not
-// written or (a large batch, written in two halves: see applySplit; or a
-// connection lost during the commit) may be in part, which a redelivery
-// completes without changing anything twice.
+// the stream sequence of the batch's last event, in one transaction: when
+// Apply returns nil, the batch is committed (and flushed, see Open) and so
+// is lastSeq; when it returns an error, nothing of it is, unless the
+// connection was lost during the commit, when all of it may be (a
+// redelivery then changes nothing twice).
 //
 // Each event is a conditional upsert of its edge: it takes effect only if
 // its version is greater than the edge's stored version. Duplicates,
@@ -95,7 +66,9 @@ WHERE e.version < excluded.version`
 // changes nothing. Unfollows are kept as tombstones, so a late older follow
 // cannot bring an edge back. The stored sequence never moves backward: a
 // lastSeq below it leaves it unchanged (the events are still applied).
-// Concurrent Applies, from this process or others, are safe.
+// Concurrent Applies, from this process or others, are safe: each writes
+// its edges in key order and the sequence last, so they wait for each
+// other only inside the server, and never in a cycle.
 //
 // Apply returns the number of edges changed (created or overwritten).
 // Every event is checked before anything is written: an invalid event
@@ -108,135 +81,30 @@ func (s *Store) Apply(ctx context.Context, events []fg.Event, lastSeq uint64) (c
 	if err != nil {
 		return 0, fmt.Errorf("postgres: apply: %w", err)
 	}
-	done, err := s.writing(ctx)
-	if err != nil {
-		return 0, fmt.Errorf("postgres: apply: %w", err)
+	// The statements go in one pipeline, ended by one Sync: one round trip,
+	// and one implicit transaction that commits when the server reaches the
+	// Sync, or rolls back whole at the first error. The meta row, which
+	// every Apply writes, comes last: it is locked only once the edges are,
+	// and for the shortest time.
+	b := &pgx.Batch{}
+	if len(edges) > 0 {
+		c := columnsOf(edges)
+		b.Queue(upsertSQL, c.follower, c.followee, c.following, c.sinceMs, c.version).Exec(func(tag pgconn.CommandTag) error {
+			changed = int(tag.RowsAffected())
+			return nil
+		})
 	}
-	defer done()
-	if len(edges) >= splitMin && s.split {
-		changed, err = s.applySplit(ctx, edges, lastSeq)
-	} else {
-		changed, err = s.applyOne(ctx, edges, lastSeq)
-	}
-	if err != nil {
+	b.Queue(moveSeqSQL, int64(lastSeq))
+	// Close reads every result up to the server's answer to the Sync, which
+	// comes after the commit: a nil error means committed.
+	if err := s.pool.SendBatch(ctx, b).Close(); err != nil {
 		return 0, fmt.Errorf("postgres: apply: %w", translate(err))
 	}
 	return changed, nil
 }
 
-// splitMin is the smallest batch that applySplit writes in two halves (a
-// variable so that the benchmarks compare with one transaction), on a pool
-// of two connections or more.
-var splitMin = 256
-
-// writeLock is the key of the transaction-level advisory lock that every
-// Apply and Import takes first, so that they start writing one at a time
-// (see applySplit; the persister has one batch in flight anyway).
-const writeLock int64 = migrateLock + 1
-
-// applyOne writes edges and lastSeq in one transaction. The statements go
-// in one pipeline, ended by one Sync: one round trip, and one implicit
-// transaction that commits when the server reaches the Sync, or rolls back
-// whole at the first error. The meta row, which every Apply writes, comes
-// last: it is locked only once the edges are, and for the shortest time.
-func (s *Store) applyOne(ctx context.Context, edges []row.Edge, lastSeq uint64) (changed int, err error) {
-	b := &pgx.Batch{}
-	b.Queue(`SELECT pg_advisory_xact_lock($1)`, writeLock)
-	if len(edges) > 0 {
-		queueUpsert(b, edges, &changed)
-	}
-	b.Queue(moveSeqSQL, int64(lastSeq))
-	// Close reads every result up to the server's answer to the Sync, which
-	// comes after the commit: a nil error means committed.
-	return changed, s.pool.SendBatch(ctx, b).Close()
-}
-
-// applySplit writes the two halves of edges (in key order, so they share
-// no row) in two transactions on two connections at once. A backend
-// applies an upsert on one core; most of its time is descending the three
-// B-trees (see upsertSQL), so two halves at once use both cores of a small
-// server (side by side: `go test -run '^$' -bench 'Apply/Graph1M'
-// ./store/postgres/`, Graph1M against Graph1MOneTransaction).
-//
-// The first transaction takes writeLock, then writes its half and commits
-// at once, in one round trip; the second begins once the first holds the
-// lock, writes the other half and moves lastSeq in one round trip, and
-// commits only once the first has committed. So the first's commit (its
-// WAL flush) overlaps the second's writing, and the whole batch takes
-// three round trips. (Halves by followee rather than by key, so that the
-// pages of a popular user's followers are written by one backend only,
-// were no faster.)
-//
-// The rule the store keeps is the one a single transaction gives: the
-// stored sequence never claims an event that is not stored. lastSeq moves
-// only in the second transaction, which commits only after the first has;
-// if the first fails, the second is rolled back; if the second fails after
-// the first committed, the first half's edges are in and the sequence is
-// not moved, and the batch, not acknowledged, comes again and changes
-// nothing more (versions). What is given up is that a failure can leave
-// half a batch applied: harmless, as any redelivery.
-//
-// The second transaction waits for the first outside the server (it
-// commits only once the first has), where its deadlock detector cannot see
-// the wait; so no first transaction may wait inside the server for
-// another Apply's second one. Every Apply and Import takes writeLock
-// first, and a second transaction writes only once its first holds it: by
-// the time another Apply's first takes writeLock, this Apply's first has
-// committed, and its second waits for nothing outside the server.
-func (s *Store) applySplit(ctx context.Context, edges []row.Edge, lastSeq uint64) (int, error) {
-	first, err := s.pool.Acquire(ctx)
-	if err != nil {
-		return 0, err
-	}
-	defer first.Release()
-	if _, err := first.Exec(ctx, beginLocked); err != nil {
-		return 0, err
-	}
-	second, err := s.pool.Acquire(ctx)
-	if err != nil {
-		return 0, err
-	}
-	defer second.Release()
-	half := len(edges) / 2
-	var n1, n2 int
-	done := make(chan error, 1)
-	go func() {
-		b := &pgx.Batch{}
-		queueUpsert(b, edges[:half], &n1)
-		b.Queue(`COMMIT`)
-		done <- first.SendBatch(ctx, b).Close()
-	}()
-	b := &pgx.Batch{}
-	b.Queue(`BEGIN`)
-	queueUpsert(b, edges[half:], &n2)
-	b.Queue(moveSeqSQL, int64(lastSeq))
-	err2 := second.SendBatch(ctx, b).Close()
-	if err := errors.Join(<-done, err2); err != nil {
-		return 0, err
-	}
-	if _, err := second.Exec(ctx, `COMMIT`); err != nil {
-		return 0, err
-	}
-	return n1 + n2, nil
-}
-
-// beginLocked begins applySplit's first transaction and takes writeLock,
-// in one round trip (no parameters: the simple protocol, which takes
-// several statements).
-var beginLocked = fmt.Sprintf(`BEGIN; SELECT pg_advisory_xact_lock(%d)`, writeLock)
-
 // moveSeqSQL moves the stored sequence forward to $1.
 const moveSeqSQL = `UPDATE meta SET value = greatest(value, $1) WHERE key = 'last_seq'`
-
-// queueUpsert queues upsertSQL for edges in b, and has it set *changed to
-// the number of edges changed.
-func queueUpsert(b *pgx.Batch, edges []row.Edge, changed *int) {
-	c := columnsOf(edges)
-	b.Queue(upsertSQL, c.follower, c.followee, c.following, c.sinceMs, c.version).Exec(func(tag pgconn.CommandTag) error {
-		*changed = int(tag.RowsAffected())
-		return nil
-	})
-}
 
 // importChunk is how many events Import checks and sends in one COPY.
 const importChunk = 64 << 10
@@ -261,15 +129,10 @@ const importChunk = 64 << 10
 //
 // An invalid event (as for Apply) returns an error and imports nothing.
 func (s *Store) Import(ctx context.Context, events iter.Seq[fg.Event]) (int, error) {
-	done, err := s.writing(ctx)
-	if err != nil {
-		return 0, fmt.Errorf("postgres: import: %w", err)
-	}
-	defer done()
 	var changed int64
-	err = pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
-		// First, before any lock on edges (see importLock), then writeLock.
-		if _, err := tx.Exec(ctx, `SELECT pg_advisory_xact_lock($1), pg_advisory_xact_lock($2)`, importLock, writeLock); err != nil {
+	err := pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
+		// First, before any lock on edges (see importLock).
+		if _, err := tx.Exec(ctx, `SELECT pg_advisory_xact_lock($1)`, importLock); err != nil {
 			return err
 		}
 		// Sorting a million rows for DISTINCT ON in the default 4 MB of
@@ -333,9 +196,8 @@ const importLock int64 = migrateLock + 2
 // dropListIndexes drops the indexes of edges other than its primary key,
 // if edges is empty, and returns the statements that create them again:
 // Import runs them once the rows are in. Building an index from one sort
-// takes a fraction of the time of inserting the rows into it one by one:
-// on 1.25M edges, 1.5 s for both list indexes, against 6 s more for the
-// upsert that maintains them.
+// takes a fraction of the time of inserting the rows into it one by one
+// (docs/BENCHMARKS.md).
 //
 // An Apply that inserts rows between the check and the drop is harmless:
 // the upsert converges whatever the table holds, and the indexes are built

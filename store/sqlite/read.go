@@ -19,8 +19,9 @@ import (
 // consistent state of the store, memory does not grow with the number of
 // edges, and writes go on meanwhile (they are not seen). Stopping the
 // iteration early ends the transaction. An error is yielded once, with a
-// zero Event, and ends the sequence. See LastSeq for the order of reads
-// when loading while writes continue.
+// zero Event, and ends the sequence.
+// To load an engine while writes go on, read the log first and Events
+// second (recovery.Load says why).
 func (s *Store) Events(ctx context.Context) iter.Seq2[fg.Event, error] {
 	return func(yield func(fg.Event, error) bool) {
 		rows, err := s.r.QueryContext(ctx,

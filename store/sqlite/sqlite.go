@@ -3,9 +3,11 @@
 // version, and the event-log sequence applied last, changed together in one
 // transaction per batch of events.
 //
-// The persister applies batches of events from the event log with Apply; at
-// start-up an engine is loaded from Events and the log's tail after LastSeq
-// is replayed. Import bulk-loads an empty store. The record has no list
+// The persister applies batches of events from the event log with Apply,
+// each with the log sequence it reaches (LastSeq), which the start-up check
+// compares with the log; at start-up an engine is loaded from Events and
+// the log, which holds exactly what the store lacks, is replayed over it.
+// Import bulk-loads an empty store. The record has no list
 // indexes: the engine answers every read (docs/DESIGN.md says why).
 //
 // The schema (migrations/*.sql) and the statements are plain enough to be

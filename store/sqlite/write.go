@@ -150,12 +150,9 @@ func (s *Store) Import(ctx context.Context, events iter.Seq[fg.Event]) (int, err
 }
 
 // LastSeq returns the stream sequence recorded by the last Apply, 0 for a
-// new store. Everything in the log up to it is in the store.
-//
-// To load an engine while batches are still being applied, read LastSeq
-// before Events and replay the log from LastSeq+1: events replayed over a
-// newer state change nothing, whereas reading LastSeq after Events could
-// skip a batch.
+// new store: everything in the log up to it is in the store. The start-up
+// check compares it with the log's sequences (package recovery); loading
+// an engine does not need it, as the log is replayed whole.
 func (s *Store) LastSeq(ctx context.Context) (uint64, error) {
 	var seq int64
 	if err := s.r.QueryRowContext(ctx, `SELECT value FROM meta WHERE key = 'last_seq'`).Scan(&seq); err != nil {

@@ -1,0 +1,75 @@
+package eventlog
+
+import (
+	"fmt"
+	"log/slog"
+	"os"
+	"time"
+
+	"github.com/nats-io/nats-server/v2/server"
+
+	"github.com/followgraph/followgraph/internal/lockfile"
+)
+
+// startTimeout bounds the embedded server's start-up, stream recovery
+// included.
+const startTimeout = 30 * time.Second
+
+func (l *Log) startServer() error {
+	if err := os.MkdirAll(l.cfg.Dir, 0o750); err != nil {
+		return fmt.Errorf("eventlog: %w", err)
+	}
+	unlock, err := lockfile.Lock(l.cfg.Dir)
+	if err != nil {
+		return fmt.Errorf("eventlog: lock: %w", err)
+	}
+	l.unlock = unlock
+	srv, err := server.NewServer(&server.Options{
+		ServerName: "followgraph",
+		DontListen: true,
+		JetStream:  true,
+		StoreDir:   l.cfg.Dir,
+		SyncAlways: l.cfg.Sync == SyncAlways,
+		NoSigs:     true,
+	})
+	if err != nil {
+		return fmt.Errorf("eventlog: embedded server: %w", err)
+	}
+	srv.SetLoggerV2(serverLogger{l: l.log.With("component", "nats-server"), failed: func() { l.storeFailed.Store(true) }}, false, false, false)
+	l.srv = srv
+	srv.Start()
+	if !srv.ReadyForConnections(startTimeout) {
+		return unavailable("embedded server", fmt.Errorf("not ready after %s", startTimeout))
+	}
+	if !srv.JetStreamEnabled() {
+		return fmt.Errorf("eventlog: embedded server: JetStream did not start on %s (see the server's log)", l.cfg.Dir)
+	}
+	l.jsConfig = *srv.JetStreamConfig()
+	l.jsConfig.StoreDir = l.cfg.Dir // EnableJetStream adds the "jetstream" folder to it
+	l.measureSpace()
+	l.watched = make(chan struct{})
+	go l.watchStore()
+	return nil
+}
+
+// serverLogger sends the embedded server's log to slog. Its notices
+// (start-up banner, recoveries) are Debug: the log reports what matters.
+// An error that says a write of the store failed calls failed.
+type serverLogger struct {
+	l      *slog.Logger
+	failed func()
+}
+
+func (s serverLogger) Noticef(format string, v ...any) { s.l.Debug(fmt.Sprintf(format, v...)) }
+func (s serverLogger) Warnf(format string, v ...any)   { s.l.Warn(fmt.Sprintf(format, v...)) }
+func (s serverLogger) Fatalf(format string, v ...any)  { s.error(fmt.Sprintf(format, v...)) }
+func (s serverLogger) Errorf(format string, v ...any)  { s.error(fmt.Sprintf(format, v...)) }
+
+func (s serverLogger) error(msg string) {
+	if isWriteFailure(msg) {
+		s.failed()
+	}
+	s.l.Error(msg)
+}
+func (s serverLogger) Debugf(format string, v ...any) { s.l.Debug(fmt.Sprintf(format, v...)) }
+func (s serverLogger) Tracef(format string, v ...any) { s.l.Debug(fmt.Sprintf(format, v...)) }
