@@ -9,6 +9,7 @@ package client
 import (
 	"bytes"
 	"context"
+	"crypto/tls"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -39,8 +40,9 @@ import (
 //
 // A Client is safe for concurrent use.
 type Client struct {
-	base string
-	hc   *http.Client
+	base  string
+	hc    *http.Client
+	token string // "Bearer <token>", or "" for none
 }
 
 var _ followgraph.Graph = (*Client)(nil)
@@ -64,6 +66,32 @@ func WithHTTPClient(hc *http.Client) Option {
 		if hc != nil {
 			c.hc = hc
 		}
+	}
+}
+
+// WithToken makes the client send token as its bearer token with every
+// request: a service token, or a user's token (a JWT), for a server with
+// authentication (docs/API.md, "Authentication"). A token that is not
+// valid makes calls fail with code unauthenticated, a token that may not
+// do a call with code forbidden.
+func WithToken(token string) Option {
+	return func(c *Client) {
+		if token != "" {
+			c.token = "Bearer " + token
+		}
+	}
+}
+
+// WithTLS makes the client speak HTTPS with cfg (its roots, a client
+// certificate for mutual TLS), over a transport of its own; use it with an
+// https:// baseURL. It replaces WithHTTPClient's transport.
+func WithTLS(cfg *tls.Config) Option {
+	return func(c *Client) {
+		t := http.DefaultTransport.(*http.Transport).Clone()
+		t.TLSClientConfig = cfg
+		hc := *c.hc
+		hc.Transport = t
+		c.hc = &hc
 	}
 }
 
@@ -358,6 +386,9 @@ func (c *Client) do(ctx context.Context, method, path, rawQuery string, body, ou
 		return fmt.Errorf("client: %s %s: %w", method, path, err)
 	}
 	req.Header.Set("Accept", "application/json")
+	if c.token != "" {
+		req.Header.Set("Authorization", c.token)
+	}
 	if body != nil {
 		req.Header.Set("Content-Type", "application/json")
 	}

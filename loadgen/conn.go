@@ -3,6 +3,7 @@ package loadgen
 import (
 	"bufio"
 	"bytes"
+	"crypto/tls"
 	"errors"
 	"fmt"
 	"io"
@@ -19,10 +20,12 @@ import (
 // docs/BENCHMARKS.md). It speaks just what a followgraph server answers: a status
 // line, headers, and a body of a given Content-Length or chunked.
 type conn struct {
-	addr string // host:port
-	c    net.Conn
-	br   *bufio.Reader
-	req  []byte
+	addr   string      // host:port
+	tls    *tls.Config // nil: plain HTTP
+	header []byte      // extra header lines, each ending "\r\n" (the bearer token)
+	c      net.Conn
+	br     *bufio.Reader
+	req    []byte
 }
 
 // do sends method target (a path with its query) and reads the answer's
@@ -33,6 +36,9 @@ func (c *conn) do(method string, target []byte, deadline time.Time, body *bytes.
 		conn, err := net.DialTimeout("tcp", c.addr, 5*time.Second)
 		if err != nil {
 			return 0, err
+		}
+		if c.tls != nil {
+			conn = tls.Client(conn, c.tls)
 		}
 		c.c, c.br = conn, bufio.NewReaderSize(conn, 16<<10)
 	}
@@ -46,11 +52,12 @@ func (c *conn) do(method string, target []byte, deadline time.Time, body *bytes.
 	}
 	r := append(c.req[:0], method...)
 	r = append(append(append(r, ' '), target...), " HTTP/1.1\r\nHost: "...)
-	r = append(r, c.addr...)
+	r = append(append(r, c.addr...), "\r\n"...)
+	r = append(r, c.header...)
 	if method != "GET" {
-		r = append(r, "\r\nContent-Length: 0"...)
+		r = append(r, "Content-Length: 0\r\n"...)
 	}
-	r = append(r, "\r\n\r\n"...)
+	r = append(r, "\r\n"...)
 	c.req = r
 	if _, err := c.c.Write(r); err != nil {
 		return 0, err

@@ -11,11 +11,13 @@ package loadgen
 import (
 	"bytes"
 	"context"
+	"crypto/tls"
 	"errors"
 	"fmt"
 	"io"
 	"math/bits"
 	"math/rand/v2"
+	"net"
 	"net/http"
 	"net/url"
 	"strconv"
@@ -34,14 +36,19 @@ type Config struct {
 	Users       int           `json:"users"` // ids are drawn from 1..Users
 	Skew        float64       `json:"skew"`  // Zipf exponent of the ids' popularity, > 1; 0: uniform
 	Seed        uint64        `json:"seed"`
+	// TLS is the client's TLS configuration for an https:// URL (roots, a
+	// client certificate); nil: the system's roots.
+	TLS *tls.Config `json:"-"`
+	// Token is sent as the bearer token of every request, when set.
+	Token string `json:"-"`
 }
 
 // Validate reports a configuration that cannot run.
 func (c Config) Validate() error {
 	u, err := url.Parse(c.URL)
 	switch {
-	case err != nil || u.Scheme != "http" || u.Host == "":
-		return fmt.Errorf("loadgen: URL %q: want http://host:port", c.URL)
+	case err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "":
+		return fmt.Errorf("loadgen: URL %q: want http://host:port or https://host:port", c.URL)
 	case c.Duration <= 0 || c.Concurrency < 1 || c.Rate < 0:
 		return errors.New("loadgen: the duration and the concurrency must be positive, the rate not negative")
 	case c.Mix != "reads" && c.Mix != "writes":
@@ -122,6 +129,7 @@ func (s *kindStats) observe(d time.Duration) {
 type generator struct {
 	cfg   Config
 	addr  string // host:port of the server
+	https bool
 	stats [numKinds]kindStats
 	lag   kindStats // open loop: from a request's scheduled start to when it is sent
 
@@ -144,7 +152,26 @@ func (g *generator) failed(k kind, status int, err error) {
 	g.statuses[status]++
 }
 
-// runBench drives cfg.URL with cfg's mix until cfg.Duration has passed or
+// conn returns a new connection of the run (dialed at its first request).
+func (g *generator) conn() conn {
+	c := conn{addr: g.addr}
+	if g.https {
+		c.tls = g.cfg.TLS
+		if c.tls == nil {
+			c.tls = &tls.Config{}
+		}
+		if c.tls.ServerName == "" {
+			c.tls = c.tls.Clone()
+			c.tls.ServerName, _, _ = net.SplitHostPort(g.addr)
+		}
+	}
+	if g.cfg.Token != "" {
+		c.header = []byte("Authorization: Bearer " + g.cfg.Token + "\r\n")
+	}
+	return c
+}
+
+// Run drives cfg.URL with cfg's mix until cfg.Duration has passed or
 // ctx ends, then waits up to a second for the requests in flight. It
 // returns an error only when the run could not start.
 func Run(ctx context.Context, cfg Config) (*Result, error) {
@@ -152,8 +179,8 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 	if err != nil {
 		return nil, fmt.Errorf("bench: %w", err)
 	}
-	g := &generator{cfg: cfg, addr: u.Host, statuses: map[int]int64{}}
-	probe := conn{addr: g.addr}
+	g := &generator{cfg: cfg, addr: u.Host, https: u.Scheme == "https", statuses: map[int]int64{}}
+	probe := g.conn()
 	var body bytes.Buffer
 	status, err := probe.do(http.MethodGet, []byte("/readyz"), time.Now().Add(5*time.Second), &body)
 	probe.close()
@@ -176,7 +203,7 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 	}
 	var wg sync.WaitGroup
 	for i := range cfg.Concurrency {
-		w := &worker{g: g, conn: conn{addr: g.addr}, rng: rand.New(rand.NewPCG(cfg.Seed, uint64(i)))}
+		w := &worker{g: g, conn: g.conn(), rng: rand.New(rand.NewPCG(cfg.Seed, uint64(i)))}
 		if cfg.Skew > 0 {
 			w.zipf = rand.NewZipf(w.rng, cfg.Skew, 10, uint64(cfg.Users-1))
 		}

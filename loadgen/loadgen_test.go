@@ -8,6 +8,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -175,5 +176,36 @@ func TestConn(t *testing.T) {
 			t.Errorf("%s %s: status %d, err %v, body of %d bytes %.20q; want %d, %.20q (%d bytes)",
 				tc.method, tc.path, status, err, body.Len(), body.String(), tc.status, tc.body, len(tc.body))
 		}
+	}
+}
+
+// TestRun_TLSAndToken: over HTTPS, with the bearer token on every request.
+func TestRun_TLSAndToken(t *testing.T) {
+	g := memgraph.New()
+	for u := range fg.UserID(20) {
+		if _, err := g.Follow(context.Background(), 1+u, 1+(u+1)%20); err != nil {
+			t.Fatal(err)
+		}
+	}
+	api := httpapi.NewServer(g)
+	var without atomic.Int64
+	srv := httptest.NewTLSServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.Header.Get("Authorization") != "Bearer t0ken" {
+			without.Add(1)
+		}
+		api.ServeHTTP(w, r)
+	}))
+	defer srv.Close()
+	cfg := Config{URL: srv.URL, Duration: 200 * time.Millisecond, Concurrency: 2, Mix: "reads", Users: 20, Seed: 1,
+		TLS: srv.Client().Transport.(*http.Transport).TLSClientConfig, Token: "t0ken"}
+	if err := cfg.Validate(); err != nil {
+		t.Fatal(err)
+	}
+	res, err := Run(context.Background(), cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.Total.OK == 0 || res.Total.Errors != 0 || without.Load() != 0 {
+		t.Fatalf("%d answered, %d errors (%s), %d requests without the token", res.Total.OK, res.Total.Errors, res.FirstError, without.Load())
 	}
 }

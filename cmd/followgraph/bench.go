@@ -6,12 +6,14 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/followgraph/followgraph/internal/tlsfiles"
 	"github.com/followgraph/followgraph/loadgen"
 )
 
 func newBench() *cobra.Command {
 	var cfg loadgen.Config
 	var asJSON bool
+	var ca, cert, key string
 	cmd := &cobra.Command{
 		Use:   "bench",
 		Short: "Drive a running server with a read or write mix and report throughput and latency",
@@ -29,8 +31,18 @@ with --skew 0. With --rate the requests start on a fixed schedule whatever the
 answers (open loop), and latency counts from the scheduled start.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
+			if err := envDefaults(cmd.Flags()); err != nil {
+				return err
+			}
 			if err := cfg.Validate(); err != nil {
 				return err
+			}
+			if ca != "" || cert != "" || key != "" {
+				tlsCfg, err := tlsfiles.Client(ca, cert, key)
+				if err != nil {
+					return err
+				}
+				cfg.TLS = tlsCfg
 			}
 			res, err := loadgen.Run(cmd.Context(), cfg)
 			if err != nil {
@@ -55,5 +67,9 @@ answers (open loop), and latency counts from the scheduled start.`,
 	f.Float64Var(&cfg.Skew, "skew", 1.1, "Zipf exponent of the ids' popularity (0: uniform)")
 	f.Uint64Var(&cfg.Seed, "seed", 1, "seed of the ids and the mix")
 	f.BoolVar(&asJSON, "json", false, "print the results as JSON")
+	f.StringVar(&cfg.Token, "token", "", "bearer token sent with every request (a service token with the read or write scope, or a user's JWT)")
+	f.StringVar(&ca, "tls-ca", "", "PEM file of the CAs that sign an https:// server's certificate (default: the system's)")
+	f.StringVar(&cert, "tls-client-cert", "", "PEM file of the client certificate, for a server that requires one (with --tls-client-key)")
+	f.StringVar(&key, "tls-client-key", "", "PEM file of the client certificate's key")
 	return cmd
 }
