@@ -3,6 +3,7 @@ package main
 import (
 	"bytes"
 	"context"
+	"crypto/tls"
 	"fmt"
 	"math/rand/v2"
 	"net"
@@ -93,20 +94,43 @@ func start(tb testing.TB, data string, args ...string) *server {
 // not by an unknown flag.
 func startEnv(tb testing.TB, data string, env []string, args ...string) *server {
 	tb.Helper()
+	return launch(tb, data, launchOptions{env: env, args: args})
+}
+
+// launchOptions are how a test starts followgraph serve: env and args
+// added; with tls, over HTTPS, its client trusting tls's roots (and
+// presenting its certificates); with token, its client sending it.
+type launchOptions struct {
+	env   []string
+	args  []string
+	tls   *tls.Config
+	token string
+}
+
+// launch starts followgraph serve on data with o, and waits until it is
+// ready.
+func launch(tb testing.TB, data string, o launchOptions) *server {
+	tb.Helper()
 	addr := freeAddr(tb)
-	s := &server{url: "http://" + addr, logs: &syncBuffer{}, done: make(chan struct{})}
-	s.cmd = exec.Command(binary, append([]string{"serve", "--addr", addr, "--data", data}, args...)...)
-	s.cmd.Env = append(os.Environ(), env...)
+	scheme := "http://"
+	hc := &http.Client{Timeout: 10 * time.Second}
+	if o.tls != nil {
+		scheme = "https://"
+		hc.Transport = &http.Transport{TLSClientConfig: o.tls}
+	}
+	s := &server{url: scheme + addr, logs: &syncBuffer{}, done: make(chan struct{})}
+	s.cmd = exec.Command(binary, append([]string{"serve", "--addr", addr, "--data", data}, o.args...)...)
+	s.cmd.Env = append(os.Environ(), o.env...)
 	s.cmd.Stdout, s.cmd.Stderr = s.logs, s.logs
 	if err := s.cmd.Start(); err != nil {
 		tb.Fatal(err)
 	}
 	go func() { s.cmd.Wait(); close(s.done) }()
 	tb.Cleanup(func() { s.kill() })
-	s.client = client.New(s.url, client.WithHTTPClient(&http.Client{Timeout: 10 * time.Second}))
+	s.client = client.New(s.url, client.WithHTTPClient(hc), client.WithToken(o.token))
 	deadline := time.Now().Add(60 * time.Second)
 	for {
-		resp, err := http.Get(s.url + "/readyz")
+		resp, err := hc.Get(s.url + "/readyz")
 		if err == nil {
 			resp.Body.Close()
 			if resp.StatusCode == http.StatusOK {

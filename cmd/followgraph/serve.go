@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"crypto/tls"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -23,6 +24,7 @@ import (
 	"github.com/followgraph/followgraph/eventlog"
 	"github.com/followgraph/followgraph/httpapi"
 	"github.com/followgraph/followgraph/internal/secret"
+	"github.com/followgraph/followgraph/internal/tlsfiles"
 	"github.com/followgraph/followgraph/pipeline"
 	"github.com/followgraph/followgraph/recovery"
 )
@@ -48,6 +50,9 @@ type Config struct {
 	ShutdownTimeout time.Duration  // longest a clean stop waits for requests in flight and the drain
 	AcceptDataLoss  bool           // start although the store and the log lost acknowledged events (logging what was lost)
 	DiskReserve     string         // free space the embedded log's disk keeps, such as 64MiB; "0" for none
+
+	TLSCert, TLSKey string // PEM files of the server's certificate and key: HTTPS; reloaded when they change
+	TLSClientCA     string // PEM file of the CAs whose client certificates are required (mutual TLS)
 }
 
 // Validate reports a configuration that cannot run.
@@ -70,6 +75,10 @@ func (c Config) Validate() error {
 		return errors.New("--max-following cannot be negative")
 	case c.ShutdownTimeout <= 0:
 		return errors.New("--shutdown-timeout must be positive")
+	case (c.TLSCert == "") != (c.TLSKey == ""):
+		return errors.New("--tls-cert and --tls-key go together")
+	case c.TLSClientCA != "" && c.TLSCert == "":
+		return errors.New("--tls-client-ca needs --tls-cert and --tls-key")
 	}
 	if err := c.Limits.Validate(); err != nil {
 		return fmt.Errorf("--write-timeout %s, --request-timeout %s: %w", c.Limits.WriteTimeout, c.Limits.RequestTimeout, err)
@@ -143,6 +152,9 @@ func newServe() *cobra.Command {
 	f.DurationVar(&cfg.ShutdownTimeout, "shutdown-timeout", 30*time.Second, "longest a clean stop (SIGTERM) waits for the requests in flight and for the outbox and the log to drain; what is left stays in the log for the next start")
 	f.StringVar(&cfg.DiskReserve, "disk-reserve", "64MiB", "free space the data folder's disk keeps for the embedded log and store: below it, writes are refused at once (503) until space is back; 0 for none")
 	f.BoolVar(&cfg.AcceptDataLoss, "accept-data-loss", false, "start even though the durable store and the event log no longer hold every acknowledged change (a file deleted, truncated or replaced), logging what is lost; without it serve refuses to start, naming the damage")
+	f.StringVar(&cfg.TLSCert, "tls-cert", "", "PEM file of the server's certificate (chain): serve HTTPS; reloaded when the file changes")
+	f.StringVar(&cfg.TLSKey, "tls-key", "", "PEM file of the certificate's private key")
+	f.StringVar(&cfg.TLSClientCA, "tls-client-ca", "", "PEM file of the CAs that sign the clients' certificates: every client must present one (mutual TLS)")
 	f.BoolVar(&cfg.Pprof, "pprof", false, "serve /debug/pprof/ (profiles shorter than --write-timeout)")
 	f.StringVar(&cfg.LogLevel, "log-level", "info", "debug, info, warn or error")
 	return cmd
@@ -346,6 +358,18 @@ func (m *Main) listen(eng *engine, store durableStore, elog *eventlog.Log, reg *
 	ln, err := net.Listen("tcp", cfg.Addr)
 	if err != nil {
 		return "", err
+	}
+	if cfg.TLSCert != "" {
+		tlsCfg, err := tlsfiles.Server(cfg.TLSCert, cfg.TLSKey, cfg.TLSClientCA, func(err error) {
+			m.logger.Error("the renewed TLS certificate could not be loaded; serving the last good one", "err", err)
+		})
+		if err != nil {
+			ln.Close()
+			return "", err
+		}
+		// Below the framing check and the connection limit, so that both
+		// see the requests in clear.
+		ln = tls.NewListener(ln, tlsCfg)
 	}
 	m.http = api.HTTPServer(handler)
 	m.served = make(chan error, 1)
