@@ -63,10 +63,21 @@ func specOf(tb testing.TB) *spec {
 	return s
 }
 
+// specOptions are the options of every check against the document.
+//
+// Whether a request needs a token, and which, depends on how the server is
+// configured, which the document cannot know: authentication applies only
+// when the server has it, and most servers of the tests have none. So the
+// check of a request takes any credentials or none (AuthenticationFunc), and
+// what the document says of authentication is checked on the answers: a 401
+// or 403 must be one that the operation lists, a 401 with its
+// WWW-Authenticate header (see spec.check), and TestOpenAPI_Security checks
+// what each operation declares.
 var specOptions = &openapi3filter.Options{
 	IncludeResponseStatus: true, // a status the document does not list is a mismatch
 	SkipSettingDefaults:   true, // leave the request as the client sent it
 	MultiError:            true,
+	AuthenticationFunc:    openapi3filter.NoopAuthenticationFunc,
 }
 
 // match returns the path of the document that the escaped path p is an
@@ -118,10 +129,11 @@ type verdict struct {
 // if any, is reqBody) and the answer. It returns what the document says of
 // the request, and an error when the answer does not conform. For a
 // request that is an operation of the document, the answer must be one it
-// lists, and a request it rejects must be answered 400 or 413. A request
-// whose path is not in the document must be answered 404; one whose path
-// is there without its method must be answered 405 with an Allow header
-// naming the methods of the document, and HEAD with GET.
+// lists (a 401 with a Bearer challenge in WWW-Authenticate), and a request
+// it rejects must be answered 400 or 413. A request whose path is not in
+// the document must be answered 404; one whose path is there without its
+// method must be answered 405 with an Allow header naming the methods of
+// the document, and HEAD with GET.
 func (s *spec) check(ctx context.Context, req *http.Request, reqBody []byte, status int, header http.Header, body []byte) (verdict, error) {
 	what := req.Method + " " + req.URL.String()
 	tmpl, item, params := s.match(req.URL.EscapedPath())
@@ -174,7 +186,7 @@ func (s *spec) check(ctx context.Context, req *http.Request, reqBody []byte, sta
 	}
 
 	respKey := strings.Join([]string{req.Method, tmpl, fmt.Sprint(status),
-		header.Get("Content-Type"), header.Get("Retry-After"), canonicalBody(body)}, "\n")
+		header.Get("Content-Type"), header.Get("Retry-After"), header.Get("WWW-Authenticate"), canonicalBody(body)}, "\n")
 	if _, ok := s.responses.Load(respKey); !ok {
 		out := &openapi3filter.ResponseValidationInput{
 			RequestValidationInput: in,
@@ -188,10 +200,21 @@ func (s *spec) check(ctx context.Context, req *http.Request, reqBody []byte, sta
 		}
 		s.responses.Store(respKey, struct{}{})
 	}
+	if challenge := header.Get("WWW-Authenticate"); status == http.StatusUnauthorized && !isBearerChallenge(challenge) {
+		return v, fmt.Errorf("%s answered 401 with WWW-Authenticate %q, want a Bearer challenge (RFC 6750 section 3)", what, challenge)
+	}
 	if v.requestErr != nil && status != http.StatusBadRequest && status != http.StatusRequestEntityTooLarge {
 		return v, fmt.Errorf("%s: api/openapi.yaml rejects the request (%w), but the server answered %d %s", what, v.requestErr, status, body)
 	}
 	return v, nil
+}
+
+// isBearerChallenge reports whether a WWW-Authenticate value is the
+// challenge of the bearer scheme: "Bearer" alone or followed by its
+// parameters (RFC 6750 section 3; the scheme's name is case-insensitive).
+func isBearerChallenge(v string) bool {
+	scheme, _, _ := strings.Cut(v, " ")
+	return strings.EqualFold(scheme, "Bearer")
 }
 
 // checkSchema checks body against every one of the named component schemas.
