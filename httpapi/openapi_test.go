@@ -1,8 +1,10 @@
 package httpapi_test
 
 import (
+	"context"
 	"encoding/json"
 	"net/http"
+	"net/http/httptest"
 	"slices"
 	"strings"
 	"testing"
@@ -184,5 +186,63 @@ func checkErrorResponse(tb testing.TB, what string, status int, r *openapi3.Resp
 		if !ok && err == nil {
 			tb.Errorf("%s: its %d takes the error %s, want %s only", what, status, c, code)
 		}
+	}
+}
+
+// TestSpec_Authentication checks spec.check on the answers of a server
+// with authentication, which the servers of the other tests do not have: a
+// 401 must carry a Bearer challenge and the code unauthenticated, a 403 the
+// code forbidden, each where the operation lists it; a request the
+// document rejects may be refused for its token before it is read, and a
+// request under /v1/ before it is routed.
+func TestSpec_Authentication(t *testing.T) {
+	s := specOf(t)
+	const (
+		unauthenticated = `{"error": {"code": "unauthenticated", "message": "a bearer token is required"}}`
+		forbidden       = `{"error": {"code": "forbidden", "message": "this token lacks the write scope"}}`
+		bearer          = `Bearer realm="followgraph"`
+	)
+	tests := []struct {
+		name      string
+		method    string
+		target    string
+		status    int
+		challenge string
+		body      string
+		ok        bool
+	}{
+		{"Unauthenticated", "GET", "/v1/users/1", 401, bearer, unauthenticated, true},
+		{"UnauthenticatedBareScheme", "DELETE", "/v1/users/1/following/2", 401, "bearer", unauthenticated, true},
+		{"UnauthenticatedNoChallenge", "GET", "/v1/users/1", 401, "", unauthenticated, false},
+		{"UnauthenticatedOtherScheme", "GET", "/v1/users/1", 401, `Basic realm="followgraph"`, unauthenticated, false},
+		{"UnauthenticatedWrongCode", "GET", "/v1/users/1", 401, bearer, forbidden, false},
+		{"Forbidden", "PUT", "/v1/users/1/following/2", 403, "", forbidden, true},
+		{"ForbiddenWrongCode", "PUT", "/v1/users/1/following/2", 403, "", unauthenticated, false},
+		{"UnauthenticatedMetrics", "GET", "/metrics", 401, bearer, unauthenticated, true},
+		{"UnauthenticatedHealthz", "GET", "/healthz", 401, bearer, unauthenticated, false},
+		{"UnauthenticatedInvalidID", "GET", "/v1/users/abc", 401, bearer, unauthenticated, true},
+		{"ForbiddenInvalidID", "PUT", "/v1/users/1/following/0", 403, "", forbidden, true},
+		{"InvalidIDAnswered", "GET", "/v1/users/abc", 200, "", `{"id": "1", "following_count": 0, "follower_count": 0}`, false},
+		{"UnauthenticatedUnknownRoute", "GET", "/v1/nothing", 401, bearer, unauthenticated, true},
+		{"UnauthenticatedUnknownMethod", "PATCH", "/v1/users/1", 401, bearer, unauthenticated, true},
+		{"UnauthenticatedUnknownRouteNoChallenge", "GET", "/v1/nothing", 401, "", unauthenticated, false},
+		{"UnauthenticatedUnknownRouteOutsideV1", "GET", "/nothing", 401, bearer, unauthenticated, false},
+		{"ForbiddenUnknownRoute", "GET", "/v1/nothing", 403, "", forbidden, false},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			req := httptest.NewRequest(tt.method, tt.target, nil)
+			header := http.Header{"Content-Type": {"application/json"}}
+			if tt.challenge != "" {
+				header.Set("WWW-Authenticate", tt.challenge)
+			}
+			_, err := s.check(context.Background(), req, nil, tt.status, header, []byte(tt.body))
+			if tt.ok && err != nil {
+				t.Errorf("%s %s answered %d: %v, want it to conform", tt.method, tt.target, tt.status, err)
+			}
+			if !tt.ok && err == nil {
+				t.Errorf("%s %s answered %d %s (WWW-Authenticate %q) conforms, want an error", tt.method, tt.target, tt.status, tt.body, tt.challenge)
+			}
+		})
 	}
 }

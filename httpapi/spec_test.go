@@ -130,10 +130,12 @@ type verdict struct {
 // the request, and an error when the answer does not conform. For a
 // request that is an operation of the document, the answer must be one it
 // lists (a 401 with a Bearer challenge in WWW-Authenticate), and a request
-// it rejects must be answered 400 or 413. A request whose path is not in
-// the document must be answered 404; one whose path is there without its
-// method must be answered 405 with an Allow header naming the methods of
-// the document, and HEAD with GET.
+// it rejects must be answered 400 or 413 (or 401 or 403: a server with
+// authentication may refuse a request for its token before it reads it). A
+// request whose path is not in the document must be answered 404; one
+// whose path is there without its method must be answered 405 with an
+// Allow header naming the methods of the document, and HEAD with GET;
+// either may instead be 401 unauthenticated under /v1/.
 func (s *spec) check(ctx context.Context, req *http.Request, reqBody []byte, status int, header http.Header, body []byte) (verdict, error) {
 	what := req.Method + " " + req.URL.String()
 	tmpl, item, params := s.match(req.URL.EscapedPath())
@@ -147,6 +149,15 @@ func (s *spec) check(ctx context.Context, req *http.Request, reqBody []byte, sta
 	if op == nil {
 		if ct := header.Get("Content-Type"); ct != "application/json" {
 			return verdict{}, fmt.Errorf("%s: Content-Type %q, want application/json", what, ct)
+		}
+		if status == http.StatusUnauthorized && strings.HasPrefix(req.URL.EscapedPath(), "/v1/") {
+			// Every request under /v1/ needs a token when the server has
+			// authentication (docs/API.md), so it may refuse one before
+			// it routes it.
+			if err := checkChallenge(what, header); err != nil {
+				return verdict{}, err
+			}
+			return verdict{}, s.checkSchema(body, "Error", "UnauthenticatedCode")
 		}
 		if item == nil {
 			if status != http.StatusNotFound {
@@ -200,21 +211,31 @@ func (s *spec) check(ctx context.Context, req *http.Request, reqBody []byte, sta
 		}
 		s.responses.Store(respKey, struct{}{})
 	}
-	if challenge := header.Get("WWW-Authenticate"); status == http.StatusUnauthorized && !isBearerChallenge(challenge) {
-		return v, fmt.Errorf("%s answered 401 with WWW-Authenticate %q, want a Bearer challenge (RFC 6750 section 3)", what, challenge)
+	if status == http.StatusUnauthorized {
+		if err := checkChallenge(what, header); err != nil {
+			return v, err
+		}
 	}
-	if v.requestErr != nil && status != http.StatusBadRequest && status != http.StatusRequestEntityTooLarge {
+	// A request the document rejects is refused: as invalid, or, when the
+	// server has authentication, for its token before the server reads it.
+	refused := status == http.StatusBadRequest || status == http.StatusRequestEntityTooLarge ||
+		status == http.StatusUnauthorized || status == http.StatusForbidden
+	if v.requestErr != nil && !refused {
 		return v, fmt.Errorf("%s: api/openapi.yaml rejects the request (%w), but the server answered %d %s", what, v.requestErr, status, body)
 	}
 	return v, nil
 }
 
-// isBearerChallenge reports whether a WWW-Authenticate value is the
-// challenge of the bearer scheme: "Bearer" alone or followed by its
-// parameters (RFC 6750 section 3; the scheme's name is case-insensitive).
-func isBearerChallenge(v string) bool {
-	scheme, _, _ := strings.Cut(v, " ")
-	return strings.EqualFold(scheme, "Bearer")
+// checkChallenge returns an error unless the WWW-Authenticate header of a
+// 401 is the challenge of the bearer scheme: "Bearer" alone or followed by
+// its parameters (RFC 6750 section 3; the scheme's name is
+// case-insensitive).
+func checkChallenge(what string, header http.Header) error {
+	challenge := header.Get("WWW-Authenticate")
+	if scheme, _, _ := strings.Cut(challenge, " "); !strings.EqualFold(scheme, "Bearer") {
+		return fmt.Errorf("%s answered 401 with WWW-Authenticate %q, want a Bearer challenge (RFC 6750 section 3)", what, challenge)
+	}
+	return nil
 }
 
 // checkSchema checks body against every one of the named component schemas.
