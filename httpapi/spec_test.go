@@ -63,10 +63,21 @@ func specOf(tb testing.TB) *spec {
 	return s
 }
 
+// specOptions are the options of every check against the document.
+//
+// Whether a request needs a token, and which, depends on how the server is
+// configured, which the document cannot know: authentication applies only
+// when the server has it, and most servers of the tests have none. So the
+// check of a request takes any credentials or none (AuthenticationFunc), and
+// what the document says of authentication is checked on the answers: a 401
+// or 403 must be one that the operation lists, a 401 with its
+// WWW-Authenticate header (see spec.check), and TestOpenAPI_Security checks
+// what each operation declares.
 var specOptions = &openapi3filter.Options{
 	IncludeResponseStatus: true, // a status the document does not list is a mismatch
 	SkipSettingDefaults:   true, // leave the request as the client sent it
 	MultiError:            true,
+	AuthenticationFunc:    openapi3filter.NoopAuthenticationFunc,
 }
 
 // match returns the path of the document that the escaped path p is an
@@ -118,10 +129,13 @@ type verdict struct {
 // if any, is reqBody) and the answer. It returns what the document says of
 // the request, and an error when the answer does not conform. For a
 // request that is an operation of the document, the answer must be one it
-// lists, and a request it rejects must be answered 400 or 413. A request
-// whose path is not in the document must be answered 404; one whose path
-// is there without its method must be answered 405 with an Allow header
-// naming the methods of the document, and HEAD with GET.
+// lists (a 401 with a Bearer challenge in WWW-Authenticate), and a request
+// it rejects must be answered 400 or 413 (or 401 or 403: a server with
+// authentication may refuse a request for its token before it reads it). A
+// request whose path is not in the document must be answered 404; one
+// whose path is there without its method must be answered 405 with an
+// Allow header naming the methods of the document, and HEAD with GET;
+// either may instead be 401 unauthenticated under /v1/.
 func (s *spec) check(ctx context.Context, req *http.Request, reqBody []byte, status int, header http.Header, body []byte) (verdict, error) {
 	what := req.Method + " " + req.URL.String()
 	tmpl, item, params := s.match(req.URL.EscapedPath())
@@ -135,6 +149,15 @@ func (s *spec) check(ctx context.Context, req *http.Request, reqBody []byte, sta
 	if op == nil {
 		if ct := header.Get("Content-Type"); ct != "application/json" {
 			return verdict{}, fmt.Errorf("%s: Content-Type %q, want application/json", what, ct)
+		}
+		if status == http.StatusUnauthorized && strings.HasPrefix(req.URL.EscapedPath(), "/v1/") {
+			// Every request under /v1/ needs a token when the server has
+			// authentication (docs/API.md), so it may refuse one before
+			// it routes it.
+			if err := checkChallenge(what, header); err != nil {
+				return verdict{}, err
+			}
+			return verdict{}, s.checkSchema(body, "Error", "UnauthenticatedCode")
 		}
 		if item == nil {
 			if status != http.StatusNotFound {
@@ -174,7 +197,7 @@ func (s *spec) check(ctx context.Context, req *http.Request, reqBody []byte, sta
 	}
 
 	respKey := strings.Join([]string{req.Method, tmpl, fmt.Sprint(status),
-		header.Get("Content-Type"), header.Get("Retry-After"), canonicalBody(body)}, "\n")
+		header.Get("Content-Type"), header.Get("Retry-After"), header.Get("WWW-Authenticate"), canonicalBody(body)}, "\n")
 	if _, ok := s.responses.Load(respKey); !ok {
 		out := &openapi3filter.ResponseValidationInput{
 			RequestValidationInput: in,
@@ -188,10 +211,31 @@ func (s *spec) check(ctx context.Context, req *http.Request, reqBody []byte, sta
 		}
 		s.responses.Store(respKey, struct{}{})
 	}
-	if v.requestErr != nil && status != http.StatusBadRequest && status != http.StatusRequestEntityTooLarge {
+	if status == http.StatusUnauthorized {
+		if err := checkChallenge(what, header); err != nil {
+			return v, err
+		}
+	}
+	// A request the document rejects is refused: as invalid, or, when the
+	// server has authentication, for its token before the server reads it.
+	refused := status == http.StatusBadRequest || status == http.StatusRequestEntityTooLarge ||
+		status == http.StatusUnauthorized || status == http.StatusForbidden
+	if v.requestErr != nil && !refused {
 		return v, fmt.Errorf("%s: api/openapi.yaml rejects the request (%w), but the server answered %d %s", what, v.requestErr, status, body)
 	}
 	return v, nil
+}
+
+// checkChallenge returns an error unless the WWW-Authenticate header of a
+// 401 is the challenge of the bearer scheme: "Bearer" alone or followed by
+// its parameters (RFC 6750 section 3; the scheme's name is
+// case-insensitive).
+func checkChallenge(what string, header http.Header) error {
+	challenge := header.Get("WWW-Authenticate")
+	if scheme, _, _ := strings.Cut(challenge, " "); !strings.EqualFold(scheme, "Bearer") {
+		return fmt.Errorf("%s answered 401 with WWW-Authenticate %q, want a Bearer challenge (RFC 6750 section 3)", what, challenge)
+	}
+	return nil
 }
 
 // checkSchema checks body against every one of the named component schemas.
