@@ -6,6 +6,8 @@ import (
 	"fmt"
 	"slices"
 
+	"golang.org/x/time/rate"
+
 	fg "github.com/followgraph/followgraph"
 )
 
@@ -32,10 +34,8 @@ func (r *reconciler) repair(ctx context.Context, u fg.UserID, s Side, c *sideChe
 		if last {
 			tokens += len(c.extra)
 		}
-		if r.limit != nil && tokens > 0 {
-			if err := r.limit.WaitN(ctx, min(tokens, r.limit.Burst())); err != nil {
-				return err
-			}
+		if err := waitTokens(ctx, r.limit, tokens); err != nil {
+			return err
 		}
 		flags, err := r.repairCall(ctx, u, s, call, c.clock)
 		if err != nil {
@@ -49,6 +49,24 @@ func (r *reconciler) repair(ctx context.Context, u fg.UserID, s Side, c *sideChe
 				c.diffs[k].Fixed = true
 			}
 		}
+	}
+	return nil
+}
+
+// waitTokens waits until limit grants n tokens (none when limit is nil),
+// in steps of at most its burst, the most WaitN grants at once, so that a
+// call is charged every repair it makes. It returns ctx's error if ctx
+// ends first.
+func waitTokens(ctx context.Context, limit *rate.Limiter, n int) error {
+	if limit == nil {
+		return nil
+	}
+	for n > 0 {
+		k := min(n, limit.Burst())
+		if err := limit.WaitN(ctx, k); err != nil {
+			return err
+		}
+		n -= k
 	}
 	return nil
 }
