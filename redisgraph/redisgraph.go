@@ -71,6 +71,7 @@ type Graph struct {
 
 	deferred atomic.Uint64 // second steps left to the outbox
 	guard    guard         // what reads know of the graph's markers (guard.go)
+	drops    dropper       // the deletes of settled outbox entries (drop.go)
 
 	// secondStepFault, when set (by tests), runs before each attempt of a
 	// second step; an error fails the attempt.
@@ -99,10 +100,11 @@ func WithMaxFollowing(n int) Option { return func(g *Graph) { g.maxFollowing = n
 // although the change is made: its outcome is unknown to the caller, as
 // for any unacknowledged write, and the event stays in the outbox for the
 // relay: the error says so (EUnavailable, "may take effect"). When the
-// hook returns nil, the change's outbox entry is deleted
-// (on a Cluster, once its second step is done), so that the relay does not
-// publish the event again; the outbox then holds only what a crash or a
-// failed hook left.
+// hook returns nil, the change's outbox entry is deleted in the
+// background (on a Cluster, once its second step is done), so that the
+// relay does not publish the event again; the outbox then holds only what
+// a crash, a failed hook, or a delete given up (Redis slow, or the Graph
+// closed: see Close) left.
 func WithHook(h fg.Hook) Option { return func(g *Graph) { g.hook = h } }
 
 // WithWriteGate sets a function called before each follow or unfollow
@@ -132,7 +134,8 @@ func WithOutboxLimit(n int) Option { return func(g *Graph) { g.outboxLimit = n }
 // served through it.
 func WithCacheThreshold(n int) Option { return func(g *Graph) { g.cacheMin = int64(n) } }
 
-// New returns a Graph on client, which the caller closes after use. It
+// New returns a Graph on client. After use the caller closes the Graph,
+// then the client. It
 // loads the scripts into every node, so it fails with EUnavailable when
 // Redis cannot be reached. It needs Redis 7 or later. Whether the graph is
 // laid out for a Cluster follows client.Mode().
@@ -174,6 +177,15 @@ func New(client rueidis.Client, opts ...Option) (*Graph, error) {
 	}
 	return g, nil
 }
+
+// Close stops the Graph's work in the background, the deletes of the
+// outbox entries of acknowledged writes (see WithHook), and waits for it
+// to end. The entries not yet deleted stay in the outbox, for the relay
+// to publish again (the log drops them as duplicates) and trim. Close does
+// not close the client: call it before closing the client. The Graph stays
+// usable; its writes after Close leave their entries to the relay. Close
+// may be called more than once.
+func (g *Graph) Close() { g.drops.close() }
 
 // Cluster reports whether the graph is laid out for a Redis Cluster: the
 // two sides of a change written in two steps.

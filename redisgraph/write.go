@@ -127,17 +127,6 @@ func (g *Graph) change(ctx context.Context, user, target fg.UserID, op fg.Op) (b
 var errUnacknowledged = &fg.Error{Code: fg.EUnavailable,
 	Message: "the write is made but the event log did not acknowledge it: it may take effect; retry (writes are idempotent)"}
 
-// dropFromOutbox deletes the outbox entry id of a change of user that the
-// hook has taken care of (its event is in the log, and on a Cluster its
-// second step is done), so that the relay does not publish it a second
-// time. Best effort, and off the write's path: the write is acknowledged
-// without waiting for it, and an entry left is published again by the
-// relay and dropped by the log as a duplicate.
-func (g *Graph) dropFromOutbox(user fg.UserID, id string) {
-	cmd := g.c.B().Xdel().Key(g.outbox(user)).Id(id).Build()
-	go g.c.Do(context.Background(), cmd)
-}
-
 // secondStep applies e on the followee's side (Cluster only), retrying
 // with backoff, and reports whether it is done; after the last attempt
 // fails it counts the step as deferred and leaves it to the outbox

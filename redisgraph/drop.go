@@ -1,0 +1,107 @@
+package redisgraph
+
+import (
+	"context"
+	"sync"
+	"time"
+
+	"github.com/redis/rueidis"
+
+	fg "github.com/followgraph/followgraph"
+)
+
+// The deletes of outbox entries that acknowledged writes leave (see
+// WithHook) wait in a queue of dropQueue entries for one goroutine, which
+// sends what has queued up, up to dropBatch deletes, in one pipeline, and
+// gives each pipeline dropTimeout.
+const (
+	dropQueue   = 4096
+	dropBatch   = 256
+	dropTimeout = 5 * time.Second
+)
+
+// outboxEntry names one entry of an outbox stream.
+type outboxEntry struct{ stream, id string }
+
+// dropper deletes outbox entries off the writes' path: a bounded queue
+// and one goroutine, started by the first entry and stopped by close.
+type dropper struct {
+	mu      sync.RWMutex // held to read closed and send; close takes it to set closed and close queue
+	started sync.Once    // makes queue, stop and done, and starts the goroutine
+	closed  bool
+	queue   chan outboxEntry
+	stop    context.CancelFunc // cancels the goroutine's commands
+	done    chan struct{}      // closed when the goroutine has returned
+}
+
+// dropFromOutbox deletes the outbox entry id of a change of user that the
+// hook has taken care of (its event is in the log, and on a Cluster its
+// second step is done), so that the relay does not publish it a second
+// time. Best effort, and off the write's path: the write is acknowledged
+// without waiting for it. When the queue is full (Redis slow) or the Graph
+// is closed, the entry is left where it is: the relay publishes every
+// entry it finds and trims the stream only after the log acknowledged them
+// (pipeline.Relay), and the log drops the repeated event as a duplicate.
+func (g *Graph) dropFromOutbox(user fg.UserID, id string) {
+	d := &g.drops
+	d.mu.RLock()
+	defer d.mu.RUnlock()
+	if d.closed {
+		return
+	}
+	d.started.Do(func() {
+		ctx, stop := context.WithCancel(context.Background())
+		d.queue, d.stop, d.done = make(chan outboxEntry, dropQueue), stop, make(chan struct{})
+		go g.dropLoop(ctx, d.queue, d.done)
+	})
+	select {
+	case d.queue <- outboxEntry{g.outbox(user), id}:
+	default: // full: left to the relay
+	}
+}
+
+// dropLoop deletes the entries of queue until it is closed, then closes
+// done.
+func (g *Graph) dropLoop(ctx context.Context, queue <-chan outboxEntry, done chan<- struct{}) {
+	defer close(done)
+	cmds := make(rueidis.Commands, 0, dropBatch)
+	for e := range queue {
+		cmds = append(cmds[:0], g.c.B().Xdel().Key(e.stream).Id(e.id).Build())
+	more:
+		for len(cmds) < dropBatch {
+			select {
+			case e, ok := <-queue:
+				if !ok {
+					break more
+				}
+				cmds = append(cmds, g.c.B().Xdel().Key(e.stream).Id(e.id).Build())
+			default:
+				break more
+			}
+		}
+		if ctx.Err() != nil {
+			continue // closing: drain without sending
+		}
+		c, cancel := context.WithTimeout(ctx, dropTimeout)
+		g.c.DoMulti(c, cmds...)
+		cancel()
+	}
+}
+
+// close stops taking entries, abandons those not yet deleted, and waits
+// for the goroutine to return.
+func (d *dropper) close() {
+	d.mu.Lock()
+	if !d.closed {
+		d.closed = true
+		if d.queue != nil {
+			d.stop()
+			close(d.queue)
+		}
+	}
+	done := d.done
+	d.mu.Unlock()
+	if done != nil {
+		<-done
+	}
+}
