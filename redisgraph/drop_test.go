@@ -24,7 +24,7 @@ func TestDropFromOutbox(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer c.Close()
-	g, err := New(c, WithPrefix(randomPrefix()))
+	g, err := New(t.Context(), c, WithPrefix(randomPrefix()))
 	if err != nil {
 		t.Fatal(err)
 	}

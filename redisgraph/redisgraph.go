@@ -43,6 +43,10 @@ const (
 	DefaultCacheThreshold = 10_000
 )
 
+// newTimeout bounds New's round trips when its context does not end
+// sooner.
+const newTimeout = 10 * time.Second
+
 // Graph is the Redis engine. It is safe for concurrent use; any number of
 // Graphs, in any number of processes, may share one Redis under one prefix.
 //
@@ -135,11 +139,12 @@ func WithOutboxLimit(n int) Option { return func(g *Graph) { g.outboxLimit = n }
 func WithCacheThreshold(n int) Option { return func(g *Graph) { g.cacheMin = int64(n) } }
 
 // New returns a Graph on client. After use the caller closes the Graph,
-// then the client. It
-// loads the scripts into every node, so it fails with EUnavailable when
-// Redis cannot be reached. It needs Redis 7 or later. Whether the graph is
-// laid out for a Cluster follows client.Mode().
-func New(client rueidis.Client, opts ...Option) (*Graph, error) {
+// then the client. It loads the scripts into every node and reads the
+// graph's markers, so it fails with EUnavailable when Redis cannot be
+// reached before ctx ends, or within newTimeout. It needs Redis 7 or
+// later. Whether the graph is laid out for a Cluster follows
+// client.Mode().
+func New(ctx context.Context, client rueidis.Client, opts ...Option) (*Graph, error) {
 	g := &Graph{
 		c:           client,
 		cluster:     client.Mode() == rueidis.ClientModeCluster,
@@ -167,7 +172,7 @@ func New(client rueidis.Client, opts ...Option) (*Graph, error) {
 	} else {
 		g.guard.slots = make([]slotGuard, 1)
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	ctx, cancel := cancelAfter(ctx, newTimeout)
 	defer cancel()
 	if err := loadScripts(ctx, client); err != nil {
 		return nil, unavailable("loading scripts", err)
@@ -186,6 +191,22 @@ func New(client rueidis.Client, opts ...Option) (*Graph, error) {
 // usable; its writes after Close leave their entries to the relay. Close
 // may be called more than once.
 func (g *Graph) Close() { g.drops.close() }
+
+// cancelAfter returns a context that is cancelled when ctx ends or d has
+// passed, and has no deadline. rueidis ends a command's wait at a
+// deadline through the connection's deadline alone, and then no sooner
+// when the context is cancelled; a context without one it waits on in a
+// way that ends when the context does.
+func cancelAfter(ctx context.Context, d time.Duration) (context.Context, context.CancelFunc) {
+	c, cancel := context.WithCancel(context.WithoutCancel(ctx))
+	stop := context.AfterFunc(ctx, cancel)
+	timer := time.AfterFunc(d, cancel)
+	return c, func() {
+		stop()
+		timer.Stop()
+		cancel()
+	}
+}
 
 // Cluster reports whether the graph is laid out for a Redis Cluster: the
 // two sides of a change written in two steps.

@@ -117,7 +117,7 @@ func newTestGraph(tb testing.TB, c rueidis.Client, opts ...Option) *testGraph {
 // newTestGraphPrefix is newTestGraph with the prefix given.
 func newTestGraphPrefix(tb testing.TB, c rueidis.Client, prefix string, opts ...Option) *testGraph {
 	tb.Helper()
-	g, err := New(c, append([]Option{WithPrefix(prefix)}, opts...)...)
+	g, err := New(tb.Context(), c, append([]Option{WithPrefix(prefix)}, opts...)...)
 	if err != nil {
 		tb.Fatal(err)
 	}

@@ -134,7 +134,7 @@ func openRedis(url string, opts ...redisgraph.Option) (*redisgraph.Graph, func()
 	if err != nil {
 		return nil, nil, fmt.Errorf("redis %s: %w", secret.Redact(url), err)
 	}
-	g, err := redisgraph.New(client, opts...)
+	g, err := redisgraph.New(context.Background(), client, opts...)
 	if err != nil {
 		client.Close()
 		return nil, nil, err
