@@ -3,7 +3,6 @@ package redisgraph
 import (
 	"context"
 	"sync"
-	"time"
 
 	"github.com/redis/rueidis"
 
@@ -12,12 +11,10 @@ import (
 
 // The deletes of outbox entries that acknowledged writes leave (see
 // WithHook) wait in a queue of dropQueue entries for one goroutine, which
-// sends what has queued up, up to dropBatch deletes, in one pipeline, and
-// gives each pipeline dropTimeout.
+// sends what has queued up, up to dropBatch deletes, in one pipeline.
 const (
-	dropQueue   = 4096
-	dropBatch   = 256
-	dropTimeout = 5 * time.Second
+	dropQueue = 4096
+	dropBatch = 256
 )
 
 // outboxEntry names one entry of an outbox stream.
@@ -64,9 +61,10 @@ func (g *Graph) dropFromOutbox(user fg.UserID, id string) {
 // done.
 func (g *Graph) dropLoop(ctx context.Context, queue <-chan outboxEntry, done chan<- struct{}) {
 	defer close(done)
-	cmds := make(rueidis.Commands, 0, dropBatch)
 	for e := range queue {
-		cmds = append(cmds[:0], g.c.B().Xdel().Key(e.stream).Id(e.id).Build())
+		// A new slice each time: rueidis may still read one whose wait
+		// was cancelled.
+		cmds := rueidis.Commands{g.c.B().Xdel().Key(e.stream).Id(e.id).Build()}
 	more:
 		for len(cmds) < dropBatch {
 			select {
@@ -82,9 +80,10 @@ func (g *Graph) dropLoop(ctx context.Context, queue <-chan outboxEntry, done cha
 		if ctx.Err() != nil {
 			continue // closing: drain without sending
 		}
-		c, cancel := context.WithTimeout(ctx, dropTimeout)
-		g.c.DoMulti(c, cmds...)
-		cancel()
+		// ctx has no deadline, so that close's cancellation ends the wait
+		// for replies at once (see cancelAfter). A connection rueidis
+		// dials meanwhile is bounded by its dial timeout alone.
+		g.c.DoMulti(ctx, cmds...)
 	}
 }
 

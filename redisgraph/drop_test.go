@@ -1,6 +1,7 @@
 package redisgraph
 
 import (
+	"net"
 	"runtime"
 	"runtime/pprof"
 	"strings"
@@ -15,11 +16,13 @@ import (
 // TestDropFromOutbox: the deletes of settled outbox entries are made, and
 // are bounded work: while Redis is stalled (a Redis of the test's own,
 // paused with SIGSTOP), many acknowledged writes start no goroutine each;
-// Close returns while Redis is still stalled, no delete runs after it,
+// Close returns while Redis is still stalled (within the client's dial
+// timeout, should the client be dialing it), no delete runs after it,
 // and writes racing with it or coming after it leave their entries.
 func TestDropFromOutbox(t *testing.T) {
 	addr, proc := privateRedis(t)
-	c, err := rueidis.NewClient(rueidis.ClientOption{InitAddress: []string{addr}})
+	const dial = time.Second // bounds Close while the client dials the stalled Redis
+	c, err := rueidis.NewClient(rueidis.ClientOption{InitAddress: []string{addr}, Dialer: net.Dialer{Timeout: dial}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -58,6 +61,11 @@ func TestDropFromOutbox(t *testing.T) {
 		t.Errorf("%d deletes against a stalled Redis started %d goroutines, want a bounded few", writes, n)
 	}
 
+	const loop = "(*Graph).dropLoop" // in the goroutine's stack
+	if !strings.Contains(goroutines(), loop) {
+		t.Fatalf("no goroutine runs %s before Close", loop)
+	}
+
 	// Close, with writes racing with it, returns while Redis is stalled.
 	var wg sync.WaitGroup
 	for range 4 {
@@ -74,18 +82,30 @@ func TestDropFromOutbox(t *testing.T) {
 	}()
 	select {
 	case <-closed:
-	case <-time.After(dropTimeout / 2):
-		t.Fatal("Close did not return while Redis was stalled")
+	case <-time.After(3 * dial):
+		t.Fatalf("Close did not return while Redis was stalled:\n%s", goroutines())
 	}
 	wg.Wait()
 	g.dropFromOutbox(1, id) // after Close: left to the relay
 	g.Close()               // again
-	var stacks strings.Builder
-	pprof.Lookup("goroutine").WriteTo(&stacks, 1)
-	if strings.Contains(stacks.String(), "dropLoop") {
-		t.Errorf("a goroutine deleting outbox entries runs after Close:\n%s", stacks.String())
+	// Close returned once the goroutine closed done, its last act: it is
+	// gone a moment later.
+	stacks := goroutines()
+	for i := 0; i < 100 && strings.Contains(stacks, loop); i++ {
+		time.Sleep(10 * time.Millisecond)
+		stacks = goroutines()
+	}
+	if strings.Contains(stacks, loop) {
+		t.Errorf("a goroutine deleting outbox entries runs after Close:\n%s", stacks)
 	}
 	if err := proc.Signal(syscall.SIGCONT); err != nil {
 		t.Fatal(err)
 	}
+}
+
+// goroutines returns the stacks of every goroutine.
+func goroutines() string {
+	var b strings.Builder
+	pprof.Lookup("goroutine").WriteTo(&b, 1)
+	return b.String()
 }

@@ -185,7 +185,9 @@ func New(ctx context.Context, client rueidis.Client, opts ...Option) (*Graph, er
 
 // Close stops the Graph's work in the background, the deletes of the
 // outbox entries of acknowledged writes (see WithHook), and waits for it
-// to end. The entries not yet deleted stay in the outbox, for the relay
+// to end: at once, or, while the client dials a connection to a Redis
+// that does not answer, within the client's dial timeout (rueidis's
+// Dialer.Timeout). The entries not yet deleted stay in the outbox, for the relay
 // to publish again (the log drops them as duplicates) and trim. Close does
 // not close the client: call it before closing the client. The Graph stays
 // usable; its writes after Close leave their entries to the relay. Close
