@@ -115,15 +115,16 @@ func checkGraph(tb testing.TB, g fg.Graph, users []fg.UserID, want map[edgeKey]i
 // highest version, which the outbox tells), and the outbox holds each
 // acknowledged change once.
 func TestClusterConvergence(t *testing.T) {
-	g := newTestGraph(t, clusterClient(t))
 	var faults atomic.Int64
-	g.secondStepFault = func(fg.Event) error {
-		if rand.IntN(10) < 6 {
+	var failing atomic.Bool // whether second steps fail at random
+	failing.Store(true)
+	g := newTestGraph(t, clusterClient(t), withSecondStepFault(func(fg.Event) error {
+		if failing.Load() && rand.IntN(10) < 6 {
 			faults.Add(1)
 			return errInjected
 		}
 		return nil
-	}
+	}))
 	users := []fg.UserID{1, 2, 3, 4, 1 << 40, fg.MaxUserID}
 	var edges []edgeKey
 	for _, a := range users {
@@ -188,7 +189,7 @@ func TestClusterConvergence(t *testing.T) {
 	if t.Failed() {
 		t.FailNow()
 	}
-	g.secondStepFault = nil
+	failing.Store(false)
 	deferred := g.DeferredSecondSteps()
 	if deferred == 0 {
 		t.Logf("no second step failed every retry (%d injected failures)", faults.Load())
@@ -239,9 +240,14 @@ func TestClusterConvergence(t *testing.T) {
 // follower's side shows the change, the followee's side does not yet. Then
 // Repair, or the same write again, completes it.
 func TestClusterCrashBetweenSteps(t *testing.T) {
-	g := newTestGraph(t, clusterClient(t))
+	var crashed atomic.Bool // whether every second step is lost
+	g := newTestGraph(t, clusterClient(t), withSecondStepFault(func(fg.Event) error {
+		if crashed.Load() {
+			return errInjected
+		}
+		return nil
+	}))
 	ctx := t.Context()
-	crashed := func(fg.Event) error { return errInjected }
 	must := func(err error) {
 		t.Helper()
 		if err != nil {
@@ -252,7 +258,7 @@ func TestClusterCrashBetweenSteps(t *testing.T) {
 	// 5 follows 6 in full; then every second step is lost.
 	_, err := g.Follow(ctx, 5, 6)
 	must(err)
-	g.secondStepFault = crashed
+	crashed.Store(true)
 	res, err := g.Follow(ctx, 1, 2)
 	must(err)
 	if !res.Created {
@@ -300,7 +306,7 @@ func TestClusterCrashBetweenSteps(t *testing.T) {
 	}
 
 	// The same write again completes its own second step.
-	g.secondStepFault = nil
+	crashed.Store(false)
 	res7, err := g.Follow(ctx, 7, 8)
 	must(err)
 	if res7.Created {

@@ -77,8 +77,9 @@ type Graph struct {
 	guard    guard         // what reads know of the graph's markers (guard.go)
 	drops    dropper       // the deletes of settled outbox entries (drop.go)
 
-	// secondStepFault, when set (by tests), runs before each attempt of a
-	// second step; an error fails the attempt.
+	// secondStepFault, if set, runs before each attempt of a second step;
+	// an error fails the attempt. Only the tests set it, through their
+	// own Option (faults_test.go); New's callers cannot.
 	secondStepFault func(fg.Event) error
 }
 
