@@ -26,6 +26,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
 	"github.com/redis/rueidis"
 
 	fg "github.com/followgraph/followgraph"
@@ -73,9 +74,10 @@ type Graph struct {
 	hits   atomic.Uint64
 	misses atomic.Uint64
 
-	deferred atomic.Uint64 // second steps left to the outbox
-	guard    guard         // what reads know of the graph's markers (guard.go)
-	drops    dropper       // the deletes of settled outbox entries (drop.go)
+	deferred prometheus.Counter    // second steps left to the outbox
+	reg      prometheus.Registerer // nil: the metrics are not registered
+	guard    guard                 // what reads know of the graph's markers (guard.go)
+	drops    dropper               // the deletes of settled outbox entries (drop.go)
 
 	// secondStepFault, if set, runs before each attempt of a second step;
 	// an error fails the attempt. Only the tests set it, through their
@@ -139,6 +141,16 @@ func WithOutboxLimit(n int) Option { return func(g *Graph) { g.outboxLimit = n }
 // served through it.
 func WithCacheThreshold(n int) Option { return func(g *Graph) { g.cacheMin = int64(n) } }
 
+// WithRegisterer registers the Graph's metrics on reg (default: not
+// registered):
+//
+//	followgraph_redis_second_steps_deferred_total  second steps (Cluster
+//	    only) that failed every retry since the Graph was made, left to the
+//	    outbox (SettleOutbox, as the relay does, or Repair)
+//
+// New fails if reg already holds them (another Graph's, say).
+func WithRegisterer(reg prometheus.Registerer) Option { return func(g *Graph) { g.reg = reg } }
+
 // New returns a Graph on client. After use the caller closes the Graph,
 // then the client. It loads the scripts into every node and reads the
 // graph's markers, so it fails with EUnavailable when Redis cannot be
@@ -153,6 +165,10 @@ func New(ctx context.Context, client rueidis.Client, opts ...Option) (*Graph, er
 		now:         time.Now,
 		outboxLimit: DefaultOutboxLimit,
 		cacheMin:    DefaultCacheThreshold,
+		deferred: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "followgraph_redis_second_steps_deferred_total",
+			Help: "Second steps of changes on a Redis Cluster (the followee's side) that failed every retry, left to the outbox.",
+		}),
 	}
 	for _, o := range opts {
 		o(g)
@@ -181,18 +197,23 @@ func New(ctx context.Context, client rueidis.Client, opts ...Option) (*Graph, er
 	if err := g.learnMarkers(ctx); err != nil {
 		return nil, err
 	}
+	if g.reg != nil {
+		if err := g.reg.Register(g.deferred); err != nil {
+			return nil, fmt.Errorf("redisgraph: registering the metrics: %w", err)
+		}
+	}
 	return g, nil
 }
 
 // Close stops the Graph's work in the background, the deletes of the
 // outbox entries of acknowledged writes (see WithHook), and waits for it
-// to end: at once, or, while the client dials a connection to a Redis
-// that does not answer, within the client's dial timeout (rueidis's
-// Dialer.Timeout). The entries not yet deleted stay in the outbox, for the relay
-// to publish again (the log drops them as duplicates) and trim. Close does
-// not close the client: call it before closing the client. The Graph stays
-// usable; its writes after Close leave their entries to the relay. Close
-// may be called more than once.
+// to end: at once, or, while the client dials a Redis that does not
+// answer, within the client's dial timeout (rueidis's Dialer.Timeout).
+// The entries not yet deleted stay in the outbox, for the relay to
+// publish again (the log drops them as duplicates) and trim. Close does
+// not close the client: call it before closing the client. The Graph
+// stays usable; its writes after Close leave their entries to the relay.
+// Close may be called more than once.
 func (g *Graph) Close() { g.drops.close() }
 
 // cancelAfter returns a context that is cancelled when ctx ends or d has
@@ -218,10 +239,6 @@ func (g *Graph) Cluster() bool { return g.cluster }
 // CacheStats returns how many reads served through the client-side cache
 // were answered from it (hits) and how many went to Redis (misses).
 func (g *Graph) CacheStats() (hits, misses uint64) { return g.hits.Load(), g.misses.Load() }
-
-// DeferredSecondSteps returns how many second steps (Cluster only) failed
-// every retry since the Graph was made, left to SettleOutbox or Repair.
-func (g *Graph) DeferredSecondSteps() uint64 { return g.deferred.Load() }
 
 // errUnavailable is the domain error of every failure to reach Redis.
 var errUnavailable = &fg.Error{Code: fg.EUnavailable, Message: "the graph store (Redis) is unavailable"}

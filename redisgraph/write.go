@@ -143,13 +143,13 @@ func (g *Graph) secondStep(ctx context.Context, e fg.Event) (done bool) {
 			return true
 		}
 		if attempt == secondStepAttempts {
-			g.deferred.Add(1)
+			g.deferred.Inc()
 			return false
 		}
 		select {
 		case <-time.After(wait):
 		case <-ctx.Done():
-			g.deferred.Add(1)
+			g.deferred.Inc()
 			return false
 		}
 		wait *= 2
