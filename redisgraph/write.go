@@ -21,6 +21,23 @@ const (
 	secondStepTimeout  = 5 * time.Second
 )
 
+// The status lua/change.lua returns first, as its locals name them.
+const (
+	// changeNone (NONE): nothing to change, the edge is already in the
+	// op's state; the reply also holds the edge's version.
+	changeNone = 0
+	// changeMade (CHANGED): the edge changed; the reply also holds the new
+	// version, the event's outbox entry id and the change stamps.
+	changeMade = 1
+	// changeLimit (LIMIT): refused, the follower follows the maximum.
+	changeLimit = -1
+	// changeOutboxFull (FULL): refused, the outbox stream is at its bound.
+	changeOutboxFull = -2
+	// changeDataLost (LOST): refused, the outbox stream does not exist, so
+	// Redis has lost its data (init.go).
+	changeDataLost = -3
+)
+
 // Follow makes user follow target; see followgraph.Graph. The change, its
 // version and its event in the outbox are one atomic step on the
 // follower's slot. It returns EUnavailable, having changed nothing, when
@@ -83,19 +100,19 @@ func (g *Graph) change(ctx context.Context, user, target fg.UserID, op fg.Op) (b
 		return false, 0, unavailable(op.String(), err)
 	}
 	switch status {
-	case -1:
+	case changeLimit:
 		return false, 0, fg.Errorf(fg.EFollowingLimit, "user %d already follows the maximum of %d users", user, g.maxFollowing)
-	case -2:
+	case changeOutboxFull:
 		return false, 0, fmt.Errorf("redisgraph: %s: %w", op, &fg.Error{Code: fg.EUnavailable,
 			Message: "the outbox is full: changes wait for the relay to catch up"})
-	case -3:
+	case changeDataLost:
 		return false, 0, fmt.Errorf("redisgraph: %s: %w", op, errDataLost)
 	}
 	v, err := parseVersion(res[1])
 	if err != nil {
 		return false, 0, unavailable(op.String(), err)
 	}
-	if status == 0 {
+	if status == changeNone {
 		// The edge is already in op's state. On a Cluster, make sure its
 		// other side is too.
 		if g.cluster && v != 0 {
