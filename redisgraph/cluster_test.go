@@ -8,6 +8,8 @@ import (
 	"sync/atomic"
 	"testing"
 
+	"github.com/prometheus/client_golang/prometheus"
+
 	fg "github.com/followgraph/followgraph"
 )
 
@@ -115,15 +117,17 @@ func checkGraph(tb testing.TB, g fg.Graph, users []fg.UserID, want map[edgeKey]i
 // highest version, which the outbox tells), and the outbox holds each
 // acknowledged change once.
 func TestClusterConvergence(t *testing.T) {
-	g := newTestGraph(t, clusterClient(t))
 	var faults atomic.Int64
-	g.secondStepFault = func(fg.Event) error {
-		if rand.IntN(10) < 6 {
+	var failing atomic.Bool // whether second steps fail at random
+	failing.Store(true)
+	reg := prometheus.NewRegistry()
+	g := newTestGraph(t, clusterClient(t), WithRegisterer(reg), withSecondStepFault(func(fg.Event) error {
+		if failing.Load() && rand.IntN(10) < 6 {
 			faults.Add(1)
 			return errInjected
 		}
 		return nil
-	}
+	}))
 	users := []fg.UserID{1, 2, 3, 4, 1 << 40, fg.MaxUserID}
 	var edges []edgeKey
 	for _, a := range users {
@@ -188,8 +192,8 @@ func TestClusterConvergence(t *testing.T) {
 	if t.Failed() {
 		t.FailNow()
 	}
-	g.secondStepFault = nil
-	deferred := g.DeferredSecondSteps()
+	failing.Store(false)
+	deferred := counter(t, reg, metricDeferred)
 	if deferred == 0 {
 		t.Logf("no second step failed every retry (%d injected failures)", faults.Load())
 	}
@@ -197,10 +201,10 @@ func TestClusterConvergence(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if uint64(repaired) > deferred {
-		t.Errorf("Repair changed %d second steps, but only %d were deferred", repaired, deferred)
+	if float64(repaired) > deferred {
+		t.Errorf("Repair changed %d second steps, but only %v were deferred", repaired, deferred)
 	}
-	t.Logf("%d changes, %d injected failures, %d second steps deferred, %d repaired", acked.Load(), faults.Load(), deferred, repaired)
+	t.Logf("%d changes, %d injected failures, %v second steps deferred, %d repaired", acked.Load(), faults.Load(), deferred, repaired)
 
 	streams := outboxEvents(t, g, users)
 	n := 0
@@ -239,9 +243,15 @@ func TestClusterConvergence(t *testing.T) {
 // follower's side shows the change, the followee's side does not yet. Then
 // Repair, or the same write again, completes it.
 func TestClusterCrashBetweenSteps(t *testing.T) {
-	g := newTestGraph(t, clusterClient(t))
+	var crashed atomic.Bool // whether every second step is lost
+	reg := prometheus.NewRegistry()
+	g := newTestGraph(t, clusterClient(t), WithRegisterer(reg), withSecondStepFault(func(fg.Event) error {
+		if crashed.Load() {
+			return errInjected
+		}
+		return nil
+	}))
 	ctx := t.Context()
-	crashed := func(fg.Event) error { return errInjected }
 	must := func(err error) {
 		t.Helper()
 		if err != nil {
@@ -252,7 +262,7 @@ func TestClusterCrashBetweenSteps(t *testing.T) {
 	// 5 follows 6 in full; then every second step is lost.
 	_, err := g.Follow(ctx, 5, 6)
 	must(err)
-	g.secondStepFault = crashed
+	crashed.Store(true)
 	res, err := g.Follow(ctx, 1, 2)
 	must(err)
 	if !res.Created {
@@ -266,8 +276,8 @@ func TestClusterCrashBetweenSteps(t *testing.T) {
 	must(err)
 	_, err = g.Follow(ctx, 7, 8)
 	must(err)
-	if d := g.DeferredSecondSteps(); d != 5 {
-		t.Errorf("DeferredSecondSteps() = %d, want 5", d)
+	if d := counter(t, reg, metricDeferred); d != 5 {
+		t.Errorf("%s = %v, want 5", metricDeferred, d)
 	}
 
 	// Between the steps: the follower's side has changed.
@@ -300,7 +310,7 @@ func TestClusterCrashBetweenSteps(t *testing.T) {
 	}
 
 	// The same write again completes its own second step.
-	g.secondStepFault = nil
+	crashed.Store(false)
 	res7, err := g.Follow(ctx, 7, 8)
 	must(err)
 	if res7.Created {

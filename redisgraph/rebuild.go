@@ -80,12 +80,13 @@ func (s Side) other(e fg.Event) fg.UserID {
 }
 
 // DefaultBulkChunk is how many edges one call of the bulk script writes
-// at most, unless RebuildOptions says otherwise. It keeps each call well
-// under a millisecond on the server, so that the service's own commands
-// are never held up for longer: on a set of a million members, where
-// every member touched is a cache miss, 100 edges cost 0.1 to 0.4 ms
-// (200 cost up to 0.7 ms, and TestSlowlog found them over 1 ms on a busy
-// machine); on the sets of most users, all their edges fit one call.
+// at most, unless RebuildOptions says otherwise (Reconcile's repairs use
+// it too, or the rate's burst when smaller). It keeps each call under a
+// millisecond on the server even on a set of a million members, so that
+// the service's own commands are never held up for longer (TestSlowlog
+// checks it); on the sets of most users, all their edges fit one call.
+// The figures behind it are in docs/BENCHMARKS.md, "redisgraph: moved
+// from code comments (issue 13)".
 const DefaultBulkChunk = 100
 
 // maxBulkChunk bounds RebuildOptions.Chunk: the script passes twice as

@@ -245,29 +245,59 @@ func TestReconcile(t *testing.T) {
 	}
 }
 
-// TestReconcileRate repairs at a bounded rate: 8 repairs at 4 a second,
-// with bursts of 4, take at least a second.
+// TestReconcileRate repairs at a bounded rate: each repaired difference
+// costs a token of a bucket of a second's worth, so the repairs take at
+// least (fixed - burst) / rate. Edges repairs 8 edges and the counter at
+// 4 a second (the last call 5 tokens, above the burst of 4); CounterAndClock
+// 2 edges, the counter and the clock in one call of 4 tokens at 2 a second,
+// twice the burst.
 func TestReconcileRate(t *testing.T) {
-	src := memgraph.New()
-	v := fg.VersionAt(sourceEpoch)
-	var events []fg.Event
-	for i := range 8 {
-		events = append(events, fg.NewEvent(1, fg.UserID(10+i), fg.OpFollow, v+fg.Version(i)<<fg.VersionCounterBits))
-	}
-	if err := src.Apply(t.Context(), events); err != nil {
-		t.Fatal(err)
-	}
-	c := standaloneClient(t)
-	g := rebuilt(t, c, src)
-	if err := c.Do(t.Context(), c.B().Del().Key(g.key(1, kindOut)).Build()).Error(); err != nil {
-		t.Fatal(err)
-	}
-	start := time.Now()
-	st, _ := reconcile(t, g, src, ReconcileOptions{Fix: true, Rate: 4})
-	if took := time.Since(start); took < time.Second || st.Fixed != 9 { // 8 edges and the counter
-		t.Errorf("Reconcile at 4 repairs a second = %+v in %v; want 9 fixed in a second or more", st, took)
-	}
-	if st, _ := reconcile(t, g, src, ReconcileOptions{}); st.Differences() != 0 {
-		t.Errorf("Reconcile after = %+v", st)
+	for _, tc := range []struct {
+		name   string
+		edges  int
+		rate   float64
+		damage func(c rueidis.Client, g *testGraph) rueidis.Commands
+		fixed  int64
+	}{
+		{"Edges", 8, 4, func(c rueidis.Client, g *testGraph) rueidis.Commands {
+			return rueidis.Commands{c.B().Del().Key(g.key(1, kindOut)).Build()}
+		}, 9},
+		{"CounterAndClock", 2, 2, func(c rueidis.Client, g *testGraph) rueidis.Commands {
+			return rueidis.Commands{
+				c.B().Del().Key(g.key(1, kindOut)).Build(),
+				c.B().Hset().Key(g.key(1, kindCounters)).FieldValue().FieldValue("nout", "999").Build(),
+				c.B().Hdel().Key(g.key(1, kindCounters)).Field("clk").Build(),
+			}
+		}, 4},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			src := memgraph.New()
+			v := fg.VersionAt(sourceEpoch)
+			var events []fg.Event
+			for i := range tc.edges {
+				events = append(events, fg.NewEvent(1, fg.UserID(10+i), fg.OpFollow, v+fg.Version(i)<<fg.VersionCounterBits))
+			}
+			if err := src.Apply(t.Context(), events); err != nil {
+				t.Fatal(err)
+			}
+			c := standaloneClient(t)
+			g := rebuilt(t, c, src)
+			for _, r := range c.DoMulti(t.Context(), tc.damage(c, g)...) {
+				if err := r.Error(); err != nil {
+					t.Fatal(err)
+				}
+			}
+			start := time.Now()
+			st, _ := reconcile(t, g, src, ReconcileOptions{Fix: true, Rate: tc.rate})
+			took := time.Since(start)
+			burst := int64(tc.rate) // a second's worth
+			least := time.Duration(float64(st.Fixed-burst) / tc.rate * float64(time.Second))
+			if st.Fixed != tc.fixed || st.Differences() != tc.fixed || took < least {
+				t.Errorf("Reconcile at %v repairs a second = %+v in %v; want %d fixed in %v or more", tc.rate, st, took, tc.fixed, least)
+			}
+			if st, _ := reconcile(t, g, src, ReconcileOptions{}); st.Differences() != 0 {
+				t.Errorf("Reconcile after = %+v", st)
+			}
+		})
 	}
 }

@@ -26,6 +26,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
 	"github.com/redis/rueidis"
 
 	fg "github.com/followgraph/followgraph"
@@ -43,6 +44,10 @@ const (
 	DefaultCacheThreshold = 10_000
 )
 
+// newTimeout bounds New's round trips when its context does not end
+// sooner.
+const newTimeout = 10 * time.Second
+
 // Graph is the Redis engine. It is safe for concurrent use; any number of
 // Graphs, in any number of processes, may share one Redis under one prefix.
 //
@@ -51,7 +56,7 @@ const (
 // relations). On a standalone Redis the followee's side changes in the same
 // atomic step. On a Cluster it changes in a second step, before the write
 // returns unless that step failed every retry; then settling the change's
-// outbox event (SettleOutbox, as the relay does, or Repair) completes it.
+// outbox event (Outbox.Settle, as the relay does, or Repair) completes it.
 type Graph struct {
 	c            rueidis.Client
 	cluster      bool
@@ -69,11 +74,14 @@ type Graph struct {
 	hits   atomic.Uint64
 	misses atomic.Uint64
 
-	deferred atomic.Uint64 // second steps left to the outbox
-	guard    guard         // what reads know of the graph's markers (guard.go)
+	deferred prometheus.Counter    // second steps left to the outbox
+	reg      prometheus.Registerer // nil: the metrics are not registered
+	guard    guard                 // what reads know of the graph's markers (guard.go)
+	drops    dropper               // the deletes of settled outbox entries (drop.go)
 
-	// secondStepFault, when set (by tests), runs before each attempt of a
-	// second step; an error fails the attempt.
+	// secondStepFault, if set, runs before each attempt of a second step;
+	// an error fails the attempt. Only the tests set it, through their
+	// own Option (faults_test.go); New's callers cannot.
 	secondStepFault func(fg.Event) error
 }
 
@@ -97,11 +105,12 @@ func WithMaxFollowing(n int) Option { return func(g *Graph) { g.maxFollowing = n
 // does not undo it: the write returns an error of code EUnavailable ("may
 // take effect") wrapping the hook's, whatever the hook's code, and the
 // change's event stays in the outbox for the relay. When the hook returns
-// nil, the change's outbox entry is deleted (on a Cluster, once its second
-// step is done), so that the relay does not publish the event again; the
-// outbox then holds only what a crash or a failed hook left. Serve
-// publishes the event to the log there, so that an acknowledged change is
-// in the log even if Redis then loses its data.
+// nil, the change's outbox entry is deleted in the background (on a
+// Cluster, once its second step is done), so that the relay does not
+// publish the event again; the outbox then holds only what a crash, a
+// failed hook, or a delete given up (Redis slow, or the Graph closed: see
+// Close) left. Serve publishes the event to the log there, so that an
+// acknowledged change is in the log even if Redis then loses its data.
 func WithHook(h fg.Hook) Option { return func(g *Graph) { g.hook = h } }
 
 // WithWriteGate sets a function called before each follow or unfollow
@@ -131,11 +140,23 @@ func WithOutboxLimit(n int) Option { return func(g *Graph) { g.outboxLimit = n }
 // served through it.
 func WithCacheThreshold(n int) Option { return func(g *Graph) { g.cacheMin = int64(n) } }
 
-// New returns a Graph on client, which the caller closes after use. It
-// loads the scripts into every node, so it fails with EUnavailable when
-// Redis cannot be reached. It needs Redis 7 or later. Whether the graph is
-// laid out for a Cluster follows client.Mode().
-func New(client rueidis.Client, opts ...Option) (*Graph, error) {
+// WithRegisterer registers the Graph's metrics on reg (default: not
+// registered):
+//
+//	followgraph_redis_second_steps_deferred_total  second steps (Cluster
+//	    only) that failed every retry since the Graph was made, left to the
+//	    outbox (Outbox.Settle, as the relay does, or Repair)
+//
+// New fails if reg already holds them (another Graph's, say).
+func WithRegisterer(reg prometheus.Registerer) Option { return func(g *Graph) { g.reg = reg } }
+
+// New returns a Graph on client. After use the caller closes the Graph,
+// then the client. It loads the scripts into every node and reads the
+// graph's markers, so it fails with EUnavailable when Redis cannot be
+// reached before ctx ends, or within newTimeout. It needs Redis 7 or
+// later. Whether the graph is laid out for a Cluster follows
+// client.Mode().
+func New(ctx context.Context, client rueidis.Client, opts ...Option) (*Graph, error) {
 	g := &Graph{
 		c:           client,
 		cluster:     client.Mode() == rueidis.ClientModeCluster,
@@ -143,6 +164,10 @@ func New(client rueidis.Client, opts ...Option) (*Graph, error) {
 		now:         time.Now,
 		outboxLimit: DefaultOutboxLimit,
 		cacheMin:    DefaultCacheThreshold,
+		deferred: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "followgraph_redis_second_steps_deferred_total",
+			Help: "Second steps of changes on a Redis Cluster (the followee's side) that failed every retry, left to the outbox.",
+		}),
 	}
 	for _, o := range opts {
 		o(g)
@@ -163,7 +188,7 @@ func New(client rueidis.Client, opts ...Option) (*Graph, error) {
 	} else {
 		g.guard.slots = make([]slotGuard, 1)
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	ctx, cancel := cancelAfter(ctx, newTimeout)
 	defer cancel()
 	if err := loadScripts(ctx, client); err != nil {
 		return nil, unavailable("loading scripts", err)
@@ -171,7 +196,39 @@ func New(client rueidis.Client, opts ...Option) (*Graph, error) {
 	if err := g.learnMarkers(ctx); err != nil {
 		return nil, err
 	}
+	if g.reg != nil {
+		if err := g.reg.Register(g.deferred); err != nil {
+			return nil, fmt.Errorf("redisgraph: registering the metrics: %w", err)
+		}
+	}
 	return g, nil
+}
+
+// Close stops the Graph's work in the background, the deletes of the
+// outbox entries of acknowledged writes (see WithHook), and waits for it
+// to end: at once, or, while the client dials a Redis that does not
+// answer, within the client's dial timeout (rueidis's Dialer.Timeout).
+// The entries not yet deleted stay in the outbox, for the relay to
+// publish again (the log drops them as duplicates) and trim. Close does
+// not close the client: call it before closing the client. The Graph
+// stays usable; its writes after Close leave their entries to the relay.
+// Close may be called more than once.
+func (g *Graph) Close() { g.drops.close() }
+
+// cancelAfter returns a context that is cancelled when ctx ends or d has
+// passed, and has no deadline. rueidis ends a command's wait at a
+// deadline through the connection's deadline alone, and then no sooner
+// when the context is cancelled; a context without one it waits on in a
+// way that ends when the context does.
+func cancelAfter(ctx context.Context, d time.Duration) (context.Context, context.CancelFunc) {
+	c, cancel := context.WithCancel(context.WithoutCancel(ctx))
+	stop := context.AfterFunc(ctx, cancel)
+	timer := time.AfterFunc(d, cancel)
+	return c, func() {
+		stop()
+		timer.Stop()
+		cancel()
+	}
 }
 
 // Cluster reports whether the graph is laid out for a Redis Cluster: the
@@ -181,10 +238,6 @@ func (g *Graph) Cluster() bool { return g.cluster }
 // CacheStats returns how many reads served through the client-side cache
 // were answered from it (hits) and how many went to Redis (misses).
 func (g *Graph) CacheStats() (hits, misses uint64) { return g.hits.Load(), g.misses.Load() }
-
-// DeferredSecondSteps returns how many second steps (Cluster only) failed
-// every retry since the Graph was made, left to SettleOutbox or Repair.
-func (g *Graph) DeferredSecondSteps() uint64 { return g.deferred.Load() }
 
 // errUnavailable is the domain error of every failure to reach Redis.
 var errUnavailable = &fg.Error{Code: fg.EUnavailable, Message: "the graph store (Redis) is unavailable"}

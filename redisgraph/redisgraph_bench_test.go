@@ -40,7 +40,7 @@ import (
 // benchGraph returns an engine on c under prefix p.
 func benchGraph(tb testing.TB, c rueidis.Client, p string) *redisgraph.Graph {
 	tb.Helper()
-	g, err := redisgraph.New(c, redisgraph.WithPrefix(p))
+	g, err := redisgraph.New(tb.Context(), c, redisgraph.WithPrefix(p))
 	if err != nil {
 		tb.Fatal(err)
 	}

@@ -11,6 +11,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"syscall"
 	"testing"
 	"time"
 
@@ -116,7 +117,7 @@ func newTestGraph(tb testing.TB, c rueidis.Client, opts ...Option) *testGraph {
 // newTestGraphPrefix is newTestGraph with the prefix given.
 func newTestGraphPrefix(tb testing.TB, c rueidis.Client, prefix string, opts ...Option) *testGraph {
 	tb.Helper()
-	g, err := New(c, append([]Option{WithPrefix(prefix)}, opts...)...)
+	g, err := New(tb.Context(), c, append([]Option{WithPrefix(prefix)}, opts...)...)
 	if err != nil {
 		tb.Fatal(err)
 	}
@@ -124,7 +125,10 @@ func newTestGraphPrefix(tb testing.TB, c rueidis.Client, prefix string, opts ...
 		tb.Fatal(err)
 	}
 	tg := &testGraph{Graph: g, users: make(map[fg.UserID]bool)}
-	tb.Cleanup(func() { tg.deleteKeys(tb) })
+	tb.Cleanup(func() {
+		g.Close()
+		tg.deleteKeys(tb)
+	})
 	return tg
 }
 
@@ -281,6 +285,43 @@ func freePort() (int, error) {
 		return port, nil
 	}
 	return 0, fmt.Errorf("no free port pair found")
+}
+
+// privateRedis starts a standalone redis-server of the test's own on a
+// free port, which the test may pause (SIGSTOP) without holding up other
+// tests, and returns its address and process; it is stopped when the test
+// ends. It skips as clusterClient does.
+func privateRedis(tb testing.TB) (string, *os.Process) {
+	tb.Helper()
+	testenv.Server(tb, testenv.Redis, testenv.RedisHint)
+	if _, err := exec.LookPath("redis-server"); err != nil {
+		testenv.Skip(tb, "redis-server is not on PATH: this test starts a Redis of its own with it")
+	}
+	port, err := freePort()
+	if err != nil {
+		tb.Fatal(err)
+	}
+	addr := "127.0.0.1:" + strconv.Itoa(port)
+	cmd := exec.Command("redis-server", "--port", strconv.Itoa(port), "--bind", "127.0.0.1",
+		"--save", "", "--appendonly", "no", "--dir", tb.TempDir(), "--logfile", "redis.log")
+	if err := cmd.Start(); err != nil {
+		tb.Fatal(err)
+	}
+	tb.Cleanup(func() {
+		cmd.Process.Signal(syscall.SIGCONT)
+		cmd.Process.Kill()
+		cmd.Wait()
+	})
+	if err := waitFor(10*time.Second, func() bool {
+		c, err := net.Dial("tcp", addr)
+		if err == nil {
+			c.Close()
+		}
+		return err == nil
+	}); err != nil {
+		tb.Fatalf("redis-server on %s did not start: %v", addr, err)
+	}
+	return addr, cmd.Process
 }
 
 func waitFor(d time.Duration, ok func() bool) error {

@@ -14,11 +14,28 @@ import (
 
 // A second step (Cluster only) is tried secondStepAttempts times, waiting
 // secondStepBackoff, then twice as long each time; if every attempt fails
-// the write still succeeds and the step is left to SettleOutbox or Repair.
+// the write still succeeds and the step is left to Outbox.Settle or Repair.
 const (
 	secondStepAttempts = 5
 	secondStepBackoff  = 2 * time.Millisecond
 	secondStepTimeout  = 5 * time.Second
+)
+
+// The status lua/change.lua returns first, as its locals name them.
+const (
+	// changeNone (NONE): nothing to change, the edge is already in the
+	// op's state; the reply also holds the edge's version.
+	changeNone = 0
+	// changeMade (CHANGED): the edge changed; the reply also holds the new
+	// version, the event's outbox entry id and the change stamps.
+	changeMade = 1
+	// changeLimit (LIMIT): refused, the follower follows the maximum.
+	changeLimit = -1
+	// changeOutboxFull (FULL): refused, the outbox stream is at its bound.
+	changeOutboxFull = -2
+	// changeDataLost (LOST): refused, the outbox stream does not exist, so
+	// Redis has lost its data (init.go).
+	changeDataLost = -3
 )
 
 // Follow makes user follow target; see followgraph.Graph. The change, its
@@ -83,19 +100,19 @@ func (g *Graph) change(ctx context.Context, user, target fg.UserID, op fg.Op) (b
 		return false, 0, unavailable(op.String(), err)
 	}
 	switch status {
-	case -1:
+	case changeLimit:
 		return false, 0, fg.Errorf(fg.EFollowingLimit, "user %d already follows the maximum of %d users", user, g.maxFollowing)
-	case -2:
+	case changeOutboxFull:
 		return false, 0, fmt.Errorf("redisgraph: %s: %w", op, &fg.Error{Code: fg.EUnavailable,
 			Message: "the outbox is full: changes wait for the relay to catch up"})
-	case -3:
+	case changeDataLost:
 		return false, 0, fmt.Errorf("redisgraph: %s: %w", op, errDataLost)
 	}
 	v, err := parseVersion(res[1])
 	if err != nil {
 		return false, 0, unavailable(op.String(), err)
 	}
-	if status == 0 {
+	if status == changeNone {
 		// The edge is already in op's state. On a Cluster, make sure its
 		// other side is too.
 		if g.cluster && v != 0 {
@@ -127,21 +144,10 @@ func (g *Graph) change(ctx context.Context, user, target fg.UserID, op fg.Op) (b
 var errUnacknowledged = &fg.Error{Code: fg.EUnavailable,
 	Message: "the write is made but the event log did not acknowledge it: it may take effect; retry (writes are idempotent)"}
 
-// dropFromOutbox deletes the outbox entry id of a change of user that the
-// hook has taken care of (its event is in the log, and on a Cluster its
-// second step is done), so that the relay does not publish it a second
-// time. Best effort, and off the write's path: the write is acknowledged
-// without waiting for it, and an entry left is published again by the
-// relay and dropped by the log as a duplicate.
-func (g *Graph) dropFromOutbox(user fg.UserID, id string) {
-	cmd := g.c.B().Xdel().Key(g.outbox(user)).Id(id).Build()
-	go g.c.Do(context.Background(), cmd)
-}
-
 // secondStep applies e on the followee's side (Cluster only), retrying
 // with backoff, and reports whether it is done; after the last attempt
 // fails it counts the step as deferred and leaves it to the outbox
-// (SettleOutbox, Repair). It goes on
+// (Outbox.Settle, Repair). It goes on
 // when ctx is cancelled: the first step is done, and the caller hanging up
 // must not leave the second undone.
 func (g *Graph) secondStep(ctx context.Context, e fg.Event) (done bool) {
@@ -154,13 +160,13 @@ func (g *Graph) secondStep(ctx context.Context, e fg.Event) (done bool) {
 			return true
 		}
 		if attempt == secondStepAttempts {
-			g.deferred.Add(1)
+			g.deferred.Inc()
 			return false
 		}
 		select {
 		case <-time.After(wait):
 		case <-ctx.Done():
-			g.deferred.Add(1)
+			g.deferred.Inc()
 			return false
 		}
 		wait *= 2

@@ -72,9 +72,9 @@ func memEngine(cfg Config, store durableStore, elog *eventlog.Log, reg prometheu
 // the log leaves the outbox; the relay moves into the log what a crash or
 // a failed hook left there, and the persister stores the log as in the
 // default.
-func redisEngine(cfg Config, store durableStore, elog *eventlog.Log, reg prometheus.Registerer, logger *slog.Logger) (*engine, error) {
+func redisEngine(ctx context.Context, cfg Config, store durableStore, elog *eventlog.Log, reg prometheus.Registerer, logger *slog.Logger) (*engine, error) {
 	lost := make(chan struct{}, 1)
-	g, closeRedis, err := openRedis(cfg.Redis, redisgraph.WithPrefix(cfg.RedisPrefix),
+	g, closeRedis, err := openRedis(ctx, cfg.Redis, redisgraph.WithPrefix(cfg.RedisPrefix), redisgraph.WithRegisterer(reg),
 		redisgraph.WithMaxFollowing(cfg.MaxFollowing), redisgraph.WithHook(elog.Hook()), redisgraph.WithWriteGate(elog.Writable),
 		redisgraph.WithOnLoss(func() {
 			select {
@@ -126,7 +126,7 @@ func redisEngine(cfg Config, store durableStore, elog *eventlog.Log, reg prometh
 // openRedis connects to the Redis at url (a redis:// or redis+cluster://
 // URL) and returns redisgraph on it with opts, and what closes the
 // connection.
-func openRedis(url string, opts ...redisgraph.Option) (*redisgraph.Graph, func(), error) {
+func openRedis(ctx context.Context, url string, opts ...redisgraph.Option) (*redisgraph.Graph, func(), error) {
 	opt, err := redisgraph.ParseURL(url)
 	if err != nil {
 		return nil, nil, err
@@ -135,12 +135,12 @@ func openRedis(url string, opts ...redisgraph.Option) (*redisgraph.Graph, func()
 	if err != nil {
 		return nil, nil, fmt.Errorf("redis %s: %w", secret.Redact(url), err)
 	}
-	g, err := redisgraph.New(client, opts...)
+	g, err := redisgraph.New(ctx, client, opts...)
 	if err != nil {
 		client.Close()
 		return nil, nil, err
 	}
-	return g, client.Close, nil
+	return g, func() { g.Close(); client.Close() }, nil
 }
 
 // leaseTTL is how long an outbox stream waits for a new relay after its

@@ -242,7 +242,7 @@ func (m *Main) Run(ctx context.Context) (err error) {
 	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	registerLogMetrics(reg, elog)
 	registerBuildInfo(reg)
-	eng, err := m.engine(store, elog, reg)
+	eng, err := m.engine(ctx, store, elog, reg)
 	if err != nil {
 		return err
 	}
@@ -304,9 +304,9 @@ func (m *Main) openLog(ctx context.Context, store durableStore) (*eventlog.Log, 
 }
 
 // engine opens the hot copy: Redis with --redis, memgraph otherwise.
-func (m *Main) engine(store durableStore, elog *eventlog.Log, reg prometheus.Registerer) (*engine, error) {
+func (m *Main) engine(ctx context.Context, store durableStore, elog *eventlog.Log, reg prometheus.Registerer) (*engine, error) {
 	if m.cfg.Redis != "" {
-		return redisEngine(m.cfg, store, elog, reg, m.logger)
+		return redisEngine(ctx, m.cfg, store, elog, reg, m.logger)
 	}
 	return memEngine(m.cfg, store, elog, reg), nil
 }

@@ -6,11 +6,13 @@
 --       ms (decimal), 4 the following limit (0: none), 5 the outbox bound,
 --       6 u and 7 t in decimal, and with the extra keys 8 u as a member.
 --
--- Returns {0, version}: nothing to change, version the edge's (ZERO if
--- none); {-1}: the following limit is reached; {-2}: the outbox is full;
--- {-3}: the outbox stream does not exist (Redis lost its data);
--- {1, version, the event's outbox entry id, u's stamp[, t's stamp]}:
--- changed, as the event in the outbox says. Nothing is changed unless the first element is 1.
+-- Returns a status first (the locals below, write.go's change* constants):
+-- {NONE, version}: nothing to change, version the edge's (ZERO if none);
+-- {LIMIT}: the following limit is reached; {FULL}: the outbox is full;
+-- {LOST}: the outbox stream does not exist (Redis lost its data);
+-- {CHANGED, version, the event's outbox entry id, u's stamp[, t's stamp]}:
+-- changed, as the event in the outbox says. Nothing is changed unless the
+-- status is CHANGED.
 --
 -- This is the script of every live write, so it makes as few calls into
 -- Redis as it can (lib.lua's apply does the same work in more): u's
@@ -25,26 +27,27 @@
 -- without a clock has never had a change or an Apply of an edge of theirs,
 -- so has an empty ov too); every write to ov(u) removes it or sets it to
 -- '0' (this script, and apply.lua through lib.lua's apply).
+local NONE, CHANGED, LIMIT, FULL, LOST = 0, 1, -1, -2, -3
 local op, m, out, ov, h = ARGV[1], ARGV[2], KEYS[1], KEYS[2], KEYS[3]
 local follow = op == 'follow'
 local s = redis.call('ZSCORE', out, m)
 if follow == (s ~= false) then
   -- Nothing to change, as far as this Redis knows: unless it lost the
   -- graph (see the XADD below), when the edge may well be there.
-  if redis.call('EXISTS', KEYS[4]) == 0 then return {-3} end
+  if redis.call('EXISTS', KEYS[4]) == 0 then return {LOST} end
   local v = redis.call('HGET', ov, m)
-  if v then return {0, v} end
-  if s then return {0, vfmt(tonumber(s), 0)} end
-  return {0, ZERO}
+  if v then return {NONE, v} end
+  if s then return {NONE, vfmt(tonumber(s), 0)} end
+  return {NONE, ZERO}
 end
 local hv = redis.call('HMGET', h, 'clk', 'nout', 'st', 'e')
 local empty = not hv[1] or hv[4] == '1'
 local n = tonumber(hv[2] or '0')
 if follow then
   local max = tonumber(ARGV[4])
-  if max > 0 and n >= max then return {-1} end
+  if max > 0 and n >= max then return {LIMIT} end
 end
-if redis.call('XLEN', KEYS[4]) >= tonumber(ARGV[5]) then return {-2} end
+if redis.call('XLEN', KEYS[4]) >= tonumber(ARGV[5]) then return {FULL} end
 -- The version: the client's time (counter 0) unless u's clock is already
 -- there, else one past the clock.
 local score = ARGV[3]
@@ -65,7 +68,7 @@ local v = vfmt(ms, c)
 -- write on what is left could be wrong (an unfollow finding nothing to
 -- remove), so it is refused.
 local id = redis.call('XADD', KEYS[4], 'NOMKSTREAM', '*', 'u', ARGV[6], 't', ARGV[7], 'op', op, 'v', v)
-if not id then return {-3} end
+if not id then return {LOST} end
 -- stored: whether the versions hashes held a version of the edge (only a
 -- follow over a tombstone needs to know: unfollows overwrite it).
 -- e: h(u)'s field e as this change leaves it (nil: as it was).
@@ -92,7 +95,7 @@ if e then
 else
   redis.call('HSET', h, 'clk', v, 'nout', n, 'st', st)
 end
-if not KEYS[5] then return {1, v, id, st} end
+if not KEYS[5] then return {CHANGED, v, id, st} end
 local um, th = ARGV[8], KEYS[7]
 if follow then
   redis.call('ZADD', KEYS[5], score, um)
@@ -107,4 +110,4 @@ else
   redis.call('HINCRBY', th, 'nin', -1)
   redis.call('HSET', KEYS[6], um, v)
 end
-return {1, v, id, st, redis.call('HINCRBY', th, 'st', 1)}
+return {CHANGED, v, id, st, redis.call('HINCRBY', th, 'st', 1)}

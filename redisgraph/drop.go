@@ -1,0 +1,106 @@
+package redisgraph
+
+import (
+	"context"
+	"sync"
+
+	"github.com/redis/rueidis"
+
+	fg "github.com/followgraph/followgraph"
+)
+
+// The deletes of outbox entries that acknowledged writes leave (see
+// WithHook) wait in a queue of dropQueue entries for one goroutine, which
+// sends what has queued up, up to dropBatch deletes, in one pipeline.
+const (
+	dropQueue = 4096
+	dropBatch = 256
+)
+
+// droppedEntry names one entry of an outbox stream to delete.
+type droppedEntry struct{ stream, id string }
+
+// dropper deletes outbox entries off the writes' path: a bounded queue
+// and one goroutine, started by the first entry and stopped by close.
+type dropper struct {
+	mu      sync.RWMutex // held to read closed and send; close takes it to set closed and close queue
+	started sync.Once    // makes queue, stop and done, and starts the goroutine
+	closed  bool
+	queue   chan droppedEntry
+	stop    context.CancelFunc // cancels the goroutine's commands
+	done    chan struct{}      // closed when the goroutine has returned
+}
+
+// dropFromOutbox deletes the outbox entry id of a change of user that the
+// hook has taken care of (its event is in the log, and on a Cluster its
+// second step is done), so that the relay does not publish it a second
+// time. Best effort, and off the write's path: the write is acknowledged
+// without waiting for it. When the queue is full (Redis slow) or the Graph
+// is closed, the entry is left where it is: the relay publishes every
+// entry it finds and trims the stream only after the log acknowledged them
+// (pipeline.Relay), and the log drops the repeated event as a duplicate.
+func (g *Graph) dropFromOutbox(user fg.UserID, id string) {
+	d := &g.drops
+	d.mu.RLock()
+	defer d.mu.RUnlock()
+	if d.closed {
+		return
+	}
+	d.started.Do(func() {
+		ctx, stop := context.WithCancel(context.Background())
+		d.queue, d.stop, d.done = make(chan droppedEntry, dropQueue), stop, make(chan struct{})
+		go g.dropLoop(ctx, d.queue, d.done)
+	})
+	select {
+	case d.queue <- droppedEntry{g.outbox(user), id}:
+	default: // full: left to the relay
+	}
+}
+
+// dropLoop deletes the entries of queue until it is closed, then closes
+// done.
+func (g *Graph) dropLoop(ctx context.Context, queue <-chan droppedEntry, done chan<- struct{}) {
+	defer close(done)
+	for e := range queue {
+		// A new slice each time: rueidis may still read one whose wait
+		// was cancelled.
+		cmds := rueidis.Commands{g.c.B().Xdel().Key(e.stream).Id(e.id).Build()}
+	more:
+		for len(cmds) < dropBatch {
+			select {
+			case e, ok := <-queue:
+				if !ok {
+					break more
+				}
+				cmds = append(cmds, g.c.B().Xdel().Key(e.stream).Id(e.id).Build())
+			default:
+				break more
+			}
+		}
+		if ctx.Err() != nil {
+			continue // closing: drain without sending
+		}
+		// ctx has no deadline, so that close's cancellation ends the wait
+		// for replies at once (see cancelAfter). A connection rueidis
+		// dials meanwhile is bounded by its dial timeout alone.
+		g.c.DoMulti(ctx, cmds...)
+	}
+}
+
+// close stops taking entries, abandons those not yet deleted, and waits
+// for the goroutine to return.
+func (d *dropper) close() {
+	d.mu.Lock()
+	if !d.closed {
+		d.closed = true
+		if d.queue != nil {
+			d.stop()
+			close(d.queue)
+		}
+	}
+	done := d.done
+	d.mu.Unlock()
+	if done != nil {
+		<-done
+	}
+}

@@ -1,0 +1,87 @@
+package redisgraph
+
+import (
+	"context"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/redis/rueidis"
+
+	fg "github.com/followgraph/followgraph"
+)
+
+// TestNewContext: New's round trips (loading the scripts, learning the
+// markers) end with its context: against a stalled Redis (one of the
+// test's own, paused with SIGSTOP), New with a context already cancelled,
+// one that ends soon, or one cancelled while New waits, returns an EUnavailable error when the context
+// ends.
+func TestNewContext(t *testing.T) {
+	addr, proc := privateRedis(t)
+	c, err := rueidis.NewClient(rueidis.ClientOption{InitAddress: []string{addr}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	if err := proc.Signal(syscall.SIGSTOP); err != nil {
+		t.Fatal(err)
+	}
+	defer proc.Signal(syscall.SIGCONT)
+
+	for _, tc := range []struct {
+		name string
+		ctx  func(t *testing.T) context.Context
+	}{
+		{"Cancelled", func(t *testing.T) context.Context {
+			ctx, cancel := context.WithCancel(t.Context())
+			cancel()
+			return ctx
+		}},
+		{"Short", func(t *testing.T) context.Context {
+			ctx, cancel := context.WithTimeout(t.Context(), 200*time.Millisecond)
+			t.Cleanup(cancel)
+			return ctx
+		}},
+		{"CancelledLater", func(t *testing.T) context.Context { // no deadline: cancelled while New waits
+			ctx, cancel := context.WithCancel(t.Context())
+			time.AfterFunc(200*time.Millisecond, cancel)
+			return ctx
+		}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			start := time.Now()
+			g, err := New(tc.ctx(t), c, WithPrefix(randomPrefix()))
+			took := time.Since(start)
+			if err == nil {
+				g.Close()
+			}
+			if err == nil || fg.ErrorCode(err) != fg.EUnavailable || took > 2*time.Second {
+				t.Errorf("New against a stalled Redis = %v after %v; want EUnavailable once the context ends", err, took)
+			}
+		})
+	}
+}
+
+// TestCancelAfter: the context New's round trips use ends with its parent,
+// or after the time given, and has no deadline of its own.
+func TestCancelAfter(t *testing.T) {
+	ctx, cancel := cancelAfter(t.Context(), 50*time.Millisecond)
+	defer cancel()
+	if _, ok := ctx.Deadline(); ok {
+		t.Error("cancelAfter's context has a deadline")
+	}
+	select {
+	case <-ctx.Done():
+	case <-time.After(5 * time.Second):
+		t.Fatal("cancelAfter's context did not end after 50 ms")
+	}
+	parent, cancelParent := context.WithCancel(t.Context())
+	ctx, cancel = cancelAfter(parent, time.Hour)
+	defer cancel()
+	cancelParent()
+	select {
+	case <-ctx.Done():
+	case <-time.After(5 * time.Second):
+		t.Fatal("cancelAfter's context did not end with its parent")
+	}
+}

@@ -1,0 +1,146 @@
+package redisgraph
+
+import (
+	"cmp"
+	"context"
+	"fmt"
+	"slices"
+	"strconv"
+
+	"github.com/redis/rueidis"
+
+	fg "github.com/followgraph/followgraph"
+)
+
+// edgeRec is one copy's state of an edge of a side, by the other user.
+type edgeRec struct {
+	other fg.UserID
+	EdgeState
+}
+
+// byOther orders edgeRecs by the other user.
+func byOther(a, b edgeRec) int { return cmp.Compare(a.other, b.other) }
+
+// redisUser is what Redis holds of a user: both sides and the census.
+type redisUser struct {
+	sides          [2][]edgeRec // SideFollowing, SideFollowers; by other user
+	card, counters [2]int64     // the sizes of the sets, and the counters (nout, nin)
+	clock          fg.Version
+}
+
+// readUser reads both sides of u, with their versions, and the census:
+// first the census, the first 1000 entries of each set and a first HSCAN
+// of each versions hash in one round trip, then what is left of each in
+// bounded steps.
+func (g *Graph) readUser(ctx context.Context, u fg.UserID) (redisUser, error) {
+	var red redisUser
+	keys := [2][]string{g.sideKeys(u, SideFollowing), g.sideKeys(u, SideFollowers)} // set, versions hash, h
+	censusKeys := []string{keys[0][0], keys[1][0], keys[0][2]}
+	cmds := rueidis.Commands{scriptCensus.cmd(g.c, censusKeys, nil)}
+	for _, k := range keys {
+		cmds = append(cmds,
+			g.c.B().Zrange().Key(k[0]).Min("0").Max(strconv.Itoa(rangeChunk-1)).Rev().Withscores().Build(),
+			g.c.B().Hscan().Key(k[1]).Cursor(0).Count(rangeChunk).Build())
+	}
+	res := g.c.DoMulti(ctx, cmds...)
+	if err := red.parseCensus(u, scriptCensus.fix(ctx, g.c, res[0], censusKeys, nil)); err != nil {
+		return red, err
+	}
+	for i, k := range keys {
+		side, err := g.readSide(ctx, k[0], k[1], res[1+2*i], res[2+2*i])
+		if err != nil {
+			return red, err
+		}
+		red.sides[i] = side
+	}
+	return red, nil
+}
+
+// parseCensus reads the reply of scriptCensus for user u into red.
+func (red *redisUser) parseCensus(u fg.UserID, r rueidis.RedisResult) error {
+	census, err := r.ToArray()
+	if err == nil && len(census) < 5 {
+		err = fmt.Errorf("census script returned %d values", len(census))
+	}
+	if err != nil {
+		return err
+	}
+	for i := range 2 {
+		red.card[i], _ = census[i].AsInt64()
+		if s, err := census[2+i].ToString(); err == nil {
+			if red.counters[i], err = strconv.ParseInt(s, 10, 64); err != nil {
+				return fmt.Errorf("counter %q of user %d: %w", s, u, err)
+			}
+		}
+	}
+	if s, err := census[4].ToString(); err == nil {
+		if red.clock, err = parseVersionString(s); err != nil {
+			return fmt.Errorf("clock of user %d: %w", u, err)
+		}
+	}
+	return nil
+}
+
+// readSide reads one side whole, by other user: the live members of the
+// sorted set set, each with the version of versions (its follow time when
+// versions has none), and the tombstones of versions. first and scan are
+// the replies of the first ZRANGE of set and the first HSCAN of versions;
+// the rest is read in steps of rangeChunk.
+func (g *Graph) readSide(ctx context.Context, set, versions string, first, scan rueidis.RedisResult) ([]edgeRec, error) {
+	live, err := parseEntries(set, first)
+	if err != nil {
+		return nil, err
+	}
+	for n := len(live); n == rangeChunk; {
+		last := live[len(live)-1].Key()
+		more, err := g.rangeAfter(ctx, set, &last, rangeChunk)
+		if err != nil {
+			return nil, err
+		}
+		live, n = append(live, more...), len(more)
+	}
+	vs, err := g.readVersions(ctx, versions, scan)
+	if err != nil {
+		return nil, err
+	}
+	side := make([]edgeRec, 0, len(live)+len(vs))
+	for _, e := range live {
+		v, ok := vs[e.ID]
+		if ok {
+			delete(vs, e.ID)
+		} else {
+			v = fg.VersionAt(e.Since.UnixMilli())
+		}
+		side = append(side, edgeRec{e.ID, EdgeState{v, true}})
+	}
+	for id, v := range vs {
+		side = append(side, edgeRec{id, EdgeState{v, false}})
+	}
+	slices.SortFunc(side, byOther)
+	// A member read twice (the set changed between two pages) is kept once.
+	return slices.CompactFunc(side, func(a, b edgeRec) bool { return a.other == b.other }), nil
+}
+
+// readVersions reads the versions hash key whole by HSCAN, from the reply
+// of its first step.
+func (g *Graph) readVersions(ctx context.Context, key string, first rueidis.RedisResult) (map[fg.UserID]fg.Version, error) {
+	versions := map[fg.UserID]fg.Version{}
+	scan, err := first.AsScanEntry()
+	for {
+		if err != nil {
+			return nil, err
+		}
+		for j := 0; j+1 < len(scan.Elements); j += 2 {
+			id, ok := memberID(scan.Elements[j])
+			v, err := parseVersionString(scan.Elements[j+1])
+			if !ok || err != nil {
+				return nil, fmt.Errorf("entry %q of %s is not an id and a version", scan.Elements[j:j+2], key)
+			}
+			versions[id] = v
+		}
+		if scan.Cursor == 0 {
+			return versions, nil
+		}
+		scan, err = g.c.Do(ctx, g.c.B().Hscan().Key(key).Cursor(scan.Cursor).Count(rangeChunk).Build()).AsScanEntry()
+	}
+}

@@ -1,0 +1,97 @@
+package redisgraph
+
+import (
+	"cmp"
+	"context"
+	"fmt"
+	"slices"
+
+	"golang.org/x/time/rate"
+
+	fg "github.com/followgraph/followgraph"
+)
+
+// repairEdge is an edge a repair writes, and the index in the side's
+// diffs of the difference it fixes.
+type repairEdge struct {
+	e    bulkEdge
+	diff int
+}
+
+// repair writes the expected states of the edges of side s of user u that
+// differ (c.repairs), in calls of up to r.chunk edges, each waiting for as
+// many tokens; the last call also sets the counter and raises the clock to
+// c.clock, fixing c.extra (a token each). It marks in c.diffs what it
+// fixed.
+func (r *reconciler) repair(ctx context.Context, u fg.UserID, s Side, c *sideCheck) error {
+	repairs := c.repairs
+	for first := true; first || len(repairs) > 0; first = false {
+		n := min(len(repairs), r.chunk)
+		call := repairs[:n]
+		repairs = repairs[n:]
+		last := len(repairs) == 0
+		tokens := n
+		if last {
+			tokens += len(c.extra)
+		}
+		if err := waitTokens(ctx, r.limit, tokens); err != nil {
+			return err
+		}
+		flags, err := r.repairCall(ctx, u, s, call, c.clock)
+		if err != nil {
+			return err
+		}
+		for j, it := range call {
+			c.diffs[it.diff].Fixed = flags[j] == '1'
+		}
+		if last {
+			for _, k := range c.extra {
+				c.diffs[k].Fixed = true
+			}
+		}
+	}
+	return nil
+}
+
+// waitTokens waits until limit grants n tokens (none when limit is nil),
+// in steps of at most its burst, the most WaitN grants at once, so that a
+// call is charged every repair it makes. It returns ctx's error if ctx
+// ends first.
+func waitTokens(ctx context.Context, limit *rate.Limiter, n int) error {
+	if limit == nil {
+		return nil
+	}
+	for n > 0 {
+		k := min(n, limit.Burst())
+		if err := limit.WaitN(ctx, k); err != nil {
+			return err
+		}
+		n -= k
+	}
+	return nil
+}
+
+// repairCall writes the edges of call on side s of user u in one call of
+// the bulk script, which also sets the counter and raises the clock to clk
+// (0: leaves it), and returns the script's flags: '1' for each edge of
+// call (in the order it leaves call in) that it wrote.
+func (r *reconciler) repairCall(ctx context.Context, u fg.UserID, s Side, call []repairEdge, clk fg.Version) (string, error) {
+	// In the order bulkArgs gives the edges, which the flags follow.
+	slices.SortStableFunc(call, func(a, b repairEdge) int { return cmp.Compare(stateOrder(a.e.state), stateOrder(b.e.state)) })
+	es := make([]bulkEdge, len(call))
+	for j, it := range call {
+		es[j] = it.e
+	}
+	res, err := scriptBulk.exec(ctx, r.g.c, r.g.sideKeys(u, s), bulkArgs(s, es, versionHex(r.horizon), clk)).ToArray()
+	if err == nil && len(res) < 3 {
+		err = fmt.Errorf("bulk script returned %d values", len(res))
+	}
+	if err != nil {
+		return "", unavailable("reconcile: repair", err)
+	}
+	flags, err := res[2].ToString()
+	if err != nil || len(flags) != len(call) {
+		return "", unavailable("reconcile: repair", fmt.Errorf("bulk script returned flags %q for %d edges: %w", flags, len(call), err))
+	}
+	return flags, nil
+}
