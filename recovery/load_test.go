@@ -75,7 +75,7 @@ func TestLoad(t *testing.T) {
 		{ID: 2},
 		{ID: 3, FollowingCount: 5000},
 		{ID: 4, FollowingCount: 1, FollowerCount: 1}, // 3 follows 4 again
-		{ID: 52, FollowerCount: 2}, // 1 kept it, 3 follows it again
+		{ID: 52, FollowerCount: 2},                   // 1 kept it, 3 follows it again
 	}
 	ids := make([]fg.UserID, len(want))
 	for i, c := range want {
