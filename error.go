@@ -3,6 +3,7 @@ package followgraph
 import (
 	"errors"
 	"fmt"
+	"time"
 )
 
 // Error codes, as in docs/API.md. The HTTP layer maps each to a status in one table.
@@ -25,6 +26,9 @@ const (
 type Error struct {
 	Code    string
 	Message string
+	// RetryAfter, when positive, is how long the caller should wait before
+	// trying again (an ERateLimited error's; HTTP's Retry-After).
+	RetryAfter time.Duration
 }
 
 func (e *Error) Error() string { return e.Code + ": " + e.Message }
@@ -32,6 +36,13 @@ func (e *Error) Error() string { return e.Code + ": " + e.Message }
 // Errorf returns an *Error with the given code and a formatted message.
 func Errorf(code, format string, args ...any) *Error {
 	return &Error{Code: code, Message: fmt.Sprintf(format, args...)}
+}
+
+// RateLimited returns the ERateLimited error of a write by user, whose
+// next write may succeed after wait.
+func RateLimited(user UserID, wait time.Duration) *Error {
+	secs := int64((wait + time.Second - 1) / time.Second)
+	return &Error{Code: ERateLimited, Message: fmt.Sprintf("too many writes by user %d: retry after %d s", user, secs), RetryAfter: wait}
 }
 
 // ErrorCode returns the code of the *Error in err's chain, "" for nil, and

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"net/http"
 	"strconv"
+	"time"
 
 	"github.com/followgraph/followgraph"
 )
@@ -41,16 +42,6 @@ const (
 	tooLargeMessage = "the request body is over the limit of 1 MiB"
 )
 
-// rateLimitedError is a rate_limited error with the number of seconds
-// after which the write may succeed, for the Retry-After header.
-type rateLimitedError struct {
-	err        *followgraph.Error
-	retryAfter int
-}
-
-func (e *rateLimitedError) Error() string { return e.err.Error() }
-func (e *rateLimitedError) Unwrap() error { return e.err }
-
 // writeError answers err. An internal error (one that is not a
 // *followgraph.Error, or has a code not in statusOf) is answered with a
 // message that says nothing internal, and logged; so is an unavailable
@@ -74,9 +65,9 @@ func (s *Server) writeError(ctx context.Context, w http.ResponseWriter, r *http.
 	case code == followgraph.EUnavailable:
 		s.log.Warn("httpapi: backend unavailable", "method", r.Method, "route", r.Pattern, "err", err)
 	}
-	var rl *rateLimitedError
-	if errors.As(err, &rl) {
-		w.Header().Set("Retry-After", strconv.Itoa(rl.retryAfter))
+	var fe *followgraph.Error
+	if errors.As(err, &fe) && fe.RetryAfter > 0 {
+		w.Header().Set("Retry-After", strconv.FormatInt(int64((fe.RetryAfter+time.Second-1)/time.Second), 10))
 	}
 	writeError(w, status, code, msg)
 }

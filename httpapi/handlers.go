@@ -75,11 +75,7 @@ func (s *Server) allowWrite(user followgraph.UserID) error {
 	if wait <= 0 {
 		return nil
 	}
-	secs := int((wait + time.Second - 1) / time.Second)
-	return &rateLimitedError{
-		err:        followgraph.Errorf(followgraph.ERateLimited, "too many writes by user %d: retry after %d s", user, secs),
-		retryAfter: secs,
-	}
+	return followgraph.RateLimited(user, wait)
 }
 
 func (s *Server) isFollowing(ctx context.Context, r *http.Request, b []byte) ([]byte, error) {

@@ -22,6 +22,7 @@ package redisgraph
 import (
 	"context"
 	"fmt"
+	"strconv"
 	"strings"
 	"sync/atomic"
 	"time"
@@ -64,6 +65,8 @@ type Graph struct {
 	now          func() time.Time
 	maxFollowing int
 	outboxLimit  int
+	writeRate    string // per user and second, decimal; "0": no limit
+	writeBurst   string
 	cacheMin     int64                       // followers from which the first page of followers is cached
 	outboxTags   []string                    // per slot, on a Cluster
 	hook         fg.Hook                     // nil: none
@@ -94,6 +97,23 @@ func WithPrefix(p string) Option { return func(g *Graph) { g.prefix = p } }
 
 // WithClock sets the clock that gives follow times (default time.Now).
 func WithClock(now func() time.Time) Option { return func(g *Graph) { g.now = now } }
+
+// WithWriteRate limits each user's follows and unfollows to perSecond,
+// with bursts of burst (0: no limit), across every Graph on the same
+// Redis: the token bucket is kept in the user's counters and taken by the
+// write's own script, atomically, in its one round trip. A write over the
+// rate changes nothing and returns ERateLimited with the time until a
+// token is there. Every write is charged, one that changes nothing too.
+// The buckets are counted by the writers' clocks, never backwards: nodes
+// whose clocks differ by d may let through d's worth of tokens more.
+func WithWriteRate(perSecond float64, burst int) Option {
+	return func(g *Graph) {
+		if perSecond > 0 {
+			g.writeRate = strconv.FormatFloat(perSecond, 'g', -1, 64)
+			g.writeBurst = strconv.Itoa(max(burst, 1))
+		}
+	}
+}
 
 // WithMaxFollowing caps how many users one user may follow (0: no cap).
 func WithMaxFollowing(n int) Option { return func(g *Graph) { g.maxFollowing = n } }
@@ -163,6 +183,8 @@ func New(ctx context.Context, client rueidis.Client, opts ...Option) (*Graph, er
 		prefix:      DefaultPrefix,
 		now:         time.Now,
 		outboxLimit: DefaultOutboxLimit,
+		writeRate:   "0",
+		writeBurst:  "0",
 		cacheMin:    DefaultCacheThreshold,
 		deferred: prometheus.NewCounter(prometheus.CounterOpts{
 			Name: "followgraph_redis_second_steps_deferred_total",

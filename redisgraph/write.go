@@ -36,6 +36,10 @@ const (
 	// changeDataLost (LOST): refused, the outbox stream does not exist, so
 	// Redis has lost its data (init.go).
 	changeDataLost = -3
+	// changeRateLimited (RATE): refused, the follower is over its write
+	// rate (WithWriteRate); the reply also holds the ms until a token is
+	// there.
+	changeRateLimited = -4
 )
 
 // Follow makes user follow target; see followgraph.Graph. The change, its
@@ -86,7 +90,8 @@ func (g *Graph) change(ctx context.Context, user, target fg.UserID, op fg.Op) (b
 	now := max(g.now().UnixMilli(), 0)
 	keys := []string{g.key(user, kindOut), g.key(user, kindOutVer), g.key(user, kindCounters), g.outbox(user)}
 	args := []string{op.String(), member(target), strconv.FormatInt(now, 10),
-		strconv.Itoa(g.maxFollowing), strconv.Itoa(g.outboxLimit), user.String(), target.String()}
+		strconv.Itoa(g.maxFollowing), strconv.Itoa(g.outboxLimit), user.String(), target.String(),
+		g.writeRate, g.writeBurst}
 	if !g.cluster {
 		keys = append(keys, g.key(target, kindIn), g.key(target, kindInVer), g.key(target, kindCounters))
 		args = append(args, member(user))
@@ -107,6 +112,9 @@ func (g *Graph) change(ctx context.Context, user, target fg.UserID, op fg.Op) (b
 			Message: "the outbox is full: changes wait for the relay to catch up"})
 	case changeDataLost:
 		return false, 0, fmt.Errorf("redisgraph: %s: %w", op, errDataLost)
+	case changeRateLimited:
+		ms, _ := res[1].AsInt64()
+		return false, 0, fg.RateLimited(user, time.Duration(max(ms, 1))*time.Millisecond)
 	}
 	v, err := parseVersion(res[1])
 	if err != nil {

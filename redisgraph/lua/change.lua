@@ -4,12 +4,14 @@
 --       a standalone Redis also 5 in(t), 6 iv(t), 7 h(t).
 -- ARGV: 1 'follow' or 'unfollow', 2 t as a member, 3 the client's time in
 --       ms (decimal), 4 the following limit (0: none), 5 the outbox bound,
---       6 u and 7 t in decimal, and with the extra keys 8 u as a member.
+--       6 u and 7 t in decimal, 8 u's writes per second (0: no limit) and
+--       9 their burst, and with the extra keys 10 u as a member.
 --
 -- Returns a status first (the locals below, write.go's change* constants):
 -- {NONE, version}: nothing to change, version the edge's (ZERO if none);
 -- {LIMIT}: the following limit is reached; {FULL}: the outbox is full;
 -- {LOST}: the outbox stream does not exist (Redis lost its data);
+-- {RATE, ms}: u is over its write rate, a token is there in ms;
 -- {CHANGED, version, the event's outbox entry id, u's stamp[, t's stamp]}:
 -- changed, as the event in the outbox says. Nothing is changed unless the
 -- status is CHANGED.
@@ -27,20 +29,45 @@
 -- without a clock has never had a change or an Apply of an edge of theirs,
 -- so has an empty ov too); every write to ov(u) removes it or sets it to
 -- '0' (this script, and apply.lua through lib.lua's apply).
-local NONE, CHANGED, LIMIT, FULL, LOST = 0, 1, -1, -2, -3
+local NONE, CHANGED, LIMIT, FULL, LOST, RATE = 0, 1, -1, -2, -3, -4
 local op, m, out, ov, h = ARGV[1], ARGV[2], KEYS[1], KEYS[2], KEYS[3]
 local follow = op == 'follow'
+-- u's write rate: a token bucket in h(u)'s fields rk (tokens) and rkt (the
+-- ms they were counted at), shared by every node. Every write is charged,
+-- those that change nothing too. take returns the bucket's new state, or
+-- nil and the ms until a token is there.
+local rate, burst = tonumber(ARGV[8]), tonumber(ARGV[9])
+local function take(tokens, at)
+  local now = tonumber(ARGV[3])
+  at = tonumber(at or '0')
+  if at > now then now = at end -- a node whose clock is behind: never back
+  tokens = math.min(burst, tonumber(tokens or burst) + (now - at) * rate / 1000)
+  if tokens < 1 then return nil, math.ceil((1 - tokens) * 1000 / rate) end
+  return {'rk', tostring(tokens - 1), 'rkt', string.format('%d', now)}
+end
 local s = redis.call('ZSCORE', out, m)
 if follow == (s ~= false) then
   -- Nothing to change, as far as this Redis knows: unless it lost the
   -- graph (see the XADD below), when the edge may well be there.
   if redis.call('EXISTS', KEYS[4]) == 0 then return {LOST} end
+  if rate > 0 then
+    local b = redis.call('HMGET', h, 'rk', 'rkt')
+    local bucket, wait = take(b[1], b[2])
+    if not bucket then return {RATE, wait} end
+    redis.call('HSET', h, unpack(bucket))
+  end
   local v = redis.call('HGET', ov, m)
   if v then return {NONE, v} end
   if s then return {NONE, vfmt(tonumber(s), 0)} end
   return {NONE, ZERO}
 end
-local hv = redis.call('HMGET', h, 'clk', 'nout', 'st', 'e')
+local hv = redis.call('HMGET', h, 'clk', 'nout', 'st', 'e', 'rk', 'rkt')
+local bucket
+if rate > 0 then
+  local wait
+  bucket, wait = take(hv[5], hv[6])
+  if not bucket then return {RATE, wait} end
+end
 local empty = not hv[1] or hv[4] == '1'
 local n = tonumber(hv[2] or '0')
 if follow then
@@ -90,13 +117,16 @@ else
   redis.call('HSET', ov, m, v)
 end
 local st = tonumber(hv[3] or '0') + 1
+local fields = {'clk', v, 'nout', n, 'st', st}
 if e then
-  redis.call('HSET', h, 'clk', v, 'nout', n, 'st', st, 'e', e)
-else
-  redis.call('HSET', h, 'clk', v, 'nout', n, 'st', st)
+  fields[#fields + 1], fields[#fields + 2] = 'e', e
 end
+if bucket then
+  for _, f in ipairs(bucket) do fields[#fields + 1] = f end
+end
+redis.call('HSET', h, unpack(fields))
 if not KEYS[5] then return {CHANGED, v, id, st} end
-local um, th = ARGV[8], KEYS[7]
+local um, th = ARGV[10], KEYS[7]
 if follow then
   redis.call('ZADD', KEYS[5], score, um)
   redis.call('HINCRBY', th, 'nin', 1)
