@@ -19,6 +19,8 @@ var statusOf = map[string]int{
 	followgraph.ESelfFollow:       http.StatusBadRequest,
 	followgraph.ENotFound:         http.StatusNotFound,
 	followgraph.EMethodNotAllowed: http.StatusMethodNotAllowed,
+	followgraph.EUnauthenticated:  http.StatusUnauthorized,
+	followgraph.EForbidden:        http.StatusForbidden,
 	followgraph.EFollowingLimit:   http.StatusConflict,
 	followgraph.ETooLarge:         http.StatusRequestEntityTooLarge,
 	followgraph.ERateLimited:      http.StatusTooManyRequests,
