@@ -8,6 +8,7 @@ import (
 	"strconv"
 
 	"github.com/followgraph/followgraph"
+	"github.com/followgraph/followgraph/auth"
 )
 
 // statusOf is the one table from error codes to HTTP statuses. A code
@@ -56,7 +57,8 @@ func (e *rateLimitedError) Unwrap() error { return e.err }
 // writeError answers err. An internal error (one that is not a
 // *followgraph.Error, or has a code not in statusOf) is answered with a
 // message that says nothing internal, and logged; so is an unavailable
-// backend, at warning level.
+// backend, at warning level; a request refused for its token at debug
+// level.
 func (s *Server) writeError(ctx context.Context, w http.ResponseWriter, r *http.Request, err error) {
 	status, code := statusCode(err)
 	msg := followgraph.ErrorMessage(err)
@@ -75,6 +77,12 @@ func (s *Server) writeError(ctx context.Context, w http.ResponseWriter, r *http.
 		s.log.Error("httpapi: internal error", "method", r.Method, "route", r.Pattern, "err", err)
 	case code == followgraph.EUnavailable:
 		s.log.Warn("httpapi: backend unavailable", "method", r.Method, "route", r.Pattern, "err", err)
+	case code == followgraph.EUnauthenticated || code == followgraph.EForbidden:
+		// The errors of package auth and authorize never hold a token.
+		s.log.Debug("httpapi: request refused", "method", r.Method, "route", r.Pattern, "code", code, "err", err)
+	}
+	if code == followgraph.EUnauthenticated {
+		w.Header().Set("WWW-Authenticate", auth.Challenge(err))
 	}
 	var rl *rateLimitedError
 	if errors.As(err, &rl) {
