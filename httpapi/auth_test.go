@@ -26,7 +26,8 @@ import (
 // of each scope and users' tokens signed by key.
 type authFixture struct {
 	*fixture
-	key ed25519.PrivateKey
+	auth *auth.Authenticator
+	key  ed25519.PrivateKey
 }
 
 // Service tokens of the authFixture, by scope.
@@ -59,7 +60,7 @@ func newAuthFixture(tb testing.TB) *authFixture {
 	if err != nil {
 		tb.Fatal(err)
 	}
-	return &authFixture{fixture: newFixture(tb, fixtureConfig{opts: []httpapi.Option{httpapi.WithAuth(a)}}), key: key}
+	return &authFixture{fixture: newFixture(tb, fixtureConfig{opts: []httpapi.Option{httpapi.WithAuth(a)}}), auth: a, key: key}
 }
 
 // userToken returns a token of user, valid from an hour ago to exp.
