@@ -14,6 +14,8 @@ const (
 	ESelfFollow       = "self_follow"
 	ENotFound         = "not_found"
 	EMethodNotAllowed = "method_not_allowed"
+	EUnauthenticated  = "unauthenticated"
+	EForbidden        = "forbidden"
 	EFollowingLimit   = "following_limit"
 	ETooLarge         = "too_large"
 	ERateLimited      = "rate_limited"

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/followgraph/followgraph"
+	"github.com/followgraph/followgraph/auth"
 )
 
 // statusOf is the one table from error codes to HTTP statuses. A code
@@ -20,6 +21,8 @@ var statusOf = map[string]int{
 	followgraph.ESelfFollow:       http.StatusBadRequest,
 	followgraph.ENotFound:         http.StatusNotFound,
 	followgraph.EMethodNotAllowed: http.StatusMethodNotAllowed,
+	followgraph.EUnauthenticated:  http.StatusUnauthorized,
+	followgraph.EForbidden:        http.StatusForbidden,
 	followgraph.EFollowingLimit:   http.StatusConflict,
 	followgraph.ETooLarge:         http.StatusRequestEntityTooLarge,
 	followgraph.ERateLimited:      http.StatusTooManyRequests,
@@ -45,7 +48,8 @@ const (
 // writeError answers err. An internal error (one that is not a
 // *followgraph.Error, or has a code not in statusOf) is answered with a
 // message that says nothing internal, and logged; so is an unavailable
-// backend, at warning level.
+// backend, at warning level; a request refused for its token at debug
+// level.
 func (s *Server) writeError(ctx context.Context, w http.ResponseWriter, r *http.Request, err error) {
 	status, code := statusCode(err)
 	msg := followgraph.ErrorMessage(err)
@@ -64,6 +68,12 @@ func (s *Server) writeError(ctx context.Context, w http.ResponseWriter, r *http.
 		s.log.Error("httpapi: internal error", "method", r.Method, "route", r.Pattern, "err", err)
 	case code == followgraph.EUnavailable:
 		s.log.Warn("httpapi: backend unavailable", "method", r.Method, "route", r.Pattern, "err", err)
+	case code == followgraph.EUnauthenticated || code == followgraph.EForbidden:
+		// The errors of package auth and authorize never hold a token.
+		s.log.Debug("httpapi: request refused", "method", r.Method, "route", r.Pattern, "code", code, "err", err)
+	}
+	if code == followgraph.EUnauthenticated {
+		w.Header().Set("WWW-Authenticate", auth.Challenge(err))
 	}
 	var fe *followgraph.Error
 	if errors.As(err, &fe) && fe.RetryAfter > 0 {

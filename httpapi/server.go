@@ -7,8 +7,9 @@
 // and wrong methods (405) included. It validates ids, limits and bodies
 // before it calls the graph (cursors are the graph's to check: reads
 // change nothing), maps every error to a status in one
-// table (error.go), limits writes per user when asked to, and exposes
-// /healthz, /readyz and /metrics.
+// table (error.go), limits writes per user when asked to, checks bearer
+// tokens when asked to (auth.go), and exposes /healthz, /readyz and
+// /metrics.
 package httpapi
 
 import (
@@ -28,6 +29,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 
 	"github.com/followgraph/followgraph"
+	"github.com/followgraph/followgraph/auth"
 )
 
 // MaxBodyBytes is the largest request body the server reads; a larger one
@@ -48,8 +50,9 @@ type Server struct {
 	reg     *prometheus.Registry
 	metrics *metrics
 	limits  Limits
-	bodies  chan struct{} // one per request body being read (Limits.MaxBodies)
-	gate    func() error  // nil: the API is open from the start
+	bodies  chan struct{}       // one per request body being read (Limits.MaxBodies)
+	gate    func() error        // nil: the API is open from the start
+	auth    *auth.Authenticator // nil: requests are not authenticated
 }
 
 // readiness is a backend's check, for /readyz and the backend's up gauge.
@@ -137,7 +140,7 @@ func (s *Server) routes() {
 	s.handle("GET /v1/users/{user}/following", s.following)
 	s.handle("GET /v1/users/{user}/followers", s.followers)
 	s.handle("GET /v1/users/{user}/relations", s.relations)
-	s.handle("POST /v1/users/{user}/relations", s.relationsOf)
+	s.handleRead("POST /v1/users/{user}/relations", s.relationsOf)
 	s.handle("GET /v1/users/{user}/mutuals", s.mutuals)
 	s.handle("GET /v1/users/{user}/common-following/{other}", s.commonFollowing)
 	s.handle("GET /v1/users/{user}/common-followers/{other}", s.commonFollowers)
@@ -148,6 +151,12 @@ func (s *Server) routes() {
 	metrics := promhttp.HandlerFor(s.reg, promhttp.HandlerOpts{})
 	s.mux.HandleFunc("GET /metrics", func(w http.ResponseWriter, r *http.Request) {
 		markMatched(w)
+		if s.auth != nil {
+			if err := s.authorize(r, accessAdmin); err != nil {
+				s.writeError(requestContext(w, r), w, r, err)
+				return
+			}
+		}
 		metrics.ServeHTTP(w, r)
 	})
 }
@@ -158,16 +167,24 @@ func (s *Server) routes() {
 type apiFunc func(ctx context.Context, r *http.Request, b []byte) ([]byte, error)
 
 // handle routes pattern, a route of the API, to f.
-func (s *Server) handle(pattern string, f apiFunc) { s.route(pattern, f, true) }
+func (s *Server) handle(pattern string, f apiFunc) { s.route(pattern, f, true, accessOf(pattern)) }
 
 // handleOps routes pattern, a route for operators (health, readiness),
-// which WithGate's gate does not hold back.
-func (s *Server) handleOps(pattern string, f apiFunc) { s.route(pattern, f, false) }
+// which WithGate's gate does not hold back and WithAuth leaves open.
+func (s *Server) handleOps(pattern string, f apiFunc) { s.route(pattern, f, false, accessOpen) }
 
-func (s *Server) route(pattern string, f apiFunc, gated bool) {
+// route routes pattern to f, behind WithGate's gate when gated, and, with
+// WithAuth, behind a check of the request's token for need.
+func (s *Server) route(pattern string, f apiFunc, gated bool, need access) {
 	s.mux.HandleFunc(pattern, func(w http.ResponseWriter, r *http.Request) {
 		markMatched(w)
 		ctx := requestContext(w, r)
+		if need != accessOpen && s.auth != nil {
+			if err := s.authorize(r, need); err != nil {
+				s.writeError(ctx, w, r, err)
+				return
+			}
+		}
 		if gated && s.gate != nil {
 			if err := s.gate(); err != nil {
 				if _, code := statusCode(err); code == followgraph.EUnavailable {
@@ -270,6 +287,15 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 func (s *Server) unmatched(sw *statusWriter, r *http.Request) {
 	sw.matched = true // let our own answer through
 	defer func() { sw.matched = false }()
+	if s.auth != nil && strings.HasPrefix(r.URL.Path, "/v1/") {
+		// Every request under /v1/ needs a valid token, even to learn
+		// that its route does not exist.
+		if _, err := s.auth.Authenticate(authorization(r)); err != nil {
+			sw.Header().Del("Allow")
+			s.writeError(requestContext(sw, r), sw, r, err)
+			return
+		}
+	}
 	if sw.heldCode == http.StatusMethodNotAllowed {
 		allow := sw.Header().Get("Allow")
 		writeError(sw, http.StatusMethodNotAllowed, followgraph.EMethodNotAllowed,
