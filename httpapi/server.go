@@ -50,9 +50,11 @@ type Server struct {
 	reg     *prometheus.Registry
 	metrics *metrics
 	limits  Limits
-	bodies  chan struct{}       // one per request body being read (Limits.MaxBodies)
-	gate    func() error        // nil: the API is open from the start
-	auth    *auth.Authenticator // nil: requests are not authenticated
+	bodies  chan struct{} // one per request body being read (Limits.MaxBodies)
+	gate    func() error  // nil: the API is open from the start
+	// operatorPort: /metrics is served by OperatorHandler, not the API
+	operatorPort bool
+	auth         *auth.Authenticator // nil: requests are not authenticated
 }
 
 // readiness is a backend's check, for /readyz and the backend's up gauge.
@@ -102,6 +104,21 @@ func WithDegradable(name string, check func(ctx context.Context) error) Option {
 	return func(s *Server) { s.ready = append(s.ready, &readiness{name: name, check: check, degradable: true}) }
 }
 
+// WithOperatorPort moves /metrics off the API's port: the Server answers
+// it 404, and OperatorHandler serves it, with /healthz and /readyz, for a
+// port of its own that only operators reach (it asks for no token).
+func WithOperatorPort() Option { return func(s *Server) { s.operatorPort = true } }
+
+// OperatorHandler serves /metrics, /healthz and /readyz, for an operator
+// port (WithOperatorPort); everything else is 404.
+func (s *Server) OperatorHandler() http.Handler {
+	mux := http.NewServeMux()
+	mux.Handle("GET /metrics", promhttp.HandlerFor(s.reg, promhttp.HandlerOpts{}))
+	mux.Handle("GET /healthz", s)
+	mux.Handle("GET /readyz", s)
+	return mux
+}
+
 // WithGate holds the API back until gate returns nil: meanwhile every API
 // request is answered gate's error, as any error is (an EUnavailable one
 // is a 503, with Retry-After: 1), while /healthz, /readyz and /metrics are
@@ -148,6 +165,9 @@ func (s *Server) routes() {
 	s.handle("GET /v1/users/{user}/suggestions", s.suggestions)
 	s.handleOps("GET /healthz", s.healthz)
 	s.handleOps("GET /readyz", s.readyz)
+	if s.operatorPort {
+		return
+	}
 	metrics := promhttp.HandlerFor(s.reg, promhttp.HandlerOpts{})
 	s.mux.HandleFunc("GET /metrics", func(w http.ResponseWriter, r *http.Request) {
 		markMatched(w)

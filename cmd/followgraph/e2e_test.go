@@ -11,6 +11,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strings"
 	"sync"
 	"syscall"
 	"testing"
@@ -101,10 +102,11 @@ func startEnv(tb testing.TB, data string, env []string, args ...string) *server 
 // added; with tls, over HTTPS, its client trusting tls's roots (and
 // presenting its certificates); with token, its client sending it.
 type launchOptions struct {
-	env   []string
-	args  []string
-	tls   *tls.Config
-	token string
+	env     []string
+	args    []string
+	tls     *tls.Config
+	token   string
+	bindAll bool // listen on every interface (0.0.0.0), reached on 127.0.0.1
 }
 
 // launch starts followgraph serve on data with o, and waits until it is
@@ -119,7 +121,11 @@ func launch(tb testing.TB, data string, o launchOptions) *server {
 		hc.Transport = &http.Transport{TLSClientConfig: o.tls}
 	}
 	s := &server{url: scheme + addr, logs: &syncBuffer{}, done: make(chan struct{})}
-	s.cmd = exec.Command(binary, append([]string{"serve", "--addr", addr, "--data", data}, o.args...)...)
+	bind := addr
+	if o.bindAll {
+		bind = "0.0.0.0" + addr[strings.LastIndex(addr, ":"):]
+	}
+	s.cmd = exec.Command(binary, append([]string{"serve", "--addr", bind, "--data", data}, o.args...)...)
 	s.cmd.Env = append(os.Environ(), o.env...)
 	s.cmd.Stdout, s.cmd.Stderr = s.logs, s.logs
 	if err := s.cmd.Start(); err != nil {

@@ -76,6 +76,7 @@ func redisEngine(ctx context.Context, cfg Config, store durableStore, elog *even
 	lost := make(chan struct{}, 1)
 	g, closeRedis, err := openRedis(ctx, cfg.Redis, redisgraph.WithPrefix(cfg.RedisPrefix), redisgraph.WithRegisterer(reg),
 		redisgraph.WithMaxFollowing(cfg.MaxFollowing), redisgraph.WithHook(elog.Hook()), redisgraph.WithWriteGate(elog.Writable),
+		redisgraph.WithWriteRate(cfg.WriteRate, cfg.WriteBurst), // across the nodes, in Redis
 		redisgraph.WithOnLoss(func() {
 			select {
 			case lost <- struct{}{}:

@@ -10,10 +10,12 @@ import (
 	"net/http"
 	"net/http/pprof"
 	"os"
+	"os/signal"
 	"path/filepath"
 	"runtime/debug"
 	"strings"
 	"sync/atomic"
+	"syscall"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -21,6 +23,7 @@ import (
 	"github.com/spf13/cobra"
 
 	fg "github.com/followgraph/followgraph"
+	"github.com/followgraph/followgraph/auth"
 	"github.com/followgraph/followgraph/eventlog"
 	"github.com/followgraph/followgraph/httpapi"
 	"github.com/followgraph/followgraph/internal/secret"
@@ -53,6 +56,26 @@ type Config struct {
 
 	TLSCert, TLSKey string // PEM files of the server's certificate and key: HTTPS; reloaded when they change
 	TLSClientCA     string // PEM file of the CAs whose client certificates are required (mutual TLS)
+
+	Auth           auth.Config // service tokens and users' token keys; none: no authentication
+	InsecureNoAuth bool        // serve a non-loopback address without authentication
+	AdminAddr      string      // the operator port: /metrics, /debug/pprof/, /healthz, /readyz; "": on the API port
+}
+
+// authenticated reports whether authentication is configured.
+func (c Config) authenticated() bool { return c.Auth.TokensFile != "" || c.Auth.JWTKeysFile != "" }
+
+// loopback reports whether addr (host:port) listens on loopback only.
+func loopback(addr string) bool {
+	host, _, err := net.SplitHostPort(addr)
+	if err != nil {
+		return false
+	}
+	if host == "localhost" {
+		return true
+	}
+	ip := net.ParseIP(host)
+	return ip != nil && ip.IsLoopback()
 }
 
 // Validate reports a configuration that cannot run.
@@ -79,6 +102,12 @@ func (c Config) Validate() error {
 		return errors.New("--tls-cert and --tls-key go together")
 	case c.TLSClientCA != "" && c.TLSCert == "":
 		return errors.New("--tls-client-ca needs --tls-cert and --tls-key")
+	case (c.Auth.Issuer != "" || c.Auth.Audience != "") && c.Auth.JWTKeysFile == "":
+		return errors.New("--auth-jwt-issuer and --auth-jwt-audience need --auth-jwt-keys")
+	case !loopback(c.Addr) && !c.authenticated() && !c.InsecureNoAuth:
+		return fmt.Errorf("refusing to serve %s without authentication: anyone who reaches it could write as any user. "+
+			"Give --auth-tokens and/or --auth-jwt-keys (README, \"Security\"), listen on 127.0.0.1, "+
+			"or say --insecure-no-auth if only trusted clients can reach the network", c.Addr)
 	}
 	if err := c.Limits.Validate(); err != nil {
 		return fmt.Errorf("--write-timeout %s, --request-timeout %s: %w", c.Limits.WriteTimeout, c.Limits.RequestTimeout, err)
@@ -155,6 +184,12 @@ func newServe() *cobra.Command {
 	f.StringVar(&cfg.TLSCert, "tls-cert", "", "PEM file of the server's certificate (chain): serve HTTPS; reloaded when the file changes")
 	f.StringVar(&cfg.TLSKey, "tls-key", "", "PEM file of the certificate's private key")
 	f.StringVar(&cfg.TLSClientCA, "tls-client-ca", "", "PEM file of the CAs that sign the clients' certificates: every client must present one (mutual TLS)")
+	f.StringVar(&cfg.Auth.TokensFile, "auth-tokens", "", "file of service tokens, a line each: <token or sha256:HEX> <read,write,admin> [name]; re-read on SIGHUP")
+	f.StringVar(&cfg.Auth.JWTKeysFile, "auth-jwt-keys", "", "file of the public keys (PEM or JWKS) that users' tokens are signed with (EdDSA, ES256, RS256); re-read on SIGHUP")
+	f.StringVar(&cfg.Auth.Issuer, "auth-jwt-issuer", "", "the iss a user's token must have (default: any)")
+	f.StringVar(&cfg.Auth.Audience, "auth-jwt-audience", "", "a value a user's token's aud must hold (default: any)")
+	f.BoolVar(&cfg.InsecureNoAuth, "insecure-no-auth", false, "serve an address other than loopback without authentication (only where every client is trusted)")
+	f.StringVar(&cfg.AdminAddr, "admin-addr", "", "the operator port: /metrics, /debug/pprof/ (with --pprof), /healthz and /readyz, which the API port then does not serve (metrics, profiles); default: on the API port")
 	f.BoolVar(&cfg.Pprof, "pprof", false, "serve /debug/pprof/ (profiles shorter than --write-timeout)")
 	f.StringVar(&cfg.LogLevel, "log-level", "info", "debug, info, warn or error")
 	return cmd
@@ -191,6 +226,7 @@ type Main struct {
 	scrub  *secret.Scrubber
 	logger *slog.Logger
 
+	hup     chan os.Signal // SIGHUP
 	http    *http.Server
 	served  chan error              // the HTTP server's end
 	closers []func(context.Context) // what Run opened, for Close, in the order opened
@@ -218,6 +254,11 @@ func (m *Main) Run(ctx context.Context) (err error) {
 	if m.logger, err = newLogger(cfg.LogLevel, m.scrub); err != nil {
 		return err
 	}
+	// SIGHUP re-reads the token files (reloadOnHangup) and never ends the
+	// process, from the start.
+	m.hup = make(chan os.Signal, 1)
+	signal.Notify(m.hup, syscall.SIGHUP)
+	m.opened(func(context.Context) { signal.Stop(m.hup) })
 	if limit, _ := parseBytes(cfg.MemoryLimit); limit > 0 {
 		debug.SetMemoryLimit(limit)
 	}
@@ -315,14 +356,14 @@ func (m *Main) engine(ctx context.Context, store durableStore, elog *eventlog.Lo
 var errLoading = &fg.Error{Code: fg.EUnavailable, Message: "the graph is still loading"}
 
 // listen starts the HTTP server: health, readiness and metrics at once,
-// the API once loaded is set. It returns the address it listens on.
+// the API once loaded is set; and the operator port, with --admin-addr. It
+// returns the address the API listens on.
 func (m *Main) listen(eng *engine, store durableStore, elog *eventlog.Log, reg *prometheus.Registry, loaded *atomic.Bool) (string, error) {
 	cfg := m.cfg
 	opts := []httpapi.Option{
 		httpapi.WithLimits(cfg.Limits),
 		httpapi.WithRegistry(reg),
 		httpapi.WithLogger(m.logger),
-		httpapi.WithWriteRate(cfg.WriteRate, cfg.WriteBurst),
 		httpapi.WithGate(func() error {
 			if !loaded.Load() {
 				return errLoading
@@ -339,21 +380,35 @@ func (m *Main) listen(eng *engine, store durableStore, elog *eventlog.Log, reg *
 		// Writes need the log only; the persister waits out the store.
 		httpapi.WithDegradable("store", store.Ready),
 	}
+	if cfg.Redis == "" { // with Redis, the rate is Redis's, across the nodes
+		opts = append(opts, httpapi.WithWriteRate(cfg.WriteRate, cfg.WriteBurst))
+	}
 	if eng.ready != nil {
 		opts = append(opts, httpapi.WithReadiness("redis", eng.ready))
+	}
+	if cfg.authenticated() {
+		a, err := auth.New(cfg.Auth)
+		if err != nil {
+			return "", err
+		}
+		opts = append(opts, httpapi.WithAuth(a))
+		m.started(func(ctx context.Context) { m.reloadOnHangup(ctx, a) })
+	} else {
+		m.started(func(ctx context.Context) { m.reloadOnHangup(ctx, nil) })
+	}
+	if cfg.AdminAddr != "" {
+		opts = append(opts, httpapi.WithOperatorPort())
 	}
 	api := httpapi.NewServer(eng.graph, opts...)
 	// The API routes itself; a mux in front only when pprof shares the
 	// port, so a request is not routed once more for nothing.
 	var handler http.Handler = api
-	if cfg.Pprof {
-		mux := http.NewServeMux()
-		mux.Handle("/", api)
-		mux.HandleFunc("/debug/pprof/", pprof.Index)
-		mux.HandleFunc("/debug/pprof/profile", pprof.Profile)
-		mux.HandleFunc("/debug/pprof/trace", pprof.Trace)
-		mux.HandleFunc("/debug/pprof/symbol", pprof.Symbol)
-		handler = mux
+	if cfg.AdminAddr != "" {
+		if err := m.serveOperators(api); err != nil {
+			return "", err
+		}
+	} else if cfg.Pprof {
+		handler = withPprof(api)
 	}
 	ln, err := net.Listen("tcp", cfg.Addr)
 	if err != nil {
@@ -375,6 +430,66 @@ func (m *Main) listen(eng *engine, store durableStore, elog *eventlog.Log, reg *
 	m.served = make(chan error, 1)
 	go func() { m.served <- m.http.Serve(api.Listen(ln)) }()
 	return ln.Addr().String(), nil
+}
+
+// withPprof serves /debug/pprof/ beside h.
+func withPprof(h http.Handler) http.Handler {
+	mux := http.NewServeMux()
+	mux.Handle("/", h)
+	mux.HandleFunc("/debug/pprof/", pprof.Index)
+	mux.HandleFunc("/debug/pprof/profile", pprof.Profile)
+	mux.HandleFunc("/debug/pprof/trace", pprof.Trace)
+	mux.HandleFunc("/debug/pprof/symbol", pprof.Symbol)
+	return mux
+}
+
+// serveOperators serves the operator port (--admin-addr): metrics, health,
+// readiness, and profiles with --pprof. It asks for no token: it belongs
+// on a network only operators reach. It closes last, so that the metrics
+// answer while the service drains.
+func (m *Main) serveOperators(api *httpapi.Server) error {
+	ln, err := net.Listen("tcp", m.cfg.AdminAddr)
+	if err != nil {
+		return fmt.Errorf("--admin-addr: %w", err)
+	}
+	var h http.Handler = api.OperatorHandler()
+	if m.cfg.Pprof {
+		h = withPprof(h)
+	}
+	srv := &http.Server{Handler: h, ReadHeaderTimeout: 10 * time.Second, IdleTimeout: time.Minute}
+	go srv.Serve(ln)
+	m.logger.Info("operator port", "addr", ln.Addr().String(), "pprof", m.cfg.Pprof)
+	m.opened(func(shutdown context.Context) { srv.Shutdown(shutdown) })
+	return nil
+}
+
+// reloadOnHangup re-reads the token files on SIGHUP (a nil a: there is
+// nothing to re-read), keeping the connections; a file that is not valid
+// keeps the tokens as they were, and says so. The certificate reloads by
+// itself when its files change.
+func (m *Main) reloadOnHangup(ctx context.Context, a *auth.Authenticator) {
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-m.hup:
+		}
+		switch err := reload(a); {
+		case a == nil:
+			m.logger.Info("SIGHUP: no authentication configured, nothing to re-read")
+		case err != nil:
+			m.logger.Error("SIGHUP: the token files could not be re-read; the tokens stay as they were", "err", err)
+		default:
+			m.logger.Info("SIGHUP: the token files were re-read")
+		}
+	}
+}
+
+func reload(a *auth.Authenticator) error {
+	if a == nil {
+		return nil
+	}
+	return a.Reload()
 }
 
 // startPersister stores the log into the durable store, batch by batch,
