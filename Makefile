@@ -23,3 +23,4 @@ fuzz:
 	go test -run '^$$' -fuzz '^FuzzRelationsBody$$' -fuzztime 60s ./httpapi/
 	go test -run '^$$' -fuzz '^FuzzFramer$$' -fuzztime 60s ./httpapi/
 	go test -run '^$$' -fuzz '^FuzzDecode$$' -fuzztime 60s ./eventlog/
+	go test -run '^$$' -fuzz '^FuzzAuthorization$$' -fuzztime 60s ./auth/
