@@ -69,6 +69,11 @@ func startRedis(t *testing.T, extra ...string) *redisProc {
 		testenv.Skip(t, "redis-server is not installed: apt-get install redis-server")
 	}
 	_, port, _ := strings.Cut(freeAddr(t), ":")
+	for i, a := range extra { // "PORT" in extra is the port (a --tls-port, say)
+		if a == "PORT" {
+			extra[i] = port
+		}
+	}
 	r := &redisProc{t: t, port: port, args: append([]string{"--port", port, "--bind", "127.0.0.1",
 		"--save", "", "--appendonly", "no", "--dir", t.TempDir()}, extra...)}
 	r.start()

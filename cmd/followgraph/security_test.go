@@ -340,3 +340,28 @@ func TestServe_RateAcrossNodes(t *testing.T) {
 		t.Fatalf("another user's write: %v", err)
 	}
 }
+
+// TestServe_BackendsOverTLS: Redis over rediss:// and NATS over tls://,
+// each server with a certificate of a CA the process trusts through
+// SSL_CERT_FILE (Go's standard way to name the roots).
+func TestServe_BackendsOverTLS(t *testing.T) {
+	ca := tlsfilestest.NewCA(t, "backends")
+	dir := t.TempDir()
+	cert, key := filepath.Join(dir, "server.pem"), filepath.Join(dir, "server.key")
+	ca.Issue(t, cert, key)
+	r := startRedis(t, "--port", "0", "--tls-port", "PORT", "--tls-cert-file", cert, "--tls-key-file", key,
+		"--tls-ca-cert-file", ca.File, "--tls-auth-clients", "no")
+	n := startNATS(t, "--tls", "--tlscert", cert, "--tlskey", key)
+	s := launch(t, t.TempDir(), launchOptions{env: []string{"SSL_CERT_FILE=" + ca.File},
+		args: []string{"--redis", "rediss://127.0.0.1:" + r.port, "--nats", strings.Replace(n.url, "nats://", "tls://", 1)}})
+	ctx := context.Background()
+	if _, err := s.client.Follow(ctx, 1, 2); err != nil {
+		t.Fatalf("a follow through Redis and NATS over TLS: %v", err)
+	}
+	if e, err := s.client.IsFollowing(ctx, 1, 2); err != nil || !e.Following {
+		t.Fatalf("1→2 read back: %+v, %v", e, err)
+	}
+	if !strings.Contains(s.logs.String(), "rediss://127.0.0.1:"+r.port) {
+		t.Errorf("the start-up line does not name the Redis over TLS:\n%s", s.logs)
+	}
+}
