@@ -5,13 +5,11 @@ import (
 	"crypto/ed25519"
 	"crypto/rand"
 	"crypto/sha256"
-	"crypto/tls"
 	"crypto/x509"
 	"encoding/hex"
 	"encoding/pem"
 	"errors"
 	"io"
-	"net"
 	"net/http"
 	"os"
 	"os/exec"
@@ -27,17 +25,6 @@ import (
 	"github.com/followgraph/followgraph/internal/tlsfiles"
 	"github.com/followgraph/followgraph/internal/tlsfiles/tlsfilestest"
 )
-
-// serverSerial returns the serial number of the certificate the server at
-// addr presents, or the handshake's error.
-func serverSerial(addr string, cfg *tls.Config) (int64, error) {
-	c, err := tls.DialWithDialer(&net.Dialer{Timeout: 5 * time.Second}, "tcp", addr, cfg)
-	if err != nil {
-		return 0, err
-	}
-	defer c.Close()
-	return c.ConnectionState().PeerCertificates[0].SerialNumber.Int64(), nil
-}
 
 // TestServe_TLS: with --tls-cert and --tls-key the API is served over
 // HTTPS only; a certificate renewed on disk is served from a new
@@ -63,21 +50,10 @@ func TestServe_TLS(t *testing.T) {
 			t.Fatal("plain HTTP was answered 200 on a TLS port")
 		}
 	}
-	if got, err := serverSerial(addr, roots); err != nil || got != first {
+	if got, err := tlsfilestest.Serial(addr, roots); err != nil || got != first {
 		t.Fatalf("certificate served: %d, %v; want %d", got, err, first)
 	}
-	second := ca.Issue(t, cert, key)
-	deadline := time.Now().Add(10 * time.Second)
-	for {
-		got, err := serverSerial(addr, roots)
-		if err == nil && got == second {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("certificate %d (%v) 10 s after it was renewed as %d", got, err, second)
-		}
-		time.Sleep(100 * time.Millisecond)
-	}
+	tlsfilestest.WaitSerial(t, addr, roots, ca.Issue(t, cert, key), 10*time.Second)
 	if _, err := s.client.IsFollowing(ctx, 1, 2); err != nil {
 		t.Fatalf("a read after the renewal: %v", err)
 	}

@@ -6,6 +6,7 @@ import (
 	"crypto/ecdsa"
 	"crypto/elliptic"
 	"crypto/rand"
+	"crypto/tls"
 	"crypto/x509"
 	"crypto/x509/pkix"
 	"encoding/pem"
@@ -99,5 +100,34 @@ func writePEM(tb testing.TB, file, kind string, der []byte) {
 	}
 	if err := os.Rename(tmp, file); err != nil {
 		tb.Fatal(err)
+	}
+}
+
+// Serial returns the serial number of the certificate the TLS server at
+// addr presents to a client with cfg, or the handshake's error.
+func Serial(addr string, cfg *tls.Config) (int64, error) {
+	c, err := tls.DialWithDialer(&net.Dialer{Timeout: 5 * time.Second}, "tcp", addr, cfg)
+	if err != nil {
+		return 0, err
+	}
+	defer c.Close()
+	return c.ConnectionState().PeerCertificates[0].SerialNumber.Int64(), nil
+}
+
+// WaitSerial waits until the server at addr presents the certificate of
+// serial number want to new connections (a renewed one), for at most
+// within.
+func WaitSerial(tb testing.TB, addr string, cfg *tls.Config, want int64, within time.Duration) {
+	tb.Helper()
+	deadline := time.Now().Add(within)
+	for {
+		got, err := Serial(addr, cfg)
+		if err == nil && got == want {
+			return
+		}
+		if time.Now().After(deadline) {
+			tb.Fatalf("certificate %d (%v) %v after it was renewed as %d", got, err, within, want)
+		}
+		time.Sleep(100 * time.Millisecond)
 	}
 }
