@@ -87,7 +87,7 @@ func (s Side) other(e fg.Event) fg.UserID {
 // checks it); on the sets of most users, all their edges fit one call.
 // The figures behind it are in docs/BENCHMARKS.md, "redisgraph: moved
 // from code comments (issue 13)".
-const DefaultBulkChunk = 100
+const DefaultBulkChunk = 64
 
 // maxBulkChunk bounds RebuildOptions.Chunk: the script passes twice as
 // many values to one command, within Lua's C stack (8000).
