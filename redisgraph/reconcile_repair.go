@@ -90,8 +90,11 @@ func (r *reconciler) repairCall(ctx context.Context, u fg.UserID, s Side, call [
 		return "", unavailable("reconcile: repair", err)
 	}
 	flags, err := res[2].ToString()
-	if err != nil || len(flags) != len(call) {
-		return "", unavailable("reconcile: repair", fmt.Errorf("bulk script returned flags %q for %d edges: %w", flags, len(call), err))
+	if err == nil && len(flags) != len(call) {
+		err = fmt.Errorf("bulk script returned flags %q for %d edges", flags, len(call))
+	}
+	if err != nil {
+		return "", unavailable("reconcile: repair", err)
 	}
 	return flags, nil
 }

@@ -16,8 +16,11 @@ func (g *Graph) scanUsers(ctx context.Context, fn func(fg.UserID) bool) error {
 	head := g.prefix + ":{"
 	for _, node := range g.c.Nodes() {
 		role, err := node.Do(ctx, node.B().Role().Build()).ToArray()
-		if err != nil || len(role) == 0 {
-			return unavailable("reconcile: role", errors.Join(err, errors.New("empty ROLE reply")))
+		if err == nil && len(role) == 0 {
+			err = errors.New("empty ROLE reply")
+		}
+		if err != nil {
+			return unavailable("reconcile: role", err)
 		}
 		if r, _ := role[0].ToString(); r != "master" {
 			continue
