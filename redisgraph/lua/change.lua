@@ -34,23 +34,26 @@ local op, m, out, ov, h = ARGV[1], ARGV[2], KEYS[1], KEYS[2], KEYS[3]
 local follow = op == 'follow'
 -- u's write rate: a token bucket in h(u)'s fields rk (tokens) and rkt (the
 -- ms they were counted at), shared by every node. Every write is charged,
--- those that change nothing too. take returns the bucket's new state, or
--- nil and the ms until a token is there.
-local rate, burst = tonumber(ARGV[8]), tonumber(ARGV[9])
-local function take(tokens, at)
-  local now = tonumber(ARGV[3])
-  at = tonumber(at or '0')
-  if at > now then now = at end -- a node whose clock is behind: never back
-  tokens = math.min(burst, tonumber(tokens or burst) + (now - at) * rate / 1000)
-  if tokens < 1 then return nil, math.ceil((1 - tokens) * 1000 / rate) end
-  return {'rk', tostring(tokens - 1), 'rkt', string.format('%d', now)}
+-- those that change nothing too. take, set only with a rate, returns the
+-- bucket's new state, or nil and the ms until a token is there.
+local take
+if tonumber(ARGV[8]) > 0 then
+  local rate, burst = tonumber(ARGV[8]), tonumber(ARGV[9])
+  take = function(tokens, at)
+    local now = tonumber(ARGV[3])
+    at = tonumber(at or '0')
+    if at > now then now = at end -- a node whose clock is behind: never back
+    tokens = math.min(burst, tonumber(tokens or burst) + (now - at) * rate / 1000)
+    if tokens < 1 then return nil, math.ceil((1 - tokens) * 1000 / rate) end
+    return {'rk', tostring(tokens - 1), 'rkt', string.format('%d', now)}
+  end
 end
 local s = redis.call('ZSCORE', out, m)
 if follow == (s ~= false) then
   -- Nothing to change, as far as this Redis knows: unless it lost the
   -- graph (see the XADD below), when the edge may well be there.
   if redis.call('EXISTS', KEYS[4]) == 0 then return {LOST} end
-  if rate > 0 then
+  if take then
     local b = redis.call('HMGET', h, 'rk', 'rkt')
     local bucket, wait = take(b[1], b[2])
     if not bucket then return {RATE, wait} end
@@ -61,12 +64,14 @@ if follow == (s ~= false) then
   if s then return {NONE, vfmt(tonumber(s), 0)} end
   return {NONE, ZERO}
 end
-local hv = redis.call('HMGET', h, 'clk', 'nout', 'st', 'e', 'rk', 'rkt')
-local bucket
-if rate > 0 then
+local hv, bucket
+if take then
+  hv = redis.call('HMGET', h, 'clk', 'nout', 'st', 'e', 'rk', 'rkt')
   local wait
   bucket, wait = take(hv[5], hv[6])
   if not bucket then return {RATE, wait} end
+else
+  hv = redis.call('HMGET', h, 'clk', 'nout', 'st', 'e')
 end
 local empty = not hv[1] or hv[4] == '1'
 local n = tonumber(hv[2] or '0')
