@@ -65,7 +65,7 @@ func (c *conn) do(method string, target []byte, deadline time.Time, body *bytes.
 	return c.read(body)
 }
 
-var errBadResponse = errors.New("bench: malformed HTTP response")
+var errBadResponse = errors.New("loadgen: malformed HTTP response")
 
 func (c *conn) read(body *bytes.Buffer) (int, error) {
 	line, err := c.line()

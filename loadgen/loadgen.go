@@ -177,7 +177,7 @@ func (g *generator) conn() conn {
 func Run(ctx context.Context, cfg Config) (*Result, error) {
 	u, err := url.Parse(cfg.URL)
 	if err != nil {
-		return nil, fmt.Errorf("bench: %w", err)
+		return nil, fmt.Errorf("loadgen: %w", err)
 	}
 	g := &generator{cfg: cfg, addr: u.Host, https: u.Scheme == "https", statuses: map[int]int64{}}
 	probe := g.conn()
@@ -185,10 +185,10 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 	status, err := probe.do(http.MethodGet, []byte("/readyz"), time.Now().Add(5*time.Second), &body)
 	probe.close()
 	if err != nil {
-		return nil, fmt.Errorf("bench: %w", err)
+		return nil, fmt.Errorf("loadgen: %w", err)
 	}
 	if status != http.StatusOK {
-		return nil, fmt.Errorf("bench: %s/readyz answers %d", cfg.URL, status)
+		return nil, fmt.Errorf("loadgen: %s/readyz answers %d", cfg.URL, status)
 	}
 
 	start := time.Now()

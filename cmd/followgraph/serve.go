@@ -386,16 +386,15 @@ func (m *Main) listen(eng *engine, store durableStore, elog *eventlog.Log, reg *
 	if eng.ready != nil {
 		opts = append(opts, httpapi.WithReadiness("redis", eng.ready))
 	}
+	var tokens *auth.Authenticator // nil: no authentication
 	if cfg.authenticated() {
-		a, err := auth.New(cfg.Auth)
-		if err != nil {
+		var err error
+		if tokens, err = auth.New(cfg.Auth); err != nil {
 			return "", err
 		}
-		opts = append(opts, httpapi.WithAuth(a))
-		m.started(func(ctx context.Context) { m.reloadOnHangup(ctx, a) })
-	} else {
-		m.started(func(ctx context.Context) { m.reloadOnHangup(ctx, nil) })
+		opts = append(opts, httpapi.WithAuth(tokens))
 	}
+	m.started(func(ctx context.Context) { m.reloadOnHangup(ctx, tokens) })
 	if cfg.AdminAddr != "" {
 		opts = append(opts, httpapi.WithOperatorPort())
 	}
@@ -474,22 +473,14 @@ func (m *Main) reloadOnHangup(ctx context.Context, a *auth.Authenticator) {
 			return
 		case <-m.hup:
 		}
-		switch err := reload(a); {
-		case a == nil:
+		if a == nil {
 			m.logger.Info("SIGHUP: no authentication configured, nothing to re-read")
-		case err != nil:
+		} else if err := a.Reload(); err != nil {
 			m.logger.Error("SIGHUP: the token files could not be re-read; the tokens stay as they were", "err", err)
-		default:
+		} else {
 			m.logger.Info("SIGHUP: the token files were re-read")
 		}
 	}
-}
-
-func reload(a *auth.Authenticator) error {
-	if a == nil {
-		return nil
-	}
-	return a.Reload()
 }
 
 // startPersister stores the log into the durable store, batch by batch,
