@@ -62,23 +62,18 @@ func TestServe_TLS(t *testing.T) {
 // TestServe_MutualTLS: with --tls-client-ca a client must present a
 // certificate of that CA.
 func TestServe_MutualTLS(t *testing.T) {
-	ca, other := tlsfilestest.NewCA(t, "ca"), tlsfilestest.NewCA(t, "other")
-	dir := t.TempDir()
-	path := func(name string) string { return filepath.Join(dir, name) }
-	ca.Issue(t, path("server.pem"), path("server.key"))
-	ca.Issue(t, path("client.pem"), path("client.key"))
-	other.Issue(t, path("stranger.pem"), path("stranger.key"))
-	withCert, err := tlsfiles.Client(ca.File, path("client.pem"), path("client.key"))
+	m := tlsfilestest.NewMutual(t)
+	withCert, err := tlsfiles.Client(m.CA.File, m.ClientCert, m.ClientKey)
 	if err != nil {
 		t.Fatal(err)
 	}
-	s := launch(t, t.TempDir(), launchOptions{args: []string{"--tls-cert", path("server.pem"), "--tls-key", path("server.key"),
-		"--tls-client-ca", ca.File}, tls: withCert})
+	s := launch(t, t.TempDir(), launchOptions{args: []string{"--tls-cert", m.ServerCert, "--tls-key", m.ServerKey,
+		"--tls-client-ca", m.CA.File}, tls: withCert})
 	if _, err := s.client.Follow(context.Background(), 1, 2); err != nil {
 		t.Fatalf("a follow with a client certificate of the CA: %v", err)
 	}
-	for name, cfg := range map[string][2]string{"no certificate": {}, "another CA's": {path("stranger.pem"), path("stranger.key")}} {
-		c, err := tlsfiles.Client(ca.File, cfg[0], cfg[1])
+	for name, cfg := range map[string][2]string{"no certificate": {}, "another CA's": {m.StrangerCert, m.StrangerKey}} {
+		c, err := tlsfiles.Client(m.CA.File, cfg[0], cfg[1])
 		if err != nil {
 			t.Fatal(err)
 		}

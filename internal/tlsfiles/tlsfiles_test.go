@@ -106,13 +106,8 @@ reported:
 // or with one of another CA, is refused; one with a certificate of the CA
 // is served.
 func TestServer_ClientCAs(t *testing.T) {
-	ca, other := tlsfilestest.NewCA(t, "ca"), tlsfilestest.NewCA(t, "other")
-	dir := t.TempDir()
-	path := func(name string) string { return filepath.Join(dir, name) }
-	ca.Issue(t, path("server.pem"), path("server.key"))
-	ca.Issue(t, path("client.pem"), path("client.key"))
-	other.Issue(t, path("stranger.pem"), path("stranger.key"))
-	cfg, err := tlsfiles.Server(path("server.pem"), path("server.key"), ca.File, nil)
+	m := tlsfilestest.NewMutual(t)
+	cfg, err := tlsfiles.Server(m.ServerCert, m.ServerKey, m.CA.File, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -122,10 +117,10 @@ func TestServer_ClientCAs(t *testing.T) {
 		ok              bool
 	}{
 		{"NoCertificate", "", "", false},
-		{"OtherCA", path("stranger.pem"), path("stranger.key"), false},
-		{"TheCA", path("client.pem"), path("client.key"), true},
+		{"OtherCA", m.StrangerCert, m.StrangerKey, false},
+		{"TheCA", m.ClientCert, m.ClientKey, true},
 	} {
-		client, err := tlsfiles.Client(ca.File, tt.cert, tt.key)
+		client, err := tlsfiles.Client(m.CA.File, tt.cert, tt.key)
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -131,3 +131,28 @@ func WaitSerial(tb testing.TB, addr string, cfg *tls.Config, want int64, within 
 		time.Sleep(100 * time.Millisecond)
 	}
 }
+
+// Mutual is what a test of mutual TLS needs, in a folder of the test's: a
+// CA, a server certificate and a client certificate of it, and a client
+// certificate of another CA.
+type Mutual struct {
+	CA                        *CA
+	ServerCert, ServerKey     string
+	ClientCert, ClientKey     string
+	StrangerCert, StrangerKey string // of another CA
+}
+
+// NewMutual makes the certificates of a test of mutual TLS.
+func NewMutual(tb testing.TB) Mutual {
+	tb.Helper()
+	dir := tb.TempDir()
+	path := func(name string) string { return filepath.Join(dir, name) }
+	m := Mutual{CA: NewCA(tb, "ca"),
+		ServerCert: path("server.pem"), ServerKey: path("server.key"),
+		ClientCert: path("client.pem"), ClientKey: path("client.key"),
+		StrangerCert: path("stranger.pem"), StrangerKey: path("stranger.key")}
+	m.CA.Issue(tb, m.ServerCert, m.ServerKey)
+	m.CA.Issue(tb, m.ClientCert, m.ClientKey)
+	NewCA(tb, "other").Issue(tb, m.StrangerCert, m.StrangerKey)
+	return m
+}
