@@ -16,6 +16,8 @@ const (
 	EMethodNotAllowed = "method_not_allowed"
 	EUnauthenticated  = "unauthenticated"
 	EForbidden        = "forbidden"
+	EBlocked          = "blocked"
+	ENoRequest        = "no_request"
 	EFollowingLimit   = "following_limit"
 	ETooLarge         = "too_large"
 	ERateLimited      = "rate_limited"

@@ -28,7 +28,8 @@ func (v Version) Time() time.Time { return Millis(v.Millis()) }
 // Millis converts milliseconds since the Unix epoch to a UTC time.
 func Millis(ms int64) time.Time { return time.UnixMilli(ms).UTC() }
 
-// Op is the kind of change an Event records.
+// Op is the change an Event records: a kind of edge turned on or off (see
+// relationship.go for the ops of the other kinds).
 type Op uint8
 
 const (
@@ -36,29 +37,36 @@ const (
 	OpUnfollow Op = 2
 )
 
-// String returns "follow" or "unfollow"; these words also name the
-// operation in event-log subjects.
+// String returns the op's word, such as "follow" or "unblock"; these words
+// also name the operation in event-log subjects.
 func (op Op) String() string {
-	switch op {
-	case OpFollow:
-		return "follow"
-	case OpUnfollow:
-		return "unfollow"
+	if op.Valid() {
+		return opWords[op]
 	}
 	return fmt.Sprintf("op(%d)", uint8(op))
 }
 
 // Event records one effective change of one edge: User started (OpFollow)
 // or stopped (OpUnfollow) following Target at Time, as change Version of
-// that edge. Time is always Version.Time(). Replaying a set of events in
-// any order, with duplicates, and keeping for each edge the event of the
-// highest version, gives the same state as the live graph.
+// that edge, or did the same with an edge of another kind (OpBlock, …;
+// see Op.Kind). Time is always Version.Time(). A change may set more than
+// one edge (a block ends the follows between the two): Effects lists them.
+// Replaying a set of events in any order, with duplicates, and keeping for
+// each edge the effect of the highest version, gives the same state as the
+// live graph.
+//
+// OpPrivate and OpPublic change a setting of User, not an edge: their
+// Target is 0.
 type Event struct {
 	User    UserID
 	Target  UserID
 	Op      Op
 	Time    time.Time
 	Version Version
+	// Since and Expires are an OpMute's: when the mute began (Time for a
+	// new mute, the original time when a mute's expiry is changed) and
+	// when it ends (zero: never). Zero for every other op.
+	Since, Expires time.Time
 }
 
 // NewEvent returns the event of op on user→target at version v.
@@ -69,21 +77,44 @@ func NewEvent(user, target UserID, op Op, v Version) Event {
 // ID names the event uniquely: two events with the same ID are the same
 // change, so an event log can drop a repeated publish.
 func (e Event) ID() string {
+	if k := e.Op.Kind(); k != KindFollow {
+		return fmt.Sprintf("%d-%d-%d-%s", e.User, e.Target, e.Version, k)
+	}
 	return fmt.Sprintf("%d-%d-%d", e.User, e.Target, e.Version)
 }
 
+// PerUser reports whether e changes a setting of its user rather than an
+// edge (its Target is then 0).
+func (e Event) PerUser() bool { return e.Op.Kind() == KindPrivate }
+
 // Validate returns an error unless e could have been produced by an engine:
-// valid and distinct ids, a known op, a non-zero version, and a time equal
-// to its version's millisecond part.
+// valid and distinct ids (a valid User and Target 0 for a per-user op), a
+// known op, a non-zero version, a time equal to its version's millisecond
+// part, and, for an OpMute only, a Since not after Time and an Expires
+// after Since, or zero.
 func (e Event) Validate() error {
-	if err := CheckIDs(e.User, e.Target); err != nil {
+	if !e.Op.Valid() {
+		return Errorf(EInvalidArgument, "event %d-%d-%d: unknown op %d", e.User, e.Target, e.Version, e.Op)
+	}
+	if e.PerUser() {
+		if err := CheckIDs(e.User); err != nil {
+			return err
+		}
+		if e.Target != 0 {
+			return Errorf(EInvalidArgument, "event %s: a %s event has target 0, not %d", e.ID(), e.Op, e.Target)
+		}
+	} else if err := CheckLinkIDs(e.User, e.Target); err != nil {
 		return err
 	}
-	if e.User == e.Target {
-		return ErrSelfFollow
-	}
-	if e.Op != OpFollow && e.Op != OpUnfollow {
-		return Errorf(EInvalidArgument, "event %s: unknown op %d", e.ID(), e.Op)
+	if e.Op == OpMute {
+		if e.Since.IsZero() || e.Since.After(e.Time) {
+			return Errorf(EInvalidArgument, "event %s: a mute's since must be set and not after its time", e.ID())
+		}
+		if !e.Expires.IsZero() && !e.Expires.After(e.Since) {
+			return Errorf(EInvalidArgument, "event %s: a mute's expiry must be after its since", e.ID())
+		}
+	} else if !e.Since.IsZero() || !e.Expires.IsZero() {
+		return Errorf(EInvalidArgument, "event %s: only a mute has a since or an expiry", e.ID())
 	}
 	if e.Version == 0 {
 		return Errorf(EInvalidArgument, "event %s: zero version", e.ID())

@@ -40,10 +40,13 @@ func RelationOf(following, followedBy bool) Relation {
 	return RelationNone
 }
 
-// FollowResult is the outcome of Follow.
+// FollowResult is the outcome of Follow and Approve.
 type FollowResult struct {
-	Created bool      // false when user already followed target
-	Since   time.Time // when the follow happened (the original time if not Created)
+	Created bool      // false when user already followed (or had already asked to follow) target
+	Since   time.Time // when the follow (or the request) happened: the original time if not Created
+	// Requested is true when target is private and user does not follow
+	// it: a follow request was made (or existed), not a follow.
+	Requested bool
 }
 
 // Edge is the state of user→target as IsFollowing reports it.
@@ -57,6 +60,7 @@ type Counts struct {
 	ID             UserID
 	FollowingCount int64
 	FollowerCount  int64
+	FollowRequests int64 // pending follow requests to the user
 }
 
 // Entry is one user in a list, with the time of the follow that put it there.
@@ -109,6 +113,12 @@ type RelationInfo struct {
 	Relation        Relation
 	FollowingSince  time.Time // viewer → ID
 	FollowedBySince time.Time // ID → viewer
+
+	Blocking    bool // viewer blocks ID
+	BlockedBy   bool // ID blocks viewer
+	Muting      bool // viewer mutes ID (a mute not expired)
+	Requested   bool // viewer has a pending follow request to ID
+	RequestedBy bool // ID has a pending follow request to viewer
 }
 
 // Suggestion is a user that the people a user follows also follow.
@@ -130,16 +140,84 @@ type Suggestion struct {
 // and paged with keyset cursors: paging through a list never returns an
 // entry twice and never skips an entry present the whole time, whatever
 // changes meanwhile. Users with no edges are not an error.
+//
+// Besides follows, the graph keeps blocks, mutes, follow requests and the
+// private setting (relationship.go), each change of them an Event as a
+// follow's is, passed to the Hook and replayed by Apply the same way.
 type Graph interface {
 	// Follow makes user follow target. It is idempotent: when user already
 	// follows target it returns Created false and the original Since, and
-	// changes nothing. Returns ErrSelfFollow when user equals target, and
-	// EFollowingLimit when user already follows the configured maximum.
+	// changes nothing. Returns ErrSelfFollow when user equals target,
+	// ErrBlocked (EBlocked) when either blocks the other, and
+	// EFollowingLimit when user already follows, or has pending requests
+	// to, the configured maximum of users together.
+	//
+	// When target is private and user does not follow it, Follow makes a
+	// follow request instead (Requested true; Since the request's time,
+	// the original one when it was pending already, with Created false).
+	// A request is not a follow: it is in no follow list and no follow
+	// count until target approves it.
 	Follow(ctx context.Context, user, target UserID) (FollowResult, error)
 
-	// Unfollow makes user stop following target. It is idempotent: it
-	// returns false when user did not follow target, and changes nothing.
+	// Unfollow makes user stop following target, or withdraws user's
+	// pending follow request to target. It is idempotent: it returns false
+	// when there was neither, and changes nothing.
 	Unfollow(ctx context.Context, user, target UserID) (removed bool, err error)
+
+	// Block makes user block target. In the same change it ends the
+	// follows user→target and target→user and the pending requests
+	// between them (the counts follow); the Hook sees one event. While
+	// either blocks the other, a follow or a request between them is
+	// ErrBlocked. Idempotent: a block that exists returns Created false and
+	// its original Since. ErrSelfFollow when user equals target.
+	Block(ctx context.Context, user, target UserID) (LinkResult, error)
+
+	// Unblock ends user's block of target; it restores nothing. It returns
+	// false when there was none, and changes nothing then.
+	Unblock(ctx context.Context, user, target UserID) (removed bool, err error)
+
+	// Mute makes user mute target for d (0: until unmuted; else positive
+	// up to MaxMute, or EInvalidArgument). Muting changes no follow and no
+	// count. Repeating it sets the new expiry: Created false, Since the
+	// original. A mute is gone from every read at its expiry, as if
+	// unmuted then. ErrSelfFollow when user equals target.
+	Mute(ctx context.Context, user, target UserID, d time.Duration) (LinkResult, error)
+
+	// Unmute ends user's mute of target. It returns false when there was
+	// none (or it had expired), and changes nothing then.
+	Unmute(ctx context.Context, user, target UserID) (removed bool, err error)
+
+	// Link reports the edge of kind KindBlock, KindMute or KindRequest from
+	// user to target (any other kind is EInvalidArgument): whether it is
+	// on, since when, and a mute's expiry.
+	Link(ctx context.Context, kind Kind, user, target UserID) (Link, error)
+
+	// Links returns a page of the list named list (ListBlocks, ListMutes
+	// or ListFollowRequests, else EInvalidArgument) of user: the users
+	// user blocks, the users user mutes, the users whose follow requests
+	// to user are pending; Since is when each was made.
+	Links(ctx context.Context, list string, user UserID, req PageRequest) (Page, error)
+
+	// Approve approves requester's pending follow request to user: the
+	// follow requester→user exists from then on, with Since the approval
+	// time. When requester already follows user it returns Created false
+	// and the follow's Since. With neither, it is ENoRequest and changes
+	// nothing.
+	Approve(ctx context.Context, user, requester UserID) (FollowResult, error)
+
+	// RemoveFollower ends the follow follower→user, or rejects follower's
+	// pending request to user, whatever user's setting. It returns false
+	// when there was neither, and changes nothing then.
+	RemoveFollower(ctx context.Context, user, follower UserID) (removed bool, err error)
+
+	// Settings returns user's settings (a user never set is public).
+	Settings(ctx context.Context, user UserID) (Settings, error)
+
+	// SetPrivate sets whether user's account is private. Turning it off
+	// approves every pending request to user, each as Approve would; that
+	// may finish after SetPrivate returns (the engine documents how), and
+	// repeating SetPrivate(false) goes on with whatever is left.
+	SetPrivate(ctx context.Context, user UserID, private bool) (Settings, error)
 
 	// IsFollowing reports whether user follows target, and since when.
 	IsFollowing(ctx context.Context, user, target UserID) (Edge, error)
@@ -155,7 +233,8 @@ type Graph interface {
 	Followers(ctx context.Context, user UserID, req PageRequest) (Page, error)
 
 	// Relations returns the relation of viewer to each id, in request order
-	// (duplicates repeated; the viewer itself is RelationSelf). At most
+	// (duplicates repeated; the viewer itself is RelationSelf), with the
+	// flags of blocks, mutes and requests both ways. At most
 	// MaxRelationIDs ids.
 	Relations(ctx context.Context, viewer UserID, ids []UserID) ([]RelationInfo, error)
 
@@ -177,7 +256,8 @@ type Graph interface {
 	KnownFollowers(ctx context.Context, user, target UserID, req PageRequest) (SetPage, error)
 
 	// Suggestions returns up to limit users followed by the people user
-	// follows, excluding user and those user already follows, ordered by
+	// follows, excluding user, those user already follows or has asked to
+	// follow, and those user blocks, is blocked by or mutes, ordered by
 	// Score, highest first, ties by id, smaller first. limit 0 means
 	// DefaultLimit; otherwise 1 to MaxSuggestLimit. An engine may bound the
 	// work on very large neighbourhoods; it documents how.
