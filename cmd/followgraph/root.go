@@ -17,7 +17,7 @@ func newRoot() *cobra.Command {
 		SilenceUsage:  true,
 		SilenceErrors: true,
 	}
-	root.AddCommand(newServe(), newImport(), newRebuild(), newReconcile(), newGen(), newBench(), newVersion())
+	root.AddCommand(newServe(), newImport(), newRebuild(), newReconcile(), newGen(), newBench(), newProbe(), newVersion())
 	return root
 }
 
