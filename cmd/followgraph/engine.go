@@ -13,6 +13,7 @@ import (
 
 	fg "github.com/followgraph/followgraph"
 	"github.com/followgraph/followgraph/eventlog"
+	"github.com/followgraph/followgraph/internal/redistime"
 	"github.com/followgraph/followgraph/internal/secret"
 	"github.com/followgraph/followgraph/memgraph"
 	"github.com/followgraph/followgraph/pipeline"
@@ -74,7 +75,7 @@ func memEngine(cfg Config, store durableStore, elog *eventlog.Log, reg prometheu
 // default.
 func redisEngine(ctx context.Context, cfg Config, store durableStore, elog *eventlog.Log, reg prometheus.Registerer, logger *slog.Logger) (*engine, error) {
 	lost := make(chan struct{}, 1)
-	g, closeRedis, err := openRedis(ctx, cfg.Redis, redisgraph.WithPrefix(cfg.RedisPrefix), redisgraph.WithRegisterer(reg),
+	g, closeRedis, err := openRedis(ctx, cfg.Redis, reg, redisgraph.WithPrefix(cfg.RedisPrefix), redisgraph.WithRegisterer(reg),
 		redisgraph.WithMaxFollowing(cfg.MaxFollowing), redisgraph.WithHook(elog.Hook()), redisgraph.WithWriteGate(elog.Writable),
 		redisgraph.WithWriteRate(cfg.WriteRate, cfg.WriteBurst), // across the nodes, in Redis
 		redisgraph.WithOnLoss(func() {
@@ -126,8 +127,9 @@ func redisEngine(ctx context.Context, cfg Config, store durableStore, elog *even
 
 // openRedis connects to the Redis at url (a redis:// or redis+cluster://
 // URL) and returns redisgraph on it with opts, and what closes the
-// connection.
-func openRedis(ctx context.Context, url string, opts ...redisgraph.Option) (*redisgraph.Graph, func(), error) {
+// connection. With a registerer (serve's), its round trips are timed there
+// (followgraph_redis_roundtrip_seconds); nil times nothing.
+func openRedis(ctx context.Context, url string, reg prometheus.Registerer, opts ...redisgraph.Option) (*redisgraph.Graph, func(), error) {
 	opt, err := redisgraph.ParseURL(url)
 	if err != nil {
 		return nil, nil, err
@@ -135,6 +137,9 @@ func openRedis(ctx context.Context, url string, opts ...redisgraph.Option) (*red
 	client, err := rueidis.NewClient(opt)
 	if err != nil {
 		return nil, nil, fmt.Errorf("redis %s: %w", secret.Redact(url), err)
+	}
+	if reg != nil {
+		client = redistime.Wrap(client, reg)
 	}
 	g, err := redisgraph.New(ctx, client, opts...)
 	if err != nil {

@@ -96,7 +96,7 @@ func (c *opsConfig) both(ctx context.Context, out io.Writer) (*memgraph.Graph, *
 	if err != nil {
 		return nil, nil, nil, err
 	}
-	g, closeRedis, err := openRedis(ctx, c.Redis, redisgraph.WithPrefix(c.RedisPrefix))
+	g, closeRedis, err := openRedis(ctx, c.Redis, nil, redisgraph.WithPrefix(c.RedisPrefix))
 	if err != nil {
 		return nil, nil, nil, err
 	}
