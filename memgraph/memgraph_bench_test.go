@@ -2,6 +2,7 @@ package memgraph
 
 import (
 	"context"
+	"fmt"
 	"iter"
 	"math/rand/v2"
 	"runtime"
@@ -356,4 +357,30 @@ func BenchmarkSuggestions(b *testing.B) {
 			}
 		}
 	})
+}
+
+// BenchmarkLinks reads the first page of 50 of the pending follow requests
+// of a private account with 1k and 100k of them: Links sorts the whole
+// list for each page.
+func BenchmarkLinks(b *testing.B) {
+	ctx := context.Background()
+	for _, n := range []int{1_000, 100_000} {
+		g := New()
+		const private = fg.UserID(1)
+		if _, err := g.SetPrivate(ctx, private, true); err != nil {
+			b.Fatal(err)
+		}
+		for i := range n {
+			if _, err := g.Follow(ctx, fg.UserID(2+i), private); err != nil {
+				b.Fatal(err)
+			}
+		}
+		b.Run(fmt.Sprintf("requests%d", n), func(b *testing.B) {
+			for b.Loop() {
+				if p, err := g.Links(ctx, fg.ListFollowRequests, private, fg.PageRequest{Limit: 50}); err != nil || len(p.Entries) != 50 {
+					b.Fatal(len(p.Entries), err)
+				}
+			}
+		})
+	}
 }

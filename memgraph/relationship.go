@@ -1,6 +1,7 @@
 package memgraph
 
 import (
+	"container/heap"
 	"context"
 	"time"
 
@@ -317,8 +318,9 @@ func checkLinkKind(k fg.Kind) error {
 }
 
 // Links returns a page of the blocks, the mutes or the pending follow
-// requests of user; see followgraph.Graph. Each page sorts the whole list
-// (docs/DESIGN.md says why).
+// requests of user; see followgraph.Graph. Each page looks at the whole
+// list and keeps the first entries after the cursor (docs/DESIGN.md says
+// why).
 func (g *Graph) Links(_ context.Context, list string, user fg.UserID, req fg.PageRequest) (fg.Page, error) {
 	switch list {
 	case fg.ListBlocks, fg.ListMutes, fg.ListFollowRequests:
@@ -333,7 +335,7 @@ func (g *Graph) Links(_ context.Context, list string, user fg.UserID, req fg.Pag
 	if !ok {
 		return fg.Page{}, nil
 	}
-	var keys []fg.Key
+	first := firstKeys{after: q.After, n: q.Size + 1}
 	g.rlock(u, u)
 	if ru := g.stripe(u).relsOf(u); ru != nil {
 		now := g.now().UnixMilli()
@@ -350,12 +352,45 @@ func (g *Graph) Links(_ context.Context, list string, user fg.UserID, req fg.Pag
 				ms, ok = p.reqSince, p.requestedBy
 			}
 			if ok {
-				keys = append(keys, fg.Key{Millis: ms, ID: g.ext(x)})
+				first.add(fg.Key{Millis: ms, ID: g.ext(x)})
 			}
 		}
 	}
 	g.runlock(u, u)
-	return q.PageOf(keys), nil
+	return q.PageOf(first.h), nil
+}
+
+// firstKeys keeps the n keys that come first in list order (newest
+// first) of those after the cursor key after (nil: all): a heap whose root
+// is the last kept, so a list of m entries costs O(m log n), not a sort.
+type firstKeys struct {
+	after *fg.Key
+	n     int
+	h     keyHeap
+}
+
+func (f *firstKeys) add(k fg.Key) {
+	switch {
+	case f.after != nil && !f.after.Before(k):
+	case len(f.h) < f.n:
+		heap.Push(&f.h, k)
+	case k.Compare(f.h[0]) < 0:
+		f.h[0] = k
+		heap.Fix(&f.h, 0)
+	}
+}
+
+// keyHeap is a heap of keys, the last in list order at the root.
+type keyHeap []fg.Key
+
+func (h keyHeap) Len() int           { return len(h) }
+func (h keyHeap) Less(i, j int) bool { return h[i].Compare(h[j]) > 0 }
+func (h keyHeap) Swap(i, j int)      { h[i], h[j] = h[j], h[i] }
+func (h *keyHeap) Push(x any)        { *h = append(*h, x.(fg.Key)) }
+func (h *keyHeap) Pop() any {
+	x := (*h)[len(*h)-1]
+	*h = (*h)[:len(*h)-1]
+	return x
 }
 
 // Approve approves requester's pending request to user; see
