@@ -314,18 +314,21 @@ func (g *Graph) change(ctx context.Context, u, t uint32, wide bool, decide func(
 			return w, nil
 		}
 		wait = make(chan struct{})
-		su.setPending(k, wait, w.e.Op)
+		// A pending follow or request counts toward the limit, but not an
+		// approval of a request that counts already.
+		counts := (w.e.Op == fg.OpFollow || w.e.Op == fg.OpRequest) && !su.relsOf(u).link(fg.KindRequest, t).on
+		su.setPending(k, wait, counts)
 		if wide {
-			st.setPending(edge{t, u}, wait, 0)
+			st.setPending(edge{t, u}, wait, false)
 		}
 		g.unlock(u, t)
 
 		err = g.hook(ctx, w.e)
 
 		g.lock(u, t)
-		su.clearPending(k, w.e.Op)
+		su.clearPending(k, counts)
 		if wide {
-			st.clearPending(edge{t, u}, 0)
+			st.clearPending(edge{t, u}, false)
 		}
 		if err == nil {
 			g.applyEvent(w.e, u, t, found{})
@@ -339,23 +342,21 @@ func (g *Graph) change(ctx context.Context, u, t uint32, wide bool, decide func(
 	}
 }
 
-// countsOut reports whether op, while pending, counts toward its user's
-// following limit.
-func countsOut(op fg.Op) bool { return op == fg.OpFollow || op == fg.OpRequest }
-
-func (s *stripe) setPending(k edge, wait chan struct{}, op fg.Op) {
+// setPending marks edge k pending until wait is closed; counts: the
+// change counts toward its user's following limit meanwhile.
+func (s *stripe) setPending(k edge, wait chan struct{}, counts bool) {
 	if s.pending == nil {
 		s.pending, s.pendOut = make(map[edge]chan struct{}), make(map[uint32]int)
 	}
 	s.pending[k] = wait
-	if countsOut(op) {
+	if counts {
 		s.pendOut[k.user]++
 	}
 }
 
-func (s *stripe) clearPending(k edge, op fg.Op) {
+func (s *stripe) clearPending(k edge, counts bool) {
 	delete(s.pending, k)
-	if countsOut(op) {
+	if counts {
 		if s.pendOut[k.user]--; s.pendOut[k.user] == 0 {
 			delete(s.pendOut, k.user)
 		}

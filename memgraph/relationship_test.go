@@ -124,7 +124,9 @@ func TestGraph_LoadLinks(t *testing.T) {
 }
 
 // TestGraph_HookLinks: a block is invisible while its hook runs, whole
-// once it returned; a pending request counts toward the following limit.
+// once it returned, and waits for a follow of the other way that awaits
+// its hook; a pending request counts toward the following limit, and a
+// pending approval of one counts once.
 func TestGraph_HookLinks(t *testing.T) {
 	ctx := context.Background()
 	t.Run("BlockBeforeVisible", func(t *testing.T) {
@@ -200,6 +202,31 @@ func TestGraph_HookLinks(t *testing.T) {
 		time.Sleep(20 * time.Millisecond)
 		if _, err := g.Follow(ctx, 1, 3); fg.ErrorCode(err) != fg.EFollowingLimit {
 			t.Fatalf("a follow while a request is pending: %v, want %s", err, fg.EFollowingLimit)
+		}
+		close(release)
+		if err := <-errc; err != nil {
+			t.Fatal(err)
+		}
+	})
+	t.Run("PendingApprovalCountsOnce", func(t *testing.T) {
+		release := make(chan struct{})
+		g := New(WithMaxFollowing(2), WithHook(func(_ context.Context, e fg.Event) error {
+			if e.Op == fg.OpFollow && e.Target == 2 {
+				<-release
+			}
+			return nil
+		}))
+		if _, err := g.SetPrivate(ctx, 2, true); err != nil {
+			t.Fatal(err)
+		}
+		if res, err := g.Follow(ctx, 1, 2); err != nil || !res.Requested {
+			t.Fatal(res, err)
+		}
+		errc := make(chan error)
+		go func() { _, err := g.Approve(ctx, 2, 1); errc <- err }()
+		time.Sleep(20 * time.Millisecond) // the approval awaits its hook
+		if _, err := g.Follow(ctx, 1, 3); err != nil {
+			t.Fatalf("a second follow of a limit of 2 while the first request's approval is pending: %v", err)
 		}
 		close(release)
 		if err := <-errc; err != nil {
