@@ -118,6 +118,7 @@ func Run(t *testing.T, newGraph NewGraph) {
 			{"Concurrent", s.testHookConcurrent},
 			{"LinkEvents", s.testHookLinkEvents},
 			{"LinkFailure", s.testHookLinkFailure},
+			{"ConcurrentReplay", s.testHookConcurrentReplay},
 		}},
 		{"Apply", []test{
 			{"Converges", s.testApplyConverges},

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"math/rand/v2"
+	"sync"
 	"testing"
 	"time"
 
@@ -810,5 +811,69 @@ func (s suite) testApplyReplay(t *testing.T) {
 			checkRelations(t, fmt.Sprintf("Relations(%d, %v) %s", u, users, what), f.relations(u, users...), wantRel[i])
 		}
 		checkLink(t, "Link(mute, 5, 1) "+what, f.link(followgraph.KindMute, 5, 1), src.link(followgraph.KindMute, 5, 1))
+	}
+}
+
+// testHookConcurrentReplay: goroutines make writes of every kind among a
+// few users at once, through a hook. The events the hook saw, applied to
+// a fresh engine, give the state the engine ended in: each event's
+// version orders it as the engine did.
+func (s suite) testHookConcurrentReplay(t *testing.T) {
+	const (
+		workers = 6
+		ops     = 150 // of each worker
+		users   = 4
+	)
+	src, r := s.hooked(t, 0)
+	var wg sync.WaitGroup
+	for w := range workers {
+		wg.Go(func() {
+			rng := rand.New(rand.NewPCG(uint64(w), 53))
+			for i := range ops {
+				a := followgraph.UserID(1 + rng.IntN(users))
+				b := 1 + (a-1+followgraph.UserID(1+rng.IntN(users-1)))%users
+				var err error
+				switch rng.IntN(10) {
+				case 0, 1, 2:
+					_, err = src.g.Follow(src.ctx, a, b)
+				case 3:
+					_, err = src.g.Unfollow(src.ctx, a, b)
+				case 4:
+					_, err = src.g.Block(src.ctx, a, b)
+				case 5:
+					_, err = src.g.Unblock(src.ctx, a, b)
+				case 6:
+					_, err = src.g.Mute(src.ctx, a, b, time.Duration(rng.IntN(2))*time.Hour)
+				case 7:
+					_, err = src.g.Approve(src.ctx, a, b)
+				case 8:
+					_, err = src.g.RemoveFollower(src.ctx, a, b)
+				case 9:
+					_, err = src.g.SetPrivate(src.ctx, a, rng.IntN(2) == 0)
+				}
+				if code := followgraph.ErrorCode(err); err != nil && code != followgraph.EBlocked && code != followgraph.ENoRequest {
+					t.Errorf("worker %d, write %d on %d, %d: %v", w, i, a, b, err)
+					return
+				}
+				if rng.IntN(4) == 0 {
+					src.clock.Advance(time.Millisecond)
+				}
+			}
+		})
+	}
+	wg.Wait()
+	if t.Failed() {
+		t.FailNow()
+	}
+	ids := []followgraph.UserID{1, 2, 3, 4}
+	want := src.describe(ids...)
+	f := s.applierFixture(t)
+	f.clock.Set(src.clock.Now())
+	f.apply(r.take()...)
+	if got := f.describe(ids...); got != want {
+		t.Errorf("Apply of the hook's events of concurrent writes:%s\nwant%s", got, want)
+	}
+	for _, u := range ids {
+		checkRelations(t, fmt.Sprintf("Relations(%d, %v) after Apply of the hook's events", u, ids), f.relations(u, ids...), src.relations(u, ids...))
 	}
 }

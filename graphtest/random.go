@@ -352,7 +352,7 @@ func (w *worker) readOther(x, y followgraph.UserID) {
 
 // checkConsistent checks that the graph agrees with itself about users,
 // which have no edges with anyone else: the counts are the lengths of the
-// lists, and u is in the following of v, since some time, exactly when v
+// lists (the follow requests' too), and u is in the following of v, since some time, exactly when v
 // is in the followers of u, since the same time.
 func checkConsistent(tb testing.TB, f *fixture, users []followgraph.UserID) {
 	tb.Helper()
@@ -364,6 +364,9 @@ func checkConsistent(tb testing.TB, f *fixture, users []followgraph.UserID) {
 		if counts[i].FollowingCount != int64(len(following)) || counts[i].FollowerCount != int64(len(followers)) {
 			tb.Errorf("Counts(%d) = %+v, but Following(%d) has %d entries and Followers(%d) %d",
 				u, counts[i], u, len(following), u, len(followers))
+		}
+		if requests := f.links(followgraph.ListFollowRequests, u); counts[i].FollowRequests != int64(len(requests)) {
+			tb.Errorf("Counts(%d) = %+v, but Links(follow-requests, %d) has %d entries", u, counts[i], u, len(requests))
 		}
 		for _, e := range following {
 			byFollowing[edge{u, e.ID}] = e.Since.UnixMilli()
