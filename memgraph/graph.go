@@ -13,7 +13,10 @@
 //     id): 10 bytes an edge.
 //
 // Sets of at least bitmapMin ids also get a roaring bitmap, for membership
-// and intersections. Counters are the sequences' lengths.
+// and intersections. Counters are the sequences' lengths. Blocks, mutes,
+// follow requests and the private setting, rare next to follows, live
+// beside them in a map per stripe and cost a follow nothing (see
+// relationship.go).
 //
 // Users are spread over lock stripes. A change of user→target holds the
 // stripes of both, and everything it touches belongs to one of the two, so
@@ -131,8 +134,8 @@ func WithClock(now func() time.Time) Option { return func(g *Graph) { g.now = no
 // hook runs, and a change whose hook failed leaves no trace. The write then
 // returns the hook's error itself: a *followgraph.Error keeps its code,
 // any other error is internal. While a change awaits its hook, other
-// writes of its edge wait, and a pending follow counts toward the
-// following limit.
+// writes of its edge wait (of both ways of the pair, for a block), and a
+// pending follow or request counts toward the following limit.
 func WithHook(h fg.Hook) Option { return func(g *Graph) { g.hook = h } }
 
 // WithMaxFollowing caps how many users one user may follow (0: no cap).
