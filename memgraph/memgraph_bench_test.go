@@ -2,6 +2,7 @@ package memgraph
 
 import (
 	"context"
+	"fmt"
 	"iter"
 	"math/rand/v2"
 	"runtime"
@@ -252,6 +253,26 @@ func BenchmarkRelations(b *testing.B) {
 			}
 		}
 	})
+	// The same viewer muting the followed third and blocking ten of the
+	// random ids: every flag is read from its rels.
+	b.Run("100ids/links", func(b *testing.B) {
+		for _, id := range ids[:34] {
+			if _, err := g.Mute(ctx, viewer, id, 0); err != nil {
+				b.Fatal(err)
+			}
+		}
+		for _, id := range ids[90:] {
+			if _, err := g.Block(ctx, viewer, id); err != nil {
+				b.Fatal(err)
+			}
+		}
+		b.ResetTimer()
+		for b.Loop() {
+			if _, err := g.Relations(ctx, viewer, ids); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
 }
 
 func BenchmarkFollowers(b *testing.B) {
@@ -336,4 +357,30 @@ func BenchmarkSuggestions(b *testing.B) {
 			}
 		}
 	})
+}
+
+// BenchmarkLinks reads the first page of 50 of the pending follow requests
+// of a private account with 1k and 100k of them: Links sorts the whole
+// list for each page.
+func BenchmarkLinks(b *testing.B) {
+	ctx := context.Background()
+	for _, n := range []int{1_000, 100_000} {
+		g := New()
+		const private = fg.UserID(1)
+		if _, err := g.SetPrivate(ctx, private, true); err != nil {
+			b.Fatal(err)
+		}
+		for i := range n {
+			if _, err := g.Follow(ctx, fg.UserID(2+i), private); err != nil {
+				b.Fatal(err)
+			}
+		}
+		b.Run(fmt.Sprintf("requests%d", n), func(b *testing.B) {
+			for b.Loop() {
+				if p, err := g.Links(ctx, fg.ListFollowRequests, private, fg.PageRequest{Limit: 50}); err != nil || len(p.Entries) != 50 {
+					b.Fatal(len(p.Entries), err)
+				}
+			}
+		})
+	}
 }
