@@ -49,9 +49,14 @@ type linkJSON struct {
 	ExpiresAt *string `json:"expires_at"`
 }
 
-// muteRequest is the body of PUT /v1/users/{user}/mutes/{target}.
-type muteRequest struct {
+// muteSeconds and muteMillis are the bodies of PUT
+// /v1/users/{user}/mutes/{target}, in the unit that d has whole.
+type muteSeconds struct {
 	DurationSeconds int64 `json:"duration_seconds"`
+}
+
+type muteMillis struct {
+	DurationMS int64 `json:"duration_ms"`
 }
 
 // settingsJSON is the answer of GET and PUT /v1/users/{user}/settings.

@@ -22,15 +22,17 @@ func (c *Client) Unblock(ctx context.Context, user, target followgraph.UserID) (
 }
 
 // Mute makes user mute target for d, 0 for until unmuted; see
-// followgraph.Graph and Follow. The API takes whole seconds: a d that is
-// not is code invalid_argument, and changes nothing.
+// followgraph.Graph and Follow. The API takes whole milliseconds: a d that
+// is not is code invalid_argument, asked of no server.
 func (c *Client) Mute(ctx context.Context, user, target followgraph.UserID, d time.Duration) (followgraph.LinkResult, error) {
-	if d%time.Second != 0 {
-		return followgraph.LinkResult{}, followgraph.Errorf(followgraph.EInvalidArgument, "mute duration %s: the API takes whole seconds", d)
-	}
 	var body any
-	if d != 0 {
-		body = muteRequest{DurationSeconds: int64(d / time.Second)}
+	switch {
+	case d%time.Millisecond != 0:
+		return followgraph.LinkResult{}, followgraph.Errorf(followgraph.EInvalidArgument, "mute duration %s: the API takes whole milliseconds", d)
+	case d%time.Second == 0 && d != 0:
+		body = muteSeconds{int64(d / time.Second)}
+	case d != 0:
+		body = muteMillis{int64(d / time.Millisecond)}
 	}
 	return c.makeLink(ctx, followgraph.ListMutes, user, target, body)
 }

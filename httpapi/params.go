@@ -138,35 +138,38 @@ func bodyIDs(body io.Reader, max int) ([]followgraph.UserID, error) {
 	return ids, nil
 }
 
-// maxMuteSeconds is followgraph.MaxMute in the seconds of a mute's body.
-const maxMuteSeconds = int64(followgraph.MaxMute / time.Second)
+// muteUnits are the fields of a mute's body, each a duration in its unit:
+// duration_seconds, as docs/API.md has it, and duration_ms, for the
+// precision of the API's times.
+var muteUnits = map[string]time.Duration{"duration_seconds": time.Second, "duration_ms": time.Millisecond}
 
-// bodyMute parses the optional body {"duration_seconds": N} of a mute: no
-// body, {} and 0 are until unmuted; N must be an integer from 0 to
-// maxMuteSeconds. Anything else is invalid_argument; a body over
-// MaxBodyBytes is too_large.
+// bodyMute parses the optional body of a mute, {"duration_seconds": N} or
+// {"duration_ms": N}: no body, {} and 0 are until unmuted; N must be an
+// integer from 0 to followgraph.MaxMute in its unit. Anything else is
+// invalid_argument; a body over MaxBodyBytes is too_large.
 func bodyMute(body io.Reader) (time.Duration, error) {
-	const want = `{"duration_seconds": 3600}, or no body`
+	const want = `{"duration_seconds": 3600}, {"duration_ms": 1500}, or no body`
 	obj, err := bodyObject(body, want, true)
 	if err != nil {
 		return 0, err
 	}
-	x, ok := obj["duration_seconds"]
-	if len(obj) > 1 || len(obj) == 1 && !ok {
-		return 0, followgraph.Errorf(followgraph.EInvalidArgument, "the body must be an object with one optional field, duration_seconds: %s", want)
+	var d time.Duration // none: until unmuted
+	for name, x := range obj {
+		unit, ok := muteUnits[name]
+		if len(obj) > 1 || !ok {
+			return 0, followgraph.Errorf(followgraph.EInvalidArgument, "the body must be an object with at most one field, duration_seconds or duration_ms: %s", want)
+		}
+		num, isNum := x.(json.Number)
+		n, err := strconv.ParseInt(string(num), 10, 64)
+		if !isNum || err != nil && !errors.Is(err, strconv.ErrRange) {
+			return 0, followgraph.Errorf(followgraph.EInvalidArgument, "%s is %s: it must be an integer", name, jsonValue(x))
+		}
+		if max := int64(followgraph.MaxMute / unit); err != nil || n < 0 || n > max {
+			return 0, followgraph.Errorf(followgraph.EInvalidArgument, "%s %s is out of range: it must be 0 (until unmuted) or up to %d (about 100 years)", name, truncate(string(num)), max)
+		}
+		d = time.Duration(n) * unit
 	}
-	if !ok {
-		return 0, nil
-	}
-	num, isNum := x.(json.Number)
-	n, err := strconv.ParseInt(string(num), 10, 64)
-	if !isNum || err != nil && !errors.Is(err, strconv.ErrRange) {
-		return 0, followgraph.Errorf(followgraph.EInvalidArgument, "duration_seconds is %s: it must be an integer number of seconds", jsonValue(x))
-	}
-	if err != nil || n < 0 || n > maxMuteSeconds {
-		return 0, followgraph.Errorf(followgraph.EInvalidArgument, "duration_seconds %s is out of range: it must be 0 (until unmuted) or up to %d (about 100 years)", truncate(string(num)), maxMuteSeconds)
-	}
-	return time.Duration(n) * time.Second, nil
+	return d, nil
 }
 
 // bodySettings parses the body {"private": true} of PUT .../settings. A

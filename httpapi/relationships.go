@@ -123,10 +123,10 @@ func (s *Server) unmute(ctx context.Context, r *http.Request, b []byte) ([]byte,
 }
 
 // approve approves the pending follow request of the path's {follower}
-// to {user}.
+// to {user}; a user's request to itself is self_follow, as a follow is.
 func (s *Server) approve(ctx context.Context, r *http.Request, b []byte) ([]byte, error) {
 	const op = "approve"
-	user, follower, err := s.writeIDs(op, r, "follower", false)
+	user, follower, err := s.writeIDs(op, r, "follower", true)
 	if err != nil {
 		return b, err
 	}
