@@ -284,6 +284,12 @@ func TestServer_MethodNotAllowed(t *testing.T) {
 		{"OPTIONS", "/v1/users/1/mutuals", "GET, HEAD"},
 		{"POST", "/healthz", "GET, HEAD"},
 		{"PUT", "/metrics", "GET, HEAD"},
+		{"GET", "/v1/users/1/followers/2", "DELETE, PUT"},
+		{"POST", "/v1/users/1/blocks/2", "DELETE, GET, HEAD, PUT"},
+		{"PATCH", "/v1/users/1/mutes/2", "DELETE, GET, HEAD, PUT"},
+		{"POST", "/v1/users/1/settings", "GET, HEAD, PUT"},
+		{"DELETE", "/v1/users/1/follow-requests", "GET, HEAD"},
+		{"PUT", "/v1/users/1/follow-requests/2", "GET, HEAD"},
 		// The path decides the route; its ids are not even looked at.
 		{"POST", "/v1/users/0/following/abc", "DELETE, GET, HEAD, PUT"},
 	}
