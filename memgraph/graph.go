@@ -152,6 +152,10 @@ func New(opts ...Option) *Graph {
 type Stats struct {
 	Users int // users with an internal id: every user ever named by a change
 	Edges int // live follow edges
+
+	// The edges of the other kinds that are on (mutes: expired or not),
+	// and the private accounts.
+	Blocks, Mutes, Requests, Private int
 }
 
 // Stats returns the current size of the graph.
@@ -161,9 +165,24 @@ func (g *Graph) Stats() Stats {
 		st := &g.stripes[i]
 		st.mu.RLock()
 		s.Edges += st.edges
+		for _, r := range st.rels {
+			s.Requests += r.reqOut
+			for _, p := range r.with {
+				s.Blocks += count(p.link(fg.KindBlock).on)
+				s.Mutes += count(p.link(fg.KindMute).on)
+			}
+			s.Private += count(r.private)
+		}
 		st.mu.RUnlock()
 	}
 	return s
+}
+
+func count(b bool) int {
+	if b {
+		return 1
+	}
+	return 0
 }
 
 // Follow makes user follow target, or asks to when target is private; see

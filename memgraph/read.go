@@ -42,7 +42,7 @@ func (g *Graph) Counts(_ context.Context, ids []fg.UserID) ([]fg.Counts, error) 
 			s.mu.RLock()
 			out[i].FollowingCount, out[i].FollowerCount = int64(n.out.len()), int64(n.in.len())
 			if r := s.relsOf(d); r != nil {
-				out[i].FollowRequests = int64(len(r.requested))
+				out[i].FollowRequests = int64(r.reqIn)
 			}
 			s.mu.RUnlock()
 		}

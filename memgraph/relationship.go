@@ -10,17 +10,27 @@ import (
 // Blocks, mutes, follow requests and the private setting are rare next to
 // follows, so they add nothing to a follow edge or a node: a user who has
 // any has a *rels in its stripe's rels map (nil while the stripe has
-// none). Each edge is kept at the user it goes out of, with its version;
-// off edges stay as tombstones. What the other end needs to answer
-// without a second lock (who blocks it, who asks to follow it) is indexed
-// at that end, in the same change, under both stripes' locks.
+// none), with one pair for each other user it has such an edge with,
+// either way. Each edge is kept at the user it goes out of, with its
+// version; off edges stay as tombstones. What the other end needs to
+// answer without a second lock (that x blocks it, that x asks to follow
+// it) is kept in the other end's pair, in the same change, under both
+// stripes' locks. So a read about the pair (a follow's check, a relation's
+// flags, a suggestion's exclusion) is one map lookup at one end.
 type rels struct {
-	out       [3]map[uint32]link  // by linkIndex: the blocks, mutes and requests of this user, on and off
-	blockedBy map[uint32]struct{} // the users whose block of this one is on
-	requested map[uint32]int64    // the pending requests to this user: requester → since (ms)
-	reqOut    int                 // this user's pending requests
-	private   bool
-	privV     fg.Version // the version of the setting's last change
+	with    map[uint32]*pair
+	reqIn   int // pending requests to this user
+	reqOut  int // this user's pending requests
+	private bool
+	privV   fg.Version // the version of the setting's last change
+}
+
+// pair is what a user's rels hold about one other user x.
+type pair struct {
+	out         [3]link // by linkIndex: the user's block, mute and request of x, on or off
+	blockedBy   bool    // x blocks the user
+	requestedBy bool    // x has a pending request to the user…
+	reqSince    int64   // …made at this time (ms)
 }
 
 // link is one edge of a kind other than follow, on or off at version v.
@@ -31,7 +41,7 @@ type link struct {
 	on      bool
 }
 
-// linkIndex is the index in rels.out of kind k (block, mute or request).
+// linkIndex is the index in pair.out of kind k (block, mute or request).
 func linkIndex(k fg.Kind) int { return int(k) - int(fg.KindBlock) }
 
 // approveChunk is how many pending requests SetPrivate(false) approves
@@ -56,27 +66,50 @@ func (s *stripe) relsFor(d uint32) *rels {
 	return r
 }
 
-// link returns the edge of kind k to t; the zero link when there is none.
-func (r *rels) link(k fg.Kind, t uint32) link {
+// pair returns what r holds about x; nil when nothing.
+func (r *rels) pair(x uint32) *pair {
 	if r == nil {
-		return link{}
+		return nil
 	}
-	return r.out[linkIndex(k)][t]
+	return r.with[x]
 }
 
-// muting reports whether r's user mutes t at ms.
-func (r *rels) muting(t uint32, ms int64) (link, bool) {
-	l := r.link(fg.KindMute, t)
+// pairFor returns what r holds about x, making it.
+func (r *rels) pairFor(x uint32) *pair {
+	p := r.with[x]
+	if p == nil {
+		if r.with == nil {
+			r.with = make(map[uint32]*pair)
+		}
+		p = new(pair)
+		r.with[x] = p
+	}
+	return p
+}
+
+// link returns the edge of kind k to t; the zero link when there is none.
+func (r *rels) link(k fg.Kind, t uint32) link { return r.pair(t).link(k) }
+
+func (p *pair) link(k fg.Kind) link {
+	if p == nil {
+		return link{}
+	}
+	return p.out[linkIndex(k)]
+}
+
+// muting reports whether the user mutes x at ms, and the mute.
+func (p *pair) muting(ms int64) (link, bool) {
+	l := p.link(fg.KindMute)
 	return l, l.on && (l.expires == 0 || ms < l.expires)
 }
 
+// muting reports whether r's user mutes t at ms, and the mute.
+func (r *rels) muting(t uint32, ms int64) (link, bool) { return r.pair(t).muting(ms) }
+
 // blocksEither reports whether r's user blocks t or is blocked by t.
 func (r *rels) blocksEither(t uint32) bool {
-	if r == nil {
-		return false
-	}
-	_, by := r.blockedBy[t]
-	return by || r.out[linkIndex(fg.KindBlock)][t].on
+	p := r.pair(t)
+	return p != nil && (p.blockedBy || p.out[linkIndex(fg.KindBlock)].on)
 }
 
 func (r *rels) isPrivate() bool { return r != nil && r.private }
@@ -120,10 +153,6 @@ func (g *Graph) setLink(k fg.Kind, a, b uint32, on bool, e fg.Event) {
 	if ra == nil {
 		ra = sa.relsFor(a)
 	}
-	m := &ra.out[linkIndex(k)]
-	if *m == nil {
-		*m = make(map[uint32]link)
-	}
 	l := link{v: e.Version, on: on}
 	if on {
 		l.since = e.Version.Millis()
@@ -131,37 +160,24 @@ func (g *Graph) setLink(k fg.Kind, a, b uint32, on bool, e fg.Event) {
 			l.since, l.expires = e.Since.UnixMilli(), msOf(e.Expires)
 		}
 	}
-	(*m)[b] = l
+	ra.pairFor(b).out[linkIndex(k)] = l
 	if cur.on == on && !(on && k == fg.KindRequest) {
-		return // the indexes at b stand; a request's since is refreshed below
+		return // the other end stands; a request's since is refreshed below
 	}
 	switch k {
 	case fg.KindBlock:
-		rb := sb.relsFor(b)
-		if on {
-			if rb.blockedBy == nil {
-				rb.blockedBy = make(map[uint32]struct{})
-			}
-			rb.blockedBy[a] = struct{}{}
-		} else {
-			delete(rb.blockedBy, a)
-		}
+		sb.relsFor(b).pairFor(a).blockedBy = on
 	case fg.KindRequest:
 		rb := sb.relsFor(b)
-		if on {
-			if rb.requested == nil {
-				rb.requested = make(map[uint32]int64)
-			}
-			rb.requested[a] = l.since
-		} else {
-			delete(rb.requested, a)
-		}
+		pb := rb.pairFor(a)
+		pb.requestedBy, pb.reqSince = on, l.since
 		if on != cur.on {
-			if on {
-				ra.reqOut++
-			} else {
-				ra.reqOut--
+			d := 1
+			if !on {
+				d = -1
 			}
+			ra.reqOut += d
+			rb.reqIn += d
 		}
 	}
 }
@@ -320,23 +336,21 @@ func (g *Graph) Links(_ context.Context, list string, user fg.UserID, req fg.Pag
 	var keys []fg.Key
 	g.rlock(u, u)
 	if ru := g.stripe(u).relsOf(u); ru != nil {
-		switch list {
-		case fg.ListBlocks:
-			for t, l := range ru.out[linkIndex(fg.KindBlock)] {
-				if l.on {
-					keys = append(keys, fg.Key{Millis: l.since, ID: g.ext(t)})
-				}
+		now := g.now().UnixMilli()
+		for x, p := range ru.with {
+			ms, ok := int64(0), false
+			switch list {
+			case fg.ListBlocks:
+				ms, ok = p.out[linkIndex(fg.KindBlock)].since, p.out[linkIndex(fg.KindBlock)].on
+			case fg.ListMutes:
+				var l link
+				l, ok = p.muting(now)
+				ms = l.since
+			case fg.ListFollowRequests:
+				ms, ok = p.reqSince, p.requestedBy
 			}
-		case fg.ListMutes:
-			now := g.now().UnixMilli()
-			for t := range ru.out[linkIndex(fg.KindMute)] {
-				if l, on := ru.muting(t, now); on {
-					keys = append(keys, fg.Key{Millis: l.since, ID: g.ext(t)})
-				}
-			}
-		case fg.ListFollowRequests:
-			for r, ms := range ru.requested {
-				keys = append(keys, fg.Key{Millis: ms, ID: g.ext(r)})
+			if ok {
+				keys = append(keys, fg.Key{Millis: ms, ID: g.ext(x)})
 			}
 		}
 	}
@@ -430,8 +444,11 @@ func (g *Graph) approveAll(ctx context.Context, user fg.UserID, u uint32) error 
 	for {
 		chunk = chunk[:0]
 		g.rlock(u, u)
-		if ru := g.stripe(u).relsOf(u); !ru.isPrivate() && ru != nil {
-			for r := range ru.requested {
+		if ru := g.stripe(u).relsOf(u); ru != nil && !ru.private {
+			for r, p := range ru.with {
+				if !p.requestedBy {
+					continue
+				}
 				if chunk = append(chunk, g.ext(r)); len(chunk) == approveChunk {
 					break
 				}
@@ -452,18 +469,21 @@ func (g *Graph) approveAll(ctx context.Context, user fg.UserID, u uint32) error 
 // relationFlags sets the flags of info, about x, from the viewer's rels at
 // ms. The caller holds the viewer's stripe.
 func (r *rels) relationFlags(info *fg.RelationInfo, x uint32, ms int64) {
-	_, info.BlockedBy = r.blockedBy[x]
-	_, info.RequestedBy = r.requested[x]
-	_, info.Muting = r.muting(x, ms)
-	info.Blocking = r.link(fg.KindBlock, x).on
-	info.Requested = r.link(fg.KindRequest, x).on
+	p := r.pair(x)
+	if p == nil {
+		return
+	}
+	_, info.Muting = p.muting(ms)
+	info.Blocking, info.BlockedBy = p.out[linkIndex(fg.KindBlock)].on, p.blockedBy
+	info.Requested, info.RequestedBy = p.out[linkIndex(fg.KindRequest)].on, p.requestedBy
 }
 
 // excludes reports whether suggestions for r's user leave out c at ms.
 func (r *rels) excludes(c uint32, ms int64) bool {
-	if r == nil {
+	p := r.pair(c)
+	if p == nil {
 		return false
 	}
-	_, muting := r.muting(c, ms)
-	return muting || r.blocksEither(c) || r.link(fg.KindRequest, c).on
+	_, muting := p.muting(ms)
+	return muting || p.blockedBy || p.out[linkIndex(fg.KindBlock)].on || p.out[linkIndex(fg.KindRequest)].on
 }
