@@ -4,6 +4,8 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
+	"fmt"
 	"net/http"
 	"net/http/httptest"
 	"net/url"
@@ -39,6 +41,14 @@ var fuzzRoutes = []struct {
 	{[]string{"v1", "users", "*", "common-followers", "*"}, []string{"GET", "HEAD"}},
 	{[]string{"v1", "users", "*", "known-followers", "*"}, []string{"GET", "HEAD"}},
 	{[]string{"v1", "users", "*", "suggestions"}, []string{"GET", "HEAD"}},
+	{[]string{"v1", "users", "*", "blocks", "*"}, []string{"GET", "HEAD", "PUT", "DELETE"}},
+	{[]string{"v1", "users", "*", "blocks"}, []string{"GET", "HEAD"}},
+	{[]string{"v1", "users", "*", "mutes", "*"}, []string{"GET", "HEAD", "PUT", "DELETE"}},
+	{[]string{"v1", "users", "*", "mutes"}, []string{"GET", "HEAD"}},
+	{[]string{"v1", "users", "*", "settings"}, []string{"GET", "HEAD", "PUT"}},
+	{[]string{"v1", "users", "*", "follow-requests"}, []string{"GET", "HEAD"}},
+	{[]string{"v1", "users", "*", "follow-requests", "*"}, []string{"GET", "HEAD"}},
+	{[]string{"v1", "users", "*", "followers", "*"}, []string{"PUT", "DELETE"}},
 	{[]string{"healthz"}, []string{"GET", "HEAD"}},
 	{[]string{"readyz"}, []string{"GET", "HEAD"}},
 	{[]string{"metrics"}, []string{"GET", "HEAD"}},
@@ -91,6 +101,8 @@ var fuzzAPIStatus = map[string]int{
 	"self_follow":        400,
 	"not_found":          404,
 	"method_not_allowed": 405,
+	"blocked":            403,
+	"no_request":         404,
 	"following_limit":    409,
 	"too_large":          413,
 	"rate_limited":       429,
@@ -104,11 +116,12 @@ var fuzzUsers = []followgraph.UserID{1, 2, 3, 4, 5, 6}
 // fuzzEdges are the follows of FuzzServer's graph, all made at t0.
 var fuzzEdges = [][2]followgraph.UserID{{1, 2}, {2, 1}, {1, 3}, {3, 2}, {4, 1}, {2, 5}, {4, 2}, {5, 1}}
 
-// fuzzPrint is a cheap fingerprint of a memgraph: its size and the
-// counts of fuzzUsers.
+// fuzzPrint is a cheap fingerprint of a memgraph: its size, the counts
+// of fuzzUsers, and their relations to each other and settings.
 type fuzzPrint struct {
 	stats  memgraph.Stats
 	counts [6]followgraph.Counts
+	links  string
 }
 
 func fuzzPrintOf(t testing.TB, g *memgraph.Graph) fuzzPrint {
@@ -119,6 +132,16 @@ func fuzzPrintOf(t testing.TB, g *memgraph.Graph) fuzzPrint {
 		t.Fatalf("Counts: %v", err)
 	}
 	copy(p.counts[:], cs)
+	var b strings.Builder
+	for _, u := range fuzzUsers {
+		rels, err1 := g.Relations(context.Background(), u, fuzzUsers)
+		st, err2 := g.Settings(context.Background(), u)
+		if err := errors.Join(err1, err2); err != nil {
+			t.Fatal(err)
+		}
+		fmt.Fprintf(&b, "%v %v\n", rels, st)
+	}
+	p.links = b.String()
 	return p
 }
 
@@ -137,9 +160,9 @@ func fuzzPrintOf(t testing.TB, g *memgraph.Graph) fuzzPrint {
 //     405 method_not_allowed; a route with a method it takes is neither;
 //     so a 200 is only for a method that the route takes;
 //   - a request answered with an error leaves the graph as it was;
-//   - after a 200 write is undone as its answer says (created: unfollow;
-//     removed: follow again), the edges and counts are back to the start,
-//     so that the answers of writes tell the truth, and every input starts
+//   - after a 200 write is undone as its answer says (see fuzzUndoWrite),
+//     the edges, counts, relations and settings are back to the start, so
+//     that the answers of writes tell the truth, and every input starts
 //     from the same graph.
 func FuzzServer(f *testing.F) {
 	fx := newFixture(f, fixtureConfig{})
@@ -204,6 +227,19 @@ func FuzzServer(f *testing.F) {
 		{get, "/v1/users/4/known-followers/2", "limit=5", ""},
 		{get, "/v1/users/4/suggestions", "limit=20", ""},
 		{get, "/v1/users/4/suggestions", "limit=-1", ""},
+		// Blocks, mutes, settings and follow requests.
+		{put, "/v1/users/1/blocks/2", "", ""},
+		{del, "/v1/users/1/blocks/2", "", ""},
+		{get, "/v1/users/1/blocks", "limit=1", ""},
+		{put, "/v1/users/1/mutes/3", "", `{"duration_seconds": 60}`},
+		{put, "/v1/users/1/mutes/3", "", `{"duration_ms": -1}`},
+		{get, "/v1/users/1/mutes/3", "", ""},
+		{put, "/v1/users/2/settings", "", `{"private": true}`},
+		{get, "/v1/users/2/settings", "", ""},
+		{get, "/v1/users/2/follow-requests", "cursor=" + issued, ""},
+		{get, "/v1/users/2/follow-requests/1", "", ""},
+		{put, "/v1/users/2/followers/6", "", ""},
+		{del, "/v1/users/2/followers/1", "", ""},
 		// Operations.
 		{get, "/healthz", "", ""},
 		{get, "/readyz", "", ""},
@@ -284,8 +320,8 @@ func FuzzServer(f *testing.F) {
 			}
 			return
 		}
-		fuzzUndoWrite(t, what, g, method, got)
-		if after := fuzzPrintOf(t, g); after.stats.Edges != start.stats.Edges || after.counts != start.counts {
+		fuzzUndoWrite(t, what, g, method, escaped, got)
+		if after := fuzzPrintOf(t, g); after.stats.Edges != start.stats.Edges || after.counts != start.counts || after.links != start.links {
 			t.Fatalf("%.300s: %d %.300s: after undoing what the answer says was done, the graph is not back to the start:\nstart %+v\nnow   %+v", what, status, got, start, after)
 		}
 	})
@@ -316,20 +352,33 @@ func fuzzErrorBody(t *testing.T, what string, status int, body []byte) string {
 	return code
 }
 
-// fuzzUndoWrite undoes, in g, the write that a 200 answer body reports: a
-// follow that created an edge, or an unfollow that removed one. Every
-// edge of the fixture was made at t0, and the clock stands at t0.
-func fuzzUndoWrite(t *testing.T, what string, g *memgraph.Graph, method string, body []byte) {
+// fuzzUndoWrite undoes, in g, the write to the escaped path p that a 200
+// answer body reports: a follow (or a follow request) that was created,
+// with an unfollow; an unfollow or a removed follower that removed one,
+// with a follow; a block that was created, with an unblock and the follows
+// of fuzzEdges it ended; a mute that was created, with an unmute; an
+// approval that created a follow, with its removal; a setting, with the
+// account public again, as every account of the start is. Every edge of
+// the fixture was made at t0, and the clock stands at t0.
+func fuzzUndoWrite(t *testing.T, what string, g *memgraph.Graph, method, p string, body []byte) {
 	t.Helper()
 	if method != http.MethodPut && method != http.MethodDelete {
 		return
 	}
 	var a struct {
-		User, Target     string
-		Created, Removed bool
+		ID, User, Target, Follower string
+		Created, Removed           bool
 	}
 	if err := json.Unmarshal(body, &a); err != nil {
 		t.Fatalf("%.300s: 200 %.300s: %v", what, body, err)
+	}
+	unescaped, _ := url.PathUnescape(p) // a 200 is for a path fuzzRouteOf unescaped
+	route := strings.Split(unescaped, "/")[4]
+	if route == "settings" {
+		a.User, a.Target = a.ID, a.ID
+	}
+	if route == "followers" {
+		a.Target = a.Follower
 	}
 	user, err1 := followgraph.ParseUserID(a.User)
 	target, err2 := followgraph.ParseUserID(a.Target)
@@ -337,14 +386,33 @@ func fuzzUndoWrite(t *testing.T, what string, g *memgraph.Graph, method string, 
 		t.Fatalf("%.300s: 200 %.300s: the answer does not name the user and the target", what, body)
 	}
 	ctx := context.Background()
+	var err error
 	switch {
-	case method == http.MethodPut && a.Created:
-		if _, err := g.Unfollow(ctx, user, target); err != nil {
-			t.Fatal(err)
+	case route == "settings":
+		_, err = g.SetPrivate(ctx, user, false)
+	case route == "following" && method == http.MethodPut && a.Created:
+		_, err = g.Unfollow(ctx, user, target)
+	case route == "following" && method == http.MethodDelete && a.Removed:
+		_, err = g.Follow(ctx, user, target)
+	case route == "followers" && method == http.MethodPut && a.Created:
+		_, err = g.RemoveFollower(ctx, user, target)
+	case route == "followers" && method == http.MethodDelete && a.Removed:
+		_, err = g.Follow(ctx, target, user)
+	case route == "blocks" && method == http.MethodPut && a.Created:
+		if _, err = g.Unblock(ctx, user, target); err != nil {
+			break
 		}
-	case method == http.MethodDelete && a.Removed:
-		if _, err := g.Follow(ctx, user, target); err != nil {
-			t.Fatal(err)
+		for _, e := range fuzzEdges {
+			if e == [2]followgraph.UserID{user, target} || e == [2]followgraph.UserID{target, user} {
+				if _, err = g.Follow(ctx, e[0], e[1]); err != nil {
+					break
+				}
+			}
 		}
+	case route == "mutes" && method == http.MethodPut && a.Created:
+		_, err = g.Unmute(ctx, user, target)
+	}
+	if err != nil {
+		t.Fatal(err)
 	}
 }
