@@ -5,7 +5,6 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"io"
 	"net/http"
 	"net/url"
 	"os"
@@ -92,7 +91,7 @@ func TestConsole_Browser(t *testing.T) {
 		follow(t, s, fg.UserID(2+i), user)
 	}
 	relationIDs := []fg.UserID{2, 7, 40} // as RELATION_IDS below: mutual, following, none
-	settingsServed := servesSettings(t, s, token)
+	account, settingsServed := settingsAnswer(t, s, token)
 
 	screenshot := filepath.Join(artifacts(t), "console.png")
 	cmd := exec.Command("node", filepath.Join("testdata", "console.cjs"))
@@ -169,7 +168,7 @@ func TestConsole_Browser(t *testing.T) {
 	if shown.Token != token {
 		t.Errorf("sessionStorage holds %q, want the token entered", shown.Token)
 	}
-	checkShownUser(t, s, user, relationIDs, settingsServed, shown.Fields, shown.Following, shown.Followers, shown.Relations)
+	checkShownUser(t, s, user, relationIDs, account, shown.Fields, shown.Following, shown.Followers, shown.Relations)
 	if !backlogMoved(done.Backlog) {
 		t.Errorf("the backlog chart did not rise under the write load: it showed %q (points %q)", done.Backlog, done.Points)
 	}
@@ -186,10 +185,11 @@ func follow(t *testing.T, s *server, user, target fg.UserID) {
 	}
 }
 
-// servesSettings reports whether the server serves GET
-// /v1/users/{user}/settings (docs/API.md has it; a build of the API
-// before it answers the route 404 not_found).
-func servesSettings(t *testing.T, s *server, token string) bool {
+// settingsAnswer is how the server answers GET /v1/users/{user}/settings
+// (docs/API.md has it; a build before it answers the route 404
+// not_found): what the page must show for the account, and whether the
+// route is served.
+func settingsAnswer(t *testing.T, s *server, token string) (account string, served bool) {
 	t.Helper()
 	req, _ := http.NewRequest(http.MethodGet, s.url+"/v1/users/1/settings", nil)
 	req.Header.Set("Authorization", "Bearer "+token)
@@ -197,18 +197,28 @@ func servesSettings(t *testing.T, s *server, token string) bool {
 	if err != nil {
 		t.Fatal(err)
 	}
-	b, _ := io.ReadAll(resp.Body)
-	resp.Body.Close()
-	if resp.StatusCode == http.StatusNotFound && strings.Contains(string(b), `"not_found"`) {
-		t.Logf("this build does not serve GET /v1/users/{user}/settings: the page must say so")
-		return false
+	defer resp.Body.Close()
+	var body struct {
+		Private bool
+		Error   struct{ Code string }
 	}
-	return true
+	json.NewDecoder(resp.Body).Decode(&body)
+	switch {
+	case resp.StatusCode == http.StatusOK && body.Private:
+		return "private", true
+	case resp.StatusCode == http.StatusOK:
+		return "public", true
+	case resp.StatusCode == http.StatusNotFound && body.Error.Code == fg.ENotFound:
+		t.Logf("this build does not serve GET /v1/users/{user}/settings: the page must say so")
+		return "not served", false
+	default: // the page shows the error as the API says it
+		return fmt.Sprintf("%d %s", resp.StatusCode, body.Error.Code), true
+	}
 }
 
 // checkShownUser compares what the page shows of user with what the API
-// answers.
-func checkShownUser(t *testing.T, s *server, user fg.UserID, others []fg.UserID, settingsServed bool,
+// answers; account is what it must show of the settings.
+func checkShownUser(t *testing.T, s *server, user fg.UserID, others []fg.UserID, account string,
 	fields map[string]string, following, followers []string, relations [][2]string) {
 	t.Helper()
 	ctx := context.Background()
@@ -220,8 +230,8 @@ func checkShownUser(t *testing.T, s *server, user fg.UserID, others []fg.UserID,
 		fields["state"] != "active" {
 		t.Errorf("the page shows %v, want the counts %+v of an active user", fields, counts[0])
 	}
-	if account := fields["account"]; settingsServed && account != "public" || !settingsServed && !strings.Contains(account, "not served") {
-		t.Errorf("the page shows the account as %q (settings served: %v)", account, settingsServed)
+	if !strings.Contains(fields["account"], account) {
+		t.Errorf("the page shows the account as %q, want %q as the settings' answer says", fields["account"], account)
 	}
 	for _, l := range []struct {
 		name  string
