@@ -115,13 +115,14 @@ function format(v) {
 const SVG = "http://www.w3.org/2000/svg";
 
 // drawCharts draws a sparkline of each chart that has samples: its last
-// value, and its highest in the window on the figure's data-max.
+// value, and its highest in the window on the figure's data-max. The
+// figures are made at the first draw, in the order of charts, and shown
+// once they have samples.
 function drawCharts() {
   const box = document.getElementById("charts");
   for (const c of charts) {
     const s = series.get(c.id);
     let fig = document.getElementById("chart-" + c.id);
-    if (s.length === 0) { if (fig) fig.hidden = true; continue; }
     if (!fig) {
       fig = document.createElement("figure");
       fig.id = "chart-" + c.id;
@@ -134,7 +135,8 @@ function drawCharts() {
       fig.append(cap, svg);
       box.append(fig);
     }
-    fig.hidden = false;
+    fig.hidden = s.length === 0;
+    if (fig.hidden) continue;
     const max = Math.max(...s);
     fig.dataset.max = String(max);
     fig.dataset.samples = String(s.length);

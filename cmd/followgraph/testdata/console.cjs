@@ -48,7 +48,7 @@ const say = obj => process.stdout.write(JSON.stringify(obj) + "\n");
     const backlog = [];
     const deadline = Date.now() + 90000;
     for (;;) {
-      const fig = await page.$("#chart-backlog");
+      const fig = await page.$("#chart-backlog:not([hidden])");
       const max = fig ? Number(await fig.getAttribute("data-max")) : 0;
       const now = fig ? await fig.$eval("b", b => b.textContent) : "";
       if (fig && backlog[backlog.length - 1] !== now) backlog.push(now);
