@@ -24,6 +24,7 @@ import (
 
 	fg "github.com/followgraph/followgraph"
 	"github.com/followgraph/followgraph/auth"
+	"github.com/followgraph/followgraph/console"
 	"github.com/followgraph/followgraph/eventlog"
 	"github.com/followgraph/followgraph/httpapi"
 	"github.com/followgraph/followgraph/internal/secret"
@@ -59,7 +60,7 @@ type Config struct {
 
 	Auth           auth.Config // service tokens and users' token keys; none: no authentication
 	InsecureNoAuth bool        // serve a non-loopback address without authentication
-	AdminAddr      string      // the operator port: /metrics, /debug/pprof/, /healthz, /readyz; "": on the API port
+	AdminAddr      string      // the operator port: /metrics, /debug/pprof/, /healthz, /readyz, /console/; "": on the API port
 }
 
 // authenticated reports whether authentication is configured.
@@ -189,7 +190,7 @@ func newServe() *cobra.Command {
 	f.StringVar(&cfg.Auth.Issuer, "auth-jwt-issuer", "", "the iss a user's token must have (default: any)")
 	f.StringVar(&cfg.Auth.Audience, "auth-jwt-audience", "", "a value a user's token's aud must hold (default: any)")
 	f.BoolVar(&cfg.InsecureNoAuth, "insecure-no-auth", false, "serve an address other than loopback without authentication (only where every client is trusted)")
-	f.StringVar(&cfg.AdminAddr, "admin-addr", "", "the operator port: /metrics, /debug/pprof/ (with --pprof), /healthz and /readyz, which the API port then does not serve (metrics, profiles); default: on the API port")
+	f.StringVar(&cfg.AdminAddr, "admin-addr", "", "the operator port: /metrics, /debug/pprof/ (with --pprof), /healthz, /readyz and the console (/console/, with the API's reads), which the API port then does not serve (metrics, profiles, console); default: on the API port")
 	f.BoolVar(&cfg.Pprof, "pprof", false, "serve /debug/pprof/ (profiles shorter than --write-timeout)")
 	f.StringVar(&cfg.LogLevel, "log-level", "info", "debug, info, warn or error")
 	return cmd
@@ -400,14 +401,18 @@ func (m *Main) listen(eng *engine, store durableStore, elog *eventlog.Log, reg *
 	}
 	api := httpapi.NewServer(eng.graph, opts...)
 	// The API routes itself; a mux in front only when pprof shares the
-	// port, so a request is not routed once more for nothing.
+	// port, so a request is not routed once more for nothing. The console
+	// is on the operator port when there is one.
 	var handler http.Handler = api
 	if cfg.AdminAddr != "" {
 		if err := m.serveOperators(api); err != nil {
 			return "", err
 		}
-	} else if cfg.Pprof {
-		handler = withPprof(api)
+	} else {
+		if cfg.Pprof {
+			handler = withPprof(api)
+		}
+		handler = console.Mount(handler)
 	}
 	ln, err := net.Listen("tcp", cfg.Addr)
 	if err != nil {
@@ -443,8 +448,9 @@ func withPprof(h http.Handler) http.Handler {
 }
 
 // serveOperators serves the operator port (--admin-addr): metrics, health,
-// readiness, and profiles with --pprof. It asks for no token: it belongs
-// on a network only operators reach. It closes last, so that the metrics
+// readiness, profiles with --pprof, and the console with the API's reads
+// it asks for. It asks for no token but the API's own: it belongs on a
+// network only operators reach. It closes last, so that the metrics
 // answer while the service drains.
 func (m *Main) serveOperators(api *httpapi.Server) error {
 	ln, err := net.Listen("tcp", m.cfg.AdminAddr)
@@ -455,6 +461,7 @@ func (m *Main) serveOperators(api *httpapi.Server) error {
 	if m.cfg.Pprof {
 		h = withPprof(h)
 	}
+	h = console.OnOperatorPort(h, api)
 	srv := &http.Server{Handler: h, ReadHeaderTimeout: 10 * time.Second, IdleTimeout: time.Minute}
 	go srv.Serve(ln)
 	m.logger.Info("operator port", "addr", ln.Addr().String(), "pprof", m.cfg.Pprof)

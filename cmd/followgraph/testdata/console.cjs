@@ -1,0 +1,65 @@
+// console.cjs: drives the operator console in headless Chromium for
+// TestConsole_Browser, which starts the server and reads what this prints:
+// one JSON object a line. Environment: CONSOLE_URL (the server), TOKEN,
+// USER and RELATION_IDS (what to look up), SCREENSHOT (the PNG to write),
+// CHROMIUM (the browser, default /usr/bin/chromium); playwright-core is
+// found through NODE_PATH.
+"use strict";
+const { chromium } = require("playwright-core");
+
+const env = process.env;
+const say = obj => process.stdout.write(JSON.stringify(obj) + "\n");
+
+(async () => {
+  const browser = await chromium.launch({
+    executablePath: env.CHROMIUM || "/usr/bin/chromium",
+    args: ["--no-sandbox"], // CI runs as root
+  });
+  const requests = [];
+  try {
+    const page = await browser.newPage({ viewport: { width: 1280, height: 1000 } });
+    page.on("response", r => requests.push({ method: r.request().method(), url: r.url(), status: r.status() }));
+    page.on("requestfailed", r => requests.push({ method: r.method(), url: r.url(), status: 0 }));
+    const errors = [];
+    page.on("pageerror", e => errors.push(String(e)));
+
+    await page.goto(env.CONSOLE_URL + "/console/");
+    // Without the token the metrics are refused, and the page says so.
+    await page.waitForSelector("#access:not(:empty)");
+    const refused = await page.textContent("#access");
+    await page.fill("#token", env.TOKEN);
+    await page.click("#token-form button[type=submit]");
+    await page.waitForSelector("#backends li");
+    await page.fill("#user-id", env.USER);
+    await page.fill("#relation-ids", env.RELATION_IDS);
+    await page.click("#user-form button[type=submit]");
+    await page.waitForSelector("#counts");
+    await page.waitForSelector("#list-following table");
+    const shown = await page.evaluate(() => {
+      const fields = {};
+      for (const dd of document.querySelectorAll("#counts dd")) fields[dd.dataset.field] = dd.textContent;
+      const ids = sel => [...document.querySelectorAll(sel + " tr")].slice(1).map(tr => tr.cells[0].textContent);
+      const relations = [...document.querySelectorAll("#relations tr")].slice(1).map(tr => [tr.cells[0].textContent, tr.cells[1].textContent]);
+      return { fields, following: ids("#list-following"), followers: ids("#list-followers"), relations };
+    });
+    say({ event: "shown", refused, token: await page.evaluate(() => sessionStorage.getItem("followgraph.console.token")), ...shown });
+
+    // The test now writes; the backlog chart must rise from its samples.
+    const backlog = [];
+    const deadline = Date.now() + 90000;
+    for (;;) {
+      const fig = await page.$("#chart-backlog:not([hidden])");
+      const max = fig ? Number(await fig.getAttribute("data-max")) : 0;
+      const now = fig ? await fig.$eval("b", b => b.textContent) : "";
+      if (fig && backlog[backlog.length - 1] !== now) backlog.push(now);
+      if (max > 0 && backlog.length >= 3) break;
+      if (Date.now() > deadline) break;
+      await page.waitForTimeout(500);
+    }
+    const points = await page.$eval("#chart-backlog polyline", p => p.getAttribute("points")).catch(() => "");
+    await page.screenshot({ path: env.SCREENSHOT, fullPage: true });
+    say({ event: "done", backlog, points, errors, requests });
+  } finally {
+    await browser.close();
+  }
+})().catch(err => { say({ event: "failed", error: String(err && err.stack || err) }); process.exit(1); });
