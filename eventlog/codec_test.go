@@ -47,11 +47,13 @@ func TestEncode(t *testing.T) {
 
 // codecEvents returns an event of every op at about ms: the two follow
 // ops at the extremes of ids and versions, a mute with and one without an
-// expiry, and the per-user ops with target 0.
+// expiry, and the per-user ops with target 0. Their versions differ, so
+// that their ids do.
 func codecEvents(ms int64) []fg.Event {
 	v := fg.VersionAt(ms) + 7
 	es := []fg.Event{fg.NewEvent(1, 2, fg.OpFollow, v), fg.NewEvent(fg.MaxUserID, 1, fg.OpUnfollow, 1<<64-1)}
 	for op := fg.OpBlock; op.Valid(); op++ {
+		v += 2
 		e := fg.NewEvent(3, 4, op, v)
 		if e.PerUser() {
 			e.Target = 0
@@ -60,6 +62,7 @@ func codecEvents(ms int64) []fg.Event {
 			e.Since = fg.Millis(ms - 60_000)
 			forever := e
 			e.Expires = fg.Millis(ms + 3_600_000)
+			e.Version++
 			es = append(es, forever)
 		}
 		es = append(es, e)
