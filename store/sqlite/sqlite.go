@@ -22,6 +22,7 @@ import (
 	"embed"
 	"errors"
 	"fmt"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -40,9 +41,9 @@ type Store struct {
 	w *sql.DB // the one writing connection
 	r *sql.DB // read-only connections
 
-	// upserts[k] is the edge upsert of 2^k rows, prepared on w at Open;
-	// see upsert.
-	upserts []*sql.Stmt
+	// upserts[k] and linkUpserts[k] are the upserts of 2^k edges and
+	// links, prepared on w at Open; see upsertRows.
+	upserts, linkUpserts []*sql.Stmt
 }
 
 // busyTimeout is how long a statement waits for a lock held by another
@@ -90,12 +91,17 @@ func Open(ctx context.Context, path string) (*Store, error) {
 		return nil, fmt.Errorf("sqlite: open: %w", translate(err))
 	}
 	for rows := 1; rows <= maxRows; rows *= 2 {
-		st, err := w.PrepareContext(ctx, upsertSQL(rows))
-		if err != nil {
-			s.Close()
-			return nil, fmt.Errorf("sqlite: open: %w", translate(err))
+		for _, p := range []struct {
+			t     table
+			stmts *[]*sql.Stmt
+		}{{edgesTable, &s.upserts}, {linksTable, &s.linkUpserts}} {
+			st, err := w.PrepareContext(ctx, upsertSQL(p.t, rows))
+			if err != nil {
+				s.Close()
+				return nil, fmt.Errorf("sqlite: open: %w", translate(err))
+			}
+			*p.stmts = append(*p.stmts, st)
 		}
-		s.upserts = append(s.upserts, st)
 	}
 	// The readers open after the writer has put the file in WAL mode.
 	s.r, err = openDB(path, readConns, "_pragma=query_only(1)")
@@ -130,7 +136,7 @@ func openDB(path string, conns int, params ...string) (*sql.DB, error) {
 // into the database file.
 func (s *Store) Close() error {
 	var errs []error
-	for _, st := range s.upserts {
+	for _, st := range slices.Concat(s.upserts, s.linkUpserts) {
 		errs = append(errs, st.Close())
 	}
 	if s.r != nil {

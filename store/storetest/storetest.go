@@ -55,6 +55,15 @@ type Store interface {
 	Close() error
 }
 
+// LinkLister is implemented by the stores that answer lists themselves
+// (store/postgres, store/mysql): a page of the list named list
+// (fg.ListBlocks, fg.ListMutes, fg.ListFollowRequests) of user, newest
+// first, after the position after (nil: from the newest). The suite
+// checks it on the stores that have it.
+type LinkLister interface {
+	Links(ctx context.Context, list string, user fg.UserID, after *fg.Key, limit int) ([]fg.Entry, error)
+}
+
 // Readier is implemented by stores that report whether they answer
 // (every store of this repository does); the suite checks it on a new
 // store when the store has it.
@@ -94,6 +103,14 @@ func Run(t *testing.T, open func(tb testing.TB) Store) {
 		}},
 		{"LogMark", []test{
 			{"MarkAndReset", s.testLogMark},
+		}},
+		{"Links", []test{
+			{"Block", s.testLinksBlock},
+			{"Converge", s.testLinksConverge},
+			{"RequestThenFollow", s.testLinksRequestThenFollow},
+			{"Mute", s.testLinksMute},
+			{"Private", s.testLinksPrivate},
+			{"List", s.testLinksList},
 		}},
 		{"Concurrent", []test{
 			{"ApplyAndRead", s.testConcurrent},
@@ -142,6 +159,14 @@ func Follow(u, t fg.UserID, ver fg.Version) fg.Event {
 // Unfollow is the event of u unfollowing t at version ver.
 func Unfollow(u, t fg.UserID, ver fg.Version) fg.Event {
 	return fg.NewEvent(u, t, fg.OpUnfollow, ver)
+}
+
+// Mute is the event of u muting t at version ver, muted since since and
+// until expires (zero: until unmuted).
+func Mute(u, t fg.UserID, ver fg.Version, since, expires time.Time) fg.Event {
+	e := fg.NewEvent(u, t, fg.OpMute, ver)
+	e.Since, e.Expires = since, expires
+	return e
 }
 
 // Model is the state a store must reach: for each edge, its event of
@@ -201,7 +226,8 @@ func CheckEvents(tb testing.TB, s Store, want []fg.Event) {
 // SameEvent reports whether a and b are the same event: the same values,
 // times compared by instant.
 func SameEvent(a, b fg.Event) bool {
-	return a.User == b.User && a.Target == b.Target && a.Op == b.Op && a.Version == b.Version && a.Time.Equal(b.Time)
+	return a.User == b.User && a.Target == b.Target && a.Op == b.Op && a.Version == b.Version && a.Time.Equal(b.Time) &&
+		a.Since.Equal(b.Since) && a.Expires.Equal(b.Expires)
 }
 
 func firstDifference(got, want []fg.Event) int {
