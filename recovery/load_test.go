@@ -11,6 +11,7 @@ import (
 	"github.com/followgraph/followgraph/eventlog"
 	"github.com/followgraph/followgraph/memgraph"
 	"github.com/followgraph/followgraph/store/sqlite"
+	"github.com/followgraph/followgraph/store/storetest"
 )
 
 // openParts opens an embedded log and a SQLite store in a folder of the
@@ -94,5 +95,55 @@ func TestLoad(t *testing.T) {
 	edge, err := g.IsFollowing(ctx, 3, 5003)
 	if err != nil || !edge.Following || !edge.Since.Equal(last.Time) {
 		t.Errorf("3→5003 after Load = %+v, %v; want following since %v, the last event of the edge", edge, err, last.Time)
+	}
+}
+
+// TestSpool: the spooled tail gives back every event of the log as it
+// was published, of every op, a mute's since and expiry included, in
+// batches in the log's order.
+func TestSpool(t *testing.T) {
+	ctx := context.Background()
+	_, log := openParts(t)
+	v := fg.VersionAt(time.Now().UnixMilli())
+	var sent []fg.Event
+	for i := range spoolBatch + 10 {
+		v++
+		op := fg.Op(1 + i%10)
+		e := fg.NewEvent(fg.UserID(1+i), fg.UserID(2+i), op, v)
+		if e.PerUser() {
+			e.Target = 0
+		}
+		if op == fg.OpMute {
+			e.Since = e.Time.Add(-time.Minute)
+			if i%20 < 10 {
+				e.Expires = e.Time.Add(time.Hour)
+			}
+		}
+		if err := log.Publish(ctx, e); err != nil {
+			t.Fatal(err)
+		}
+		sent = append(sent, e)
+	}
+	tail, err := spool(ctx, log)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer tail.close()
+	var got []fg.Event
+	batches := 0
+	if err := tail.apply(ctx, func(_ context.Context, b []fg.Event) error {
+		batches++
+		got = append(got, b...)
+		return nil
+	}); err != nil {
+		t.Fatal(err)
+	}
+	if batches != 2 || len(got) != len(sent) {
+		t.Fatalf("%d events in %d batches, want %d in 2", len(got), batches, len(sent))
+	}
+	for i := range sent {
+		if !storetest.SameEvent(got[i], sent[i]) {
+			t.Fatalf("event %d spooled as %+v, want %+v", i, got[i], sent[i])
+		}
 	}
 }
