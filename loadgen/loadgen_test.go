@@ -171,7 +171,7 @@ func TestConn(t *testing.T) {
 		{"GET", "/close", 200, "bye"},
 		{"DELETE", "/small", 200, "small DELETE"},
 	} {
-		status, err := c.do(tc.method, []byte(tc.path), time.Now().Add(5*time.Second), &body)
+		status, err := c.do(tc.method, []byte(tc.path), nil, time.Now().Add(5*time.Second), &body)
 		if err != nil || status != tc.status || body.String() != tc.body {
 			t.Errorf("%s %s: status %d, err %v, body of %d bytes %.20q; want %d, %.20q (%d bytes)",
 				tc.method, tc.path, status, err, body.Len(), body.String(), tc.status, tc.body, len(tc.body))
