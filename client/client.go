@@ -31,7 +31,7 @@ import (
 // no retries of its own.
 //
 // An unavailable error on a read means no answer was given. On a write
-// (Follow, Unfollow) its outcome is unknown: the write may still take
+// (Follow, Unfollow, Block, Mute, Approve, SetPrivate, …) its outcome is unknown: the write may still take
 // effect, as the server may have made it before a backend failed, or the
 // connection may have dropped after the server made it. Writes are
 // idempotent: retry them until they are answered. (Where the server knew
@@ -106,9 +106,10 @@ func New(baseURL string, opts ...Option) *Client {
 	return c
 }
 
-// Follow makes user follow target; see followgraph.Graph. Besides the
-// errors of the Graph, it returns code rate_limited when the server limits
-// the writes of user.
+// Follow makes user follow target, or asks to when target is private; see
+// followgraph.Graph. Besides the errors of the Graph, it returns code
+// rate_limited when the server limits the writes of user (as every write
+// of the Client does).
 func (c *Client) Follow(ctx context.Context, user, target followgraph.UserID) (followgraph.FollowResult, error) {
 	var out followJSON
 	if err := c.do(ctx, http.MethodPut, userPath(user, "following", target.String()), "", nil, &out); err != nil {
@@ -118,11 +119,14 @@ func (c *Client) Follow(ctx context.Context, user, target followgraph.UserID) (f
 	if err != nil {
 		return followgraph.FollowResult{}, malformed(http.MethodPut, "follow", err)
 	}
-	return followgraph.FollowResult{Created: out.Created, Since: since}, nil
+	if out.Following == out.Requested {
+		return followgraph.FollowResult{}, malformed(http.MethodPut, "follow", nil)
+	}
+	return followgraph.FollowResult{Created: out.Created, Since: since, Requested: out.Requested}, nil
 }
 
-// Unfollow makes user stop following target; see followgraph.Graph and
-// Follow.
+// Unfollow makes user stop following target, or withdraws user's follow
+// request to target; see followgraph.Graph and Follow.
 func (c *Client) Unfollow(ctx context.Context, user, target followgraph.UserID) (bool, error) {
 	var out unfollowJSON
 	if err := c.do(ctx, http.MethodDelete, userPath(user, "following", target.String()), "", nil, &out); err != nil {
@@ -170,7 +174,7 @@ func (c *Client) Counts(ctx context.Context, ids []followgraph.UserID) ([]follow
 		if err != nil {
 			return nil, malformed(http.MethodGet, "counts", err)
 		}
-		cs[i] = followgraph.Counts{ID: id, FollowingCount: x.FollowingCount, FollowerCount: x.FollowerCount}
+		cs[i] = followgraph.Counts{ID: id, FollowingCount: x.FollowingCount, FollowerCount: x.FollowerCount, FollowRequests: x.FollowRequests}
 	}
 	return cs, nil
 }
@@ -214,12 +218,19 @@ type ListPage struct {
 
 // ListEntry is one user of a list, with the time of the follow that put it
 // there. Relation is the viewer's relation to that user (RelationSelf for
-// the viewer itself), as Relations reports it; it is "" when the request
-// named no viewer.
+// the viewer itself), and the flags are the viewer's blocks, mutes and
+// requests with that user, as Relations reports them; Relation is "" and
+// the flags false when the request named no viewer.
 type ListEntry struct {
 	ID       followgraph.UserID
 	Since    time.Time
 	Relation followgraph.Relation
+
+	Blocking    bool // the viewer blocks ID
+	BlockedBy   bool // ID blocks the viewer
+	Muting      bool // the viewer mutes ID
+	Requested   bool // the viewer has a pending follow request to ID
+	RequestedBy bool // ID has a pending follow request to the viewer
 }
 
 // ListFollowing returns a page of the users that user follows, with the
@@ -255,7 +266,9 @@ func (c *Client) list(ctx context.Context, path string, req ListRequest) (ListPa
 		if req.Viewer != 0 && x.Relation == "" {
 			return ListPage{}, malformed(http.MethodGet, path, fmt.Errorf("no relation for user %s", x.ID))
 		}
-		entries[i] = ListEntry{ID: id, Since: since, Relation: followgraph.Relation(x.Relation)}
+		f := x.flagsJSON
+		entries[i] = ListEntry{ID: id, Since: since, Relation: followgraph.Relation(x.Relation),
+			Blocking: f.Blocking, BlockedBy: f.BlockedBy, Muting: f.Muting, Requested: f.Requested, RequestedBy: f.RequestedBy}
 	}
 	return ListPage{Entries: entries, Next: deref(out.NextCursor)}, nil
 }
@@ -297,6 +310,7 @@ func (c *Client) Relations(ctx context.Context, viewer followgraph.UserID, ids [
 			return nil, malformed(http.MethodGet, "relations", err)
 		}
 		rels[i] = followgraph.RelationInfo{ID: id, Relation: followgraph.Relation(x.Relation), FollowingSince: following, FollowedBySince: followedBy}
+		x.flagsJSON.set(&rels[i])
 	}
 	return rels, nil
 }

@@ -296,5 +296,119 @@ func TestClient_Viewer(t *testing.T) {
 }
 
 func sameEntry(a, b client.ListEntry) bool {
-	return a.ID == b.ID && a.Since.Equal(b.Since) && a.Relation == b.Relation
+	if !a.Since.Equal(b.Since) {
+		return false
+	}
+	a.Since = b.Since
+	return a == b
 }
+
+// TestClient_ViewerFlags checks that the flags of blocks, mutes and
+// requests come back in list entries and relations: 1 to 6 follow 9,
+// then 1 mutes 2, 3 asks to follow 1, 1 asks to follow 4, 5 blocks 1 and 1
+// blocks 6, which leaves the follows of 9 as they are.
+func TestClient_ViewerFlags(t *testing.T) {
+	f := newFixture(t)
+	ctx := t.Context()
+	for u := followgraph.UserID(1); u <= 6; u++ {
+		f.follow(u, 9)
+	}
+	c, _ := f.client()
+	for _, step := range []func() error{
+		func() error { _, err := c.Mute(ctx, 1, 2, 0); return err },
+		func() error { _, err := c.SetPrivate(ctx, 1, true); return err },
+		func() error { _, err := c.SetPrivate(ctx, 4, true); return err },
+		func() error { _, err := c.Follow(ctx, 3, 1); return err },
+		func() error { _, err := c.Follow(ctx, 1, 4); return err },
+		func() error { _, err := c.Block(ctx, 5, 1); return err },
+		func() error { _, err := c.Block(ctx, 1, 6); return err },
+	} {
+		if err := step(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	want := []client.ListEntry{
+		{ID: 6, Since: t0, Relation: followgraph.RelationNone, Blocking: true},
+		{ID: 5, Since: t0, Relation: followgraph.RelationNone, BlockedBy: true},
+		{ID: 4, Since: t0, Relation: followgraph.RelationNone, Requested: true},
+		{ID: 3, Since: t0, Relation: followgraph.RelationNone, RequestedBy: true},
+		{ID: 2, Since: t0, Relation: followgraph.RelationNone, Muting: true},
+		{ID: 1, Since: t0, Relation: followgraph.RelationSelf},
+	}
+	p, err := c.ListFollowers(ctx, 9, client.ListRequest{Viewer: 1})
+	if err != nil || !slices.EqualFunc(p.Entries, want, sameEntry) {
+		t.Errorf("the followers of 9 viewed by 1 = %+v, %v; want %+v", p.Entries, err, want)
+	}
+	ids := make([]followgraph.UserID, len(want))
+	for i, e := range want {
+		ids[i] = e.ID
+	}
+	rels, err := c.Relations(ctx, 1, ids)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i, r := range rels {
+		w := want[i]
+		if r.ID != w.ID || r.Relation != w.Relation || r.Blocking != w.Blocking || r.BlockedBy != w.BlockedBy ||
+			r.Muting != w.Muting || r.Requested != w.Requested || r.RequestedBy != w.RequestedBy {
+			t.Errorf("relation %d = %+v, want the flags of %+v", i, r, w)
+		}
+	}
+}
+
+// TestClient_Mute checks the body each duration is sent with: whole
+// seconds as duration_seconds, milliseconds as duration_ms, none for 0;
+// a duration finer than a millisecond is refused before any request.
+func TestClient_Mute(t *testing.T) {
+	f := newFixture(t)
+	c, rec := f.client()
+	ctx := t.Context()
+	for _, tt := range []struct {
+		d       time.Duration
+		expires time.Time // zero: none
+		code    string
+	}{
+		{0, time.Time{}, ""},
+		{time.Hour, t0.Add(time.Hour), ""},
+		{1500 * time.Millisecond, t0.Add(1500 * time.Millisecond), ""},
+		{-time.Second, time.Time{}, followgraph.EInvalidArgument},
+		{followgraph.MaxMute + time.Millisecond, time.Time{}, followgraph.EInvalidArgument},
+		{time.Microsecond, time.Time{}, followgraph.EInvalidArgument},
+	} {
+		rec.methods = nil
+		res, err := c.Mute(ctx, 1, 2, tt.d)
+		if followgraph.ErrorCode(err) != tt.code || err == nil && !res.Expires.Equal(tt.expires) {
+			t.Errorf("Mute(1, 2, %s) = %+v, %v; want expiry %s, code %q", tt.d, res, err, tt.expires, tt.code)
+		}
+		if sent := len(rec.methods) == 1; sent != (tt.d%time.Millisecond == 0) {
+			t.Errorf("Mute(1, 2, %s) sent %v", tt.d, rec.methods)
+		}
+	}
+}
+
+// TestClient_Refused checks the calls the client refuses itself, with
+// code invalid_argument and no request: a Link of a kind the API has no
+// route for, and a list it does not have.
+func TestClient_Refused(t *testing.T) {
+	f := newFixture(t)
+	c, rec := f.client()
+	ctx := t.Context()
+	for _, tt := range []struct {
+		what string
+		err  error
+	}{
+		{"Link(follow)", second(c.Link(ctx, followgraph.KindFollow, 1, 2))},
+		{"Link(private)", second(c.Link(ctx, followgraph.KindPrivate, 1, 2))},
+		{"Links(following)", second(c.Links(ctx, followgraph.ListFollowing, 1, followgraph.PageRequest{}))},
+		{"Links(nope)", second(c.Links(ctx, "nope", 1, followgraph.PageRequest{}))},
+	} {
+		if followgraph.ErrorCode(tt.err) != followgraph.EInvalidArgument {
+			t.Errorf("%s: %v, want code %s", tt.what, tt.err, followgraph.EInvalidArgument)
+		}
+	}
+	if len(rec.methods) != 0 {
+		t.Errorf("refused calls sent %v", rec.methods)
+	}
+}
+
+func second[T any](_ T, err error) error { return err }

@@ -141,3 +141,71 @@ func Example_errors() {
 	// invalid_argument
 	// unavailable
 }
+
+func ExampleClient_Block() {
+	srv := httptest.NewServer(httpapi.NewServer(memgraph.New()))
+	defer srv.Close()
+	c := client.New(srv.URL)
+	ctx := context.Background()
+	for _, e := range [][2]followgraph.UserID{{1, 3}, {3, 1}} {
+		if _, err := c.Follow(ctx, e[0], e[1]); err != nil {
+			log.Fatal(err)
+		}
+	}
+
+	// A block ends the follows between the two, both ways, and neither
+	// may follow the other while it lasts.
+	if _, err := c.Block(ctx, 1, 3); err != nil {
+		log.Fatal(err)
+	}
+	counts, err := c.Counts(ctx, []followgraph.UserID{1, 3})
+	if err != nil {
+		log.Fatal(err)
+	}
+	fmt.Println("following:", counts[0].FollowingCount, counts[1].FollowingCount)
+	_, err = c.Follow(ctx, 3, 1)
+	fmt.Println(followgraph.ErrorCode(err))
+	rels, err := c.Relations(ctx, 3, []followgraph.UserID{1})
+	if err != nil {
+		log.Fatal(err)
+	}
+	fmt.Println("3 is blocked by 1:", rels[0].BlockedBy)
+	// Output:
+	// following: 0 0
+	// blocked
+	// 3 is blocked by 1: true
+}
+
+func ExampleClient_SetPrivate() {
+	srv := httptest.NewServer(httpapi.NewServer(memgraph.New()))
+	defer srv.Close()
+	c := client.New(srv.URL)
+	ctx := context.Background()
+
+	// Follows of a private account are requests until it approves them.
+	if _, err := c.SetPrivate(ctx, 2, true); err != nil {
+		log.Fatal(err)
+	}
+	res, err := c.Follow(ctx, 5, 2)
+	if err != nil {
+		log.Fatal(err)
+	}
+	fmt.Println("requested:", res.Requested)
+	reqs, err := c.Links(ctx, followgraph.ListFollowRequests, 2, followgraph.PageRequest{})
+	if err != nil {
+		log.Fatal(err)
+	}
+	for _, e := range reqs.Entries {
+		if _, err := c.Approve(ctx, 2, e.ID); err != nil {
+			log.Fatal(err)
+		}
+	}
+	edge, err := c.IsFollowing(ctx, 5, 2)
+	if err != nil {
+		log.Fatal(err)
+	}
+	fmt.Println("5 follows 2:", edge.Following)
+	// Output:
+	// requested: true
+	// 5 follows 2: true
+}

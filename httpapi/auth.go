@@ -14,7 +14,8 @@ import (
 // WWW-Authenticate header), and the token must allow what the route does
 // (403 forbidden): a read needs a user token or scope read, a write a
 // service token with scope write or the user token of the path's {user},
-// and /metrics scope admin (admin allows everything). /healthz and
+// a user's settings that user's token or scope admin, and /metrics scope
+// admin (admin allows everything). /healthz and
 // /readyz stay open. A refused request changes nothing and is logged at
 // debug level, without its token. Without WithAuth every request is let
 // through.
@@ -33,6 +34,7 @@ const (
 	accessRead                // auth.Principal.CanRead
 	accessWrite               // auth.Principal.CanWrite as the path's {user}
 	accessAdmin               // auth.Principal.IsAdmin
+	accessOwner               // the user token of the path's {user}, or auth.Principal.IsAdmin
 )
 
 // accessOf returns what an API route asks: a read for GET, a write for any
@@ -54,6 +56,7 @@ var (
 	errMayNotRead  = &followgraph.Error{Code: followgraph.EForbidden, Message: "this token may not read: it needs scope read"}
 	errMayNotWrite = &followgraph.Error{Code: followgraph.EForbidden, Message: "this token may not write as this user: it needs scope write, or to be the user token of the path's user"}
 	errNotAdmin    = &followgraph.Error{Code: followgraph.EForbidden, Message: "this needs a token with scope admin"}
+	errNotOwner    = &followgraph.Error{Code: followgraph.EForbidden, Message: "this needs the user token of the path's user, or a token with scope admin"}
 )
 
 // authorize returns nil when the Authorization header of r holds a token
@@ -76,6 +79,11 @@ func (s *Server) authorize(r *http.Request, need access) error {
 	case accessAdmin:
 		if !p.IsAdmin() {
 			return errNotAdmin
+		}
+	case accessOwner:
+		user, _ := followgraph.ParseUserID(r.PathValue("user"))
+		if !p.IsAdmin() && (p.User == 0 || p.User != user) {
+			return errNotOwner
 		}
 	}
 	return nil

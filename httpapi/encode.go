@@ -58,11 +58,92 @@ func appendCursor(b []byte, c string) []byte {
 
 func appendBool(b []byte, v bool) []byte { return strconv.AppendBool(b, v) }
 
+// appendFollow appends the answer of a follow, or of a follow request
+// when res.Requested.
 func appendFollow(b []byte, user, target followgraph.UserID, res followgraph.FollowResult) []byte {
 	b = appendID(append(b, `{"user":`...), user)
 	b = appendID(append(b, `,"target":`...), target)
+	if res.Requested {
+		b = append(b, `,"following":false,"requested":true`...)
+	} else {
+		b = append(b, `,"following":true`...)
+	}
+	b = appendBool(append(b, `,"created":`...), res.Created)
+	b = appendTime(append(b, `,"since":`...), res.Since)
+	return append(b, '}')
+}
+
+// appendApprove appends the answer of an approval of follower's request.
+func appendApprove(b []byte, user, follower followgraph.UserID, res followgraph.FollowResult) []byte {
+	b = appendID(append(b, `{"user":`...), user)
+	b = appendID(append(b, `,"follower":`...), follower)
 	b = appendBool(append(b, `,"following":true,"created":`...), res.Created)
 	b = appendTime(append(b, `,"since":`...), res.Since)
+	return append(b, '}')
+}
+
+func appendRemoveFollower(b []byte, user, follower followgraph.UserID, removed bool) []byte {
+	b = appendID(append(b, `{"user":`...), user)
+	b = appendID(append(b, `,"follower":`...), follower)
+	b = appendBool(append(b, `,"removed":`...), removed)
+	return append(b, '}')
+}
+
+// linkFields are the JSON names of what the answers about an edge of a
+// kind other than follow say: whether it is on ("blocking", "muting",
+// "requested"), the user at its other end ("target", or "requester" for a
+// request, which its path names from the side of its target), and whether
+// it has an expiry (a mute's "expires_at").
+type linkFields struct {
+	on, other string
+	expires   bool
+}
+
+var (
+	blockFields   = linkFields{on: `,"blocking":`, other: `,"target":`}
+	muteFields    = linkFields{on: `,"muting":`, other: `,"target":`, expires: true}
+	requestFields = linkFields{on: `,"requested":`, other: `,"requester":`}
+)
+
+// appendLinkMade appends the answer of a block or a mute; a mute's has
+// its expiry, null for none.
+func appendLinkMade(b []byte, f linkFields, user, target followgraph.UserID, res followgraph.LinkResult) []byte {
+	b = appendID(append(b, `{"user":`...), user)
+	b = appendID(append(b, f.other...), target)
+	b = appendBool(append(b, f.on...), true)
+	b = appendBool(append(b, `,"created":`...), res.Created)
+	b = appendTime(append(b, `,"since":`...), res.Since)
+	if f.expires {
+		b = appendNullTime(append(b, `,"expires_at":`...), res.Expires)
+	}
+	return append(b, '}')
+}
+
+// appendLinkRemoved appends the answer of an unblock or an unmute.
+func appendLinkRemoved(b []byte, f linkFields, user, target followgraph.UserID, removed bool) []byte {
+	b = appendID(append(b, `{"user":`...), user)
+	b = appendID(append(b, f.other...), target)
+	b = appendBool(append(b, f.on...), false)
+	b = appendBool(append(b, `,"removed":`...), removed)
+	return append(b, '}')
+}
+
+// appendLink appends the state of one edge: since null when it is off,
+// and a mute's expiry.
+func appendLink(b []byte, f linkFields, user, other followgraph.UserID, l followgraph.Link) []byte {
+	b = appendID(append(b, `{"user":`...), user)
+	b = appendID(append(b, f.other...), other)
+	b = appendBool(append(b, f.on...), l.On)
+	b = appendNullTime(append(b, `,"since":`...), l.Since)
+	if f.expires {
+		b = appendNullTime(append(b, `,"expires_at":`...), l.Expires)
+	}
+	return append(b, '}')
+}
+
+func appendSettings(b []byte, st followgraph.Settings) []byte {
+	b = appendID(append(b, `{"id":`...), st.ID)
+	b = appendBool(append(b, `,"private":`...), st.Private)
 	return append(b, '}')
 }
 
@@ -85,6 +166,7 @@ func appendCounts(b []byte, c followgraph.Counts) []byte {
 	b = appendID(append(b, `{"id":`...), c.ID)
 	b = strconv.AppendInt(append(b, `,"following_count":`...), c.FollowingCount, 10)
 	b = strconv.AppendInt(append(b, `,"follower_count":`...), c.FollowerCount, 10)
+	b = strconv.AppendInt(append(b, `,"follow_requests_count":`...), c.FollowRequests, 10)
 	return append(b, '}')
 }
 
@@ -111,6 +193,7 @@ func appendEntries(b []byte, es []followgraph.Entry, rels []followgraph.Relation
 		b = appendTime(append(b, `,"since":`...), e.Since)
 		if rels != nil {
 			b = appendString(append(b, `,"relation":`...), string(rels[i].Relation))
+			b = appendFlags(b, rels[i])
 		}
 		b = append(b, '}')
 	}
@@ -140,9 +223,31 @@ func appendRelations(b []byte, rels []followgraph.RelationInfo) []byte {
 		b = appendString(append(b, `,"relation":`...), string(r.Relation))
 		b = appendNullTime(append(b, `,"following_since":`...), r.FollowingSince)
 		b = appendNullTime(append(b, `,"followed_by_since":`...), r.FollowedBySince)
+		b = appendFlags(b, r)
 		b = append(b, '}')
 	}
 	return append(b, "]}"...)
+}
+
+// appendFlags appends the flags of blocks, mutes and requests of r that
+// are true; docs/API.md has each only when it is.
+func appendFlags(b []byte, r followgraph.RelationInfo) []byte {
+	if r.Blocking {
+		b = append(b, `,"blocking":true`...)
+	}
+	if r.BlockedBy {
+		b = append(b, `,"blocked_by":true`...)
+	}
+	if r.Muting {
+		b = append(b, `,"muting":true`...)
+	}
+	if r.Requested {
+		b = append(b, `,"requested":true`...)
+	}
+	if r.RequestedBy {
+		b = append(b, `,"requested_by":true`...)
+	}
+	return b
 }
 
 func appendSuggestions(b []byte, ss []followgraph.Suggestion) []byte {

@@ -23,6 +23,8 @@ var statusOf = map[string]int{
 	followgraph.EMethodNotAllowed: http.StatusMethodNotAllowed,
 	followgraph.EUnauthenticated:  http.StatusUnauthorized,
 	followgraph.EForbidden:        http.StatusForbidden,
+	followgraph.EBlocked:          http.StatusForbidden,
+	followgraph.ENoRequest:        http.StatusNotFound,
 	followgraph.EFollowingLimit:   http.StatusConflict,
 	followgraph.ETooLarge:         http.StatusRequestEntityTooLarge,
 	followgraph.ERateLimited:      http.StatusTooManyRequests,

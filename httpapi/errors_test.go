@@ -42,6 +42,7 @@ func TestServer_Errors(t *testing.T) {
 		name         string
 		req          request
 		maxFollowing int
+		setup        func(f *fixture) // beyond the follows every test has
 		status       int
 		code         string
 		rejects      bool // api/openapi.yaml rejects the request
@@ -149,6 +150,59 @@ func TestServer_Errors(t *testing.T) {
 		{name: "BodyTwoObjects", req: request{method: "POST", target: "/v1/users/1/relations", body: []byte(`{"ids":["1"]}{"ids":["2"]}`)}, status: 400, code: "invalid_argument"},
 		{name: "BodyTrailingGarbage", req: request{method: "POST", target: "/v1/users/1/relations", body: []byte(`{"ids":["1"]} x`)}, status: 400, code: "invalid_argument"},
 
+		// Blocks, mutes, settings and follow requests.
+		{name: "PathIDOnBlock", req: request{method: "PUT", target: "/v1/users/0/blocks/2"}, status: 400, code: "invalid_id", rejects: true},
+		{name: "PathIDOnUnblock", req: request{method: "DELETE", target: "/v1/users/1/blocks/x"}, status: 400, code: "invalid_id", rejects: true},
+		{name: "PathIDOnIsBlocking", req: request{method: "GET", target: "/v1/users/1/blocks/9223372036854775808"}, status: 400, code: "invalid_id"},
+		{name: "PathIDOnBlocks", req: request{method: "GET", target: "/v1/users/-1/blocks"}, status: 400, code: "invalid_id", rejects: true},
+		{name: "PathIDOnMute", req: request{method: "PUT", target: "/v1/users/1/mutes/0"}, status: 400, code: "invalid_id", rejects: true},
+		{name: "PathIDOnUnmute", req: request{method: "DELETE", target: "/v1/users/01/mutes/2"}, status: 400, code: "invalid_id", rejects: true},
+		{name: "PathIDOnIsMuting", req: request{method: "GET", target: "/v1/users/1/mutes/abc"}, status: 400, code: "invalid_id", rejects: true},
+		{name: "PathIDOnMutes", req: request{method: "GET", target: "/v1/users/0/mutes"}, status: 400, code: "invalid_id", rejects: true},
+		{name: "PathIDOnSettings", req: request{method: "GET", target: "/v1/users/0/settings"}, status: 400, code: "invalid_id", rejects: true},
+		{name: "PathIDOnSetSettings", req: request{method: "PUT", target: "/v1/users/0/settings", body: []byte(`{"private": true}`)}, status: 400, code: "invalid_id", rejects: true},
+		{name: "PathIDOnFollowRequests", req: request{method: "GET", target: "/v1/users/x/follow-requests"}, status: 400, code: "invalid_id", rejects: true},
+		{name: "PathIDOnIsRequested", req: request{method: "GET", target: "/v1/users/1/follow-requests/0"}, status: 400, code: "invalid_id", rejects: true},
+		{name: "PathIDOnApprove", req: request{method: "PUT", target: "/v1/users/1/followers/-3"}, status: 400, code: "invalid_id", rejects: true},
+		{name: "PathIDOnRemoveFollower", req: request{method: "DELETE", target: "/v1/users/0/followers/3"}, status: 400, code: "invalid_id", rejects: true},
+		{name: "InvalidIDWinsOverMuteBody", req: request{method: "PUT", target: "/v1/users/0/mutes/2", body: []byte(`{"duration_seconds": -1}`)}, status: 400, code: "invalid_id", rejects: true},
+		{name: "SelfBlock", req: request{method: "PUT", target: "/v1/users/1/blocks/1"}, status: 400, code: "self_follow"},
+		{name: "SelfMute", req: request{method: "PUT", target: "/v1/users/1/mutes/1"}, status: 400, code: "self_follow"},
+		{name: "SelfApprove", req: request{method: "PUT", target: "/v1/users/1/followers/1"}, status: 400, code: "self_follow"},
+		{name: "FollowOfBlocker", req: request{method: "PUT", target: "/v1/users/1/following/4"}, setup: blocks(4, 1), status: 403, code: "blocked"},
+		{name: "FollowOfBlocked", req: request{method: "PUT", target: "/v1/users/4/following/1"}, setup: blocks(4, 1), status: 403, code: "blocked"},
+		{name: "RequestOfBlocker", req: request{method: "PUT", target: "/v1/users/1/following/4"}, setup: func(f *fixture) { f.setPrivate(4); blocks(4, 1)(f) }, status: 403, code: "blocked"},
+		{name: "ApproveNoRequest", req: request{method: "PUT", target: "/v1/users/1/followers/3"}, status: 404, code: "no_request"},
+		{name: "LimitOnBlocks", req: request{method: "GET", target: "/v1/users/1/blocks?limit=0"}, status: 400, code: "invalid_argument", rejects: true},
+		{name: "LimitOnMutes", req: request{method: "GET", target: "/v1/users/1/mutes?limit=1001"}, status: 400, code: "invalid_argument", rejects: true},
+		{name: "LimitOnFollowRequests", req: request{method: "GET", target: "/v1/users/1/follow-requests?limit=x"}, status: 400, code: "invalid_argument", rejects: true},
+		{name: "CursorOnBlocks", req: request{method: "GET", target: "/v1/users/1/blocks?cursor=garbage"}, status: 400, code: "invalid_cursor"},
+		{name: "CursorOfFollowingOnFollowRequests", req: request{method: "GET", target: "/v1/users/1/follow-requests?cursor=" + cursorOf("following/1", key)}, status: 400, code: "invalid_cursor"},
+
+		// A mute's body.
+		{name: "MuteNegative", req: request{method: "PUT", target: "/v1/users/1/mutes/2", body: []byte(`{"duration_seconds": -1}`)}, status: 400, code: "invalid_argument", rejects: true},
+		{name: "MuteFraction", req: request{method: "PUT", target: "/v1/users/1/mutes/2", body: []byte(`{"duration_seconds": 1.5}`)}, status: 400, code: "invalid_argument", rejects: true},
+		{name: "MuteExponent", req: request{method: "PUT", target: "/v1/users/1/mutes/2", body: []byte(`{"duration_seconds": 1e3}`)}, status: 400, code: "invalid_argument"},
+		{name: "MuteOverMax", req: request{method: "PUT", target: "/v1/users/1/mutes/2", body: []byte(`{"duration_seconds": 3153600001}`)}, status: 400, code: "invalid_argument", rejects: true},
+		{name: "MuteHuge", req: request{method: "PUT", target: "/v1/users/1/mutes/2", body: []byte(`{"duration_seconds": 99999999999999999999999}`)}, status: 400, code: "invalid_argument", rejects: true},
+		{name: "MuteMillisOverMax", req: request{method: "PUT", target: "/v1/users/1/mutes/2", body: []byte(`{"duration_ms": 3153600000001}`)}, status: 400, code: "invalid_argument", rejects: true},
+		{name: "MuteBothUnits", req: request{method: "PUT", target: "/v1/users/1/mutes/2", body: []byte(`{"duration_seconds": 1, "duration_ms": 1000}`)}, status: 400, code: "invalid_argument", rejects: true},
+		{name: "MuteString", req: request{method: "PUT", target: "/v1/users/1/mutes/2", body: []byte(`{"duration_seconds": "60"}`)}, status: 400, code: "invalid_argument", rejects: true},
+		{name: "MuteNull", req: request{method: "PUT", target: "/v1/users/1/mutes/2", body: []byte(`{"duration_seconds": null}`)}, status: 400, code: "invalid_argument", rejects: true},
+		{name: "MuteOtherField", req: request{method: "PUT", target: "/v1/users/1/mutes/2", body: []byte(`{"seconds": 60}`)}, status: 400, code: "invalid_argument", rejects: true},
+		{name: "MuteArray", req: request{method: "PUT", target: "/v1/users/1/mutes/2", body: []byte(`[60]`)}, status: 400, code: "invalid_argument", rejects: true},
+		{name: "MuteNotJSON", req: request{method: "PUT", target: "/v1/users/1/mutes/2", body: []byte(`60`)}, status: 400, code: "invalid_argument", rejects: true},
+		{name: "MuteTrailingGarbage", req: request{method: "PUT", target: "/v1/users/1/mutes/2", body: []byte(`{} x`)}, status: 400, code: "invalid_argument"},
+		{name: "MuteTooLarge", req: request{method: "PUT", target: "/v1/users/1/mutes/2", body: padded, chunked: true}, status: 413, code: "too_large", rejects: true},
+
+		// The body of the settings.
+		{name: "SettingsNoBody", req: request{method: "PUT", target: "/v1/users/1/settings"}, status: 400, code: "invalid_argument", rejects: true},
+		{name: "SettingsEmptyObject", req: request{method: "PUT", target: "/v1/users/1/settings", body: []byte(`{}`)}, status: 400, code: "invalid_argument", rejects: true},
+		{name: "SettingsString", req: request{method: "PUT", target: "/v1/users/1/settings", body: []byte(`{"private": "true"}`)}, status: 400, code: "invalid_argument", rejects: true},
+		{name: "SettingsNull", req: request{method: "PUT", target: "/v1/users/1/settings", body: []byte(`{"private": null}`)}, status: 400, code: "invalid_argument", rejects: true},
+		{name: "SettingsOtherField", req: request{method: "PUT", target: "/v1/users/1/settings", body: []byte(`{"private": true, "id": "1"}`)}, status: 400, code: "invalid_argument", rejects: true},
+		{name: "SettingsTooLarge", req: request{method: "PUT", target: "/v1/users/1/settings", body: padded}, status: 413, code: "too_large", rejects: true},
+
 		// Bodies over 1 MiB.
 		{name: "BodyTooLarge", req: request{method: "POST", target: "/v1/users/1/relations", body: padded}, status: 413, code: "too_large"},
 		{name: "BodyTooLargeChunked", req: request{method: "POST", target: "/v1/users/1/relations", body: padded, chunked: true}, status: 413, code: "too_large"},
@@ -170,6 +224,9 @@ func TestServer_Errors(t *testing.T) {
 			f.follow(1, 2)
 			f.follow(2, 1)
 			f.follow(1, 3)
+			if tt.setup != nil {
+				tt.setup(f)
+			}
 			before := f.state(1, 2, 3, 4)
 			a := f.do(tt.req)
 			if a.status != tt.status || a.errorCode() != tt.code {
@@ -188,6 +245,16 @@ func TestServer_Errors(t *testing.T) {
 				t.Errorf("a refused request was logged: %s", l)
 			}
 		})
+	}
+}
+
+// blocks returns the setup of a test in which user blocks target.
+func blocks(user, target followgraph.UserID) func(f *fixture) {
+	return func(f *fixture) {
+		f.tb.Helper()
+		if _, err := f.g.Block(context.Background(), user, target); err != nil {
+			f.tb.Fatalf("Block(%d, %d): %v", user, target, err)
+		}
 	}
 }
 
@@ -217,6 +284,12 @@ func TestServer_MethodNotAllowed(t *testing.T) {
 		{"OPTIONS", "/v1/users/1/mutuals", "GET, HEAD"},
 		{"POST", "/healthz", "GET, HEAD"},
 		{"PUT", "/metrics", "GET, HEAD"},
+		{"GET", "/v1/users/1/followers/2", "DELETE, PUT"},
+		{"POST", "/v1/users/1/blocks/2", "DELETE, GET, HEAD, PUT"},
+		{"PATCH", "/v1/users/1/mutes/2", "DELETE, GET, HEAD, PUT"},
+		{"POST", "/v1/users/1/settings", "GET, HEAD, PUT"},
+		{"DELETE", "/v1/users/1/follow-requests", "GET, HEAD"},
+		{"PUT", "/v1/users/1/follow-requests/2", "GET, HEAD"},
 		// The path decides the route; its ids are not even looked at.
 		{"POST", "/v1/users/0/following/abc", "DELETE, GET, HEAD, PUT"},
 	}
@@ -251,6 +324,13 @@ func TestServer_RateLimit(t *testing.T) {
 		{method: "PUT", target: "/v1/users/1/following/3"},
 		{method: "DELETE", target: "/v1/users/1/following/2"},
 		{method: "PUT", target: "/v1/users/1/following/2"},
+		{method: "PUT", target: "/v1/users/1/blocks/3"},
+		{method: "DELETE", target: "/v1/users/1/blocks/3"},
+		{method: "PUT", target: "/v1/users/1/mutes/3", body: []byte(`{"duration_seconds": 60}`)},
+		{method: "DELETE", target: "/v1/users/1/mutes/3"},
+		{method: "PUT", target: "/v1/users/1/settings", body: []byte(`{"private": true}`)},
+		{method: "PUT", target: "/v1/users/1/followers/3"},
+		{method: "DELETE", target: "/v1/users/1/followers/3"},
 	} {
 		a := f.do(r)
 		if a.status != http.StatusTooManyRequests || a.errorCode() != "rate_limited" {
@@ -275,6 +355,9 @@ func TestServer_RateLimit(t *testing.T) {
 	}
 	if a := f.do(request{method: "PUT", target: "/v1/users/4/following/4"}); a.errorCode() != "self_follow" {
 		t.Errorf("a self follow: %d %s, want self_follow", a.status, a.body)
+	}
+	if a := f.do(request{method: "PUT", target: "/v1/users/4/mutes/5", body: []byte(`{"duration_seconds": -1}`)}); a.errorCode() != "invalid_argument" {
+		t.Errorf("a mute with a bad body: %d %s, want invalid_argument", a.status, a.body)
 	}
 	if a := f.do(request{method: "PUT", target: "/v1/users/4/following/5"}); a.status != http.StatusOK {
 		t.Errorf("the first write of 4, after a refused self follow: %d %s, want 200", a.status, a.body)

@@ -15,13 +15,9 @@ const maxQueryIDs = 1000
 
 func (s *Server) follow(ctx context.Context, r *http.Request, b []byte) ([]byte, error) {
 	const op = "follow"
-	ids, err := pathIDs(r, "user", "target")
+	user, target, err := s.writeIDs(op, r, "target", true)
 	if err != nil {
-		return b, s.writeFailed(op, err)
-	}
-	user, target := ids[0], ids[1]
-	if user == target {
-		return b, s.writeFailed(op, followgraph.ErrSelfFollow)
+		return b, err
 	}
 	if err := s.allowWrite(user); err != nil {
 		return b, s.writeFailed(op, err)
@@ -36,11 +32,10 @@ func (s *Server) follow(ctx context.Context, r *http.Request, b []byte) ([]byte,
 
 func (s *Server) unfollow(ctx context.Context, r *http.Request, b []byte) ([]byte, error) {
 	const op = "unfollow"
-	ids, err := pathIDs(r, "user", "target")
+	user, target, err := s.writeIDs(op, r, "target", false)
 	if err != nil {
-		return b, s.writeFailed(op, err)
+		return b, err
 	}
-	user, target := ids[0], ids[1]
 	if err := s.allowWrite(user); err != nil {
 		return b, s.writeFailed(op, err)
 	}

@@ -78,8 +78,16 @@ func (f *fixture) follow(user, target followgraph.UserID) {
 	}
 }
 
-// state describes the counts and lists of ids in the engine, to compare
-// before and after something that must change nothing.
+// setPrivate makes user's account private in the engine, not over HTTP.
+func (f *fixture) setPrivate(user followgraph.UserID) {
+	f.tb.Helper()
+	if _, err := f.g.SetPrivate(context.Background(), user, true); err != nil {
+		f.tb.Fatalf("SetPrivate(%d, true): %v", user, err)
+	}
+}
+
+// state describes the counts, the lists and the settings of ids in the
+// engine, to compare before and after something that must change nothing.
 func (f *fixture) state(ids ...followgraph.UserID) string {
 	f.tb.Helper()
 	ctx := context.Background()
@@ -97,6 +105,18 @@ func (f *fixture) state(ids ...followgraph.UserID) string {
 			}
 			fmt.Fprintf(&b, "%d: %v\n", id, p.Entries)
 		}
+		for _, list := range []string{followgraph.ListBlocks, followgraph.ListMutes, followgraph.ListFollowRequests} {
+			p, err := f.g.Links(ctx, list, id, followgraph.PageRequest{Limit: followgraph.MaxLimit})
+			if err != nil {
+				f.tb.Fatal(err)
+			}
+			fmt.Fprintf(&b, "%d %s: %v\n", id, list, p.Entries)
+		}
+		st, err := f.g.Settings(ctx, id)
+		if err != nil {
+			f.tb.Fatal(err)
+		}
+		fmt.Fprintf(&b, "%+v\n", st)
 	}
 	return b.String()
 }

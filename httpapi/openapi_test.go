@@ -28,6 +28,7 @@ func TestOpenAPI(t *testing.T) {
 	codes := []string{
 		followgraph.EInvalidID, followgraph.EInvalidArgument, followgraph.EInvalidCursor, followgraph.ESelfFollow,
 		followgraph.ENotFound, "method_not_allowed", followgraph.EFollowingLimit, followgraph.ETooLarge,
+		followgraph.EBlocked, followgraph.ENoRequest,
 		followgraph.ERateLimited, followgraph.EUnavailable, followgraph.EInternal,
 		"unauthenticated", "forbidden", // docs/API.md's "Authentication"; the server answers them once configured with it
 	}
@@ -45,11 +46,16 @@ func TestOpenAPI(t *testing.T) {
 	f.follow(1, 2)
 	methods := []string{"GET", "HEAD", "PUT", "POST", "DELETE", "PATCH", "OPTIONS"}
 	for path := range s.doc.Paths.Map() {
-		target := strings.NewReplacer("{user}", "1", "{target}", "2", "{other}", "2").Replace(path)
+		target := strings.NewReplacer("{user}", "1", "{target}", "2", "{other}", "2", "{requester}", "2", "{follower}", "2").Replace(path)
 		for _, m := range methods {
 			r := request{method: m, target: target}
-			if m == "POST" {
+			switch {
+			case m == "POST":
 				r.body = []byte(`{"ids": ["2"]}`)
+			case m == "PUT" && strings.HasSuffix(path, "/settings"):
+				r.body = []byte(`{"private": false}`)
+			case m == "PUT" && strings.HasPrefix(path, "/v1/users/{user}/followers/"):
+				f.follow(2, 1) // something to approve, whatever ran before
 			}
 			if path == "/metrics" && (m == "GET" || m == "HEAD") {
 				continue // Prometheus text; see TestServer_Metrics
@@ -67,8 +73,10 @@ func TestOpenAPI(t *testing.T) {
 // its own or the document's, and asks for the tokens of its class of
 // route: a read (every GET under /v1/, and POST .../relations) a service
 // token with the read scope or a user token; a write a service token with
-// the write scope or a user token (its own, as the descriptions say);
-// /metrics a service token with the admin scope; /healthz and /readyz none.
+// the write scope or a user token (its own, as the descriptions say); a
+// user's settings a service token with the admin scope or the user's own
+// token; /metrics a service token with the admin scope; /healthz and
+// /readyz none.
 // Every operation that needs a token lists 401 unauthenticated, with a
 // required WWW-Authenticate header, and 403 forbidden; one that needs none
 // lists neither.
@@ -92,6 +100,7 @@ func TestOpenAPI_Security(t *testing.T) {
 		read  = openapi3.SecurityRequirements{{"serviceToken": {"read"}}, {"userToken": {}}}
 		write = openapi3.SecurityRequirements{{"serviceToken": {"write"}}, {"userToken": {}}}
 		admin = openapi3.SecurityRequirements{{"serviceToken": {"admin"}}}
+		owner = openapi3.SecurityRequirements{{"serviceToken": {"admin"}}, {"userToken": {}}}
 	)
 	for path, item := range doc.Paths.Map() {
 		for method, op := range item.Operations() {
@@ -111,6 +120,8 @@ func TestOpenAPI_Security(t *testing.T) {
 				want = none
 			case path == "/metrics":
 				want = admin
+			case path == "/v1/users/{user}/settings" && method == http.MethodPut:
+				want = owner
 			case strings.HasPrefix(path, "/v1/") && (method == http.MethodGet || method == http.MethodPost && strings.HasSuffix(path, "/relations")):
 				want = read
 			case strings.HasPrefix(path, "/v1/"):

@@ -8,6 +8,7 @@ import (
 	"net/url"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/followgraph/followgraph"
 )
@@ -110,30 +111,14 @@ func pageRequest(q url.Values) (followgraph.PageRequest, error) {
 // that is not a string holding a valid id is invalid_id; a body over
 // MaxBodyBytes is too_large.
 func bodyIDs(body io.Reader, max int) ([]followgraph.UserID, error) {
-	dec := json.NewDecoder(body)
-	dec.UseNumber() // so that a number too large for a float64 is still a number
-	var v any
-	err := dec.Decode(&v)
-	if err == nil {
-		if _, err = dec.Token(); err == io.EOF {
-			err = nil
-		} else if err == nil {
-			err = errors.New("more data after the JSON object")
-		}
-	}
+	const want = `{"ids": ["1", "2", ...]}`
+	obj, err := bodyObject(body, want, false)
 	if err != nil {
-		if errors.As(err, new(*http.MaxBytesError)) {
-			return nil, &followgraph.Error{Code: followgraph.ETooLarge, Message: tooLargeMessage}
-		}
-		if err == io.EOF {
-			err = errors.New("the body is empty")
-		}
-		return nil, followgraph.Errorf(followgraph.EInvalidArgument, `malformed body: %v; want {"ids": ["1", "2", ...]}`, err)
+		return nil, err
 	}
-	obj, ok := v.(map[string]any)
 	list, isList := obj["ids"].([]any)
-	if !ok || len(obj) != 1 || !isList {
-		return nil, followgraph.Errorf(followgraph.EInvalidArgument, `the body must be an object with one field, ids, an array of strings: {"ids": ["1", "2", ...]}`)
+	if len(obj) != 1 || !isList {
+		return nil, followgraph.Errorf(followgraph.EInvalidArgument, `the body must be an object with one field, ids, an array of strings: %s`, want)
 	}
 	if len(list) > max {
 		return nil, followgraph.TooManyIDs(len(list), max)
@@ -151,6 +136,99 @@ func bodyIDs(body io.Reader, max int) ([]followgraph.UserID, error) {
 		ids[i] = id
 	}
 	return ids, nil
+}
+
+// muteUnits are the fields of a mute's body, each a duration in its unit:
+// duration_seconds, as docs/API.md has it, and duration_ms, for the
+// precision of the API's times.
+var muteUnits = map[string]time.Duration{"duration_seconds": time.Second, "duration_ms": time.Millisecond}
+
+// bodyMute parses the optional body of a mute, {"duration_seconds": N} or
+// {"duration_ms": N}: no body, {} and 0 are until unmuted; N must be an
+// integer from 0 to followgraph.MaxMute in its unit. Anything else is
+// invalid_argument; a body over MaxBodyBytes is too_large.
+func bodyMute(body io.Reader) (time.Duration, error) {
+	const want = `{"duration_seconds": 3600}, {"duration_ms": 1500}, or no body`
+	obj, err := bodyObject(body, want, true)
+	if err != nil {
+		return 0, err
+	}
+	var d time.Duration // none: until unmuted
+	for name, x := range obj {
+		unit, ok := muteUnits[name]
+		if len(obj) > 1 || !ok {
+			return 0, followgraph.Errorf(followgraph.EInvalidArgument, "the body must be an object with at most one field, duration_seconds or duration_ms: %s", want)
+		}
+		num, isNum := x.(json.Number)
+		n, err := strconv.ParseInt(string(num), 10, 64)
+		if !isNum || err != nil && !errors.Is(err, strconv.ErrRange) {
+			return 0, followgraph.Errorf(followgraph.EInvalidArgument, "%s is %s: it must be an integer", name, jsonValue(x))
+		}
+		if max := int64(followgraph.MaxMute / unit); err != nil || n < 0 || n > max {
+			return 0, followgraph.Errorf(followgraph.EInvalidArgument, "%s %s is out of range: it must be 0 (until unmuted) or up to %d (about 100 years)", name, truncate(string(num)), max)
+		}
+		d = time.Duration(n) * unit
+	}
+	return d, nil
+}
+
+// bodySettings parses the body {"private": true} of PUT .../settings. A
+// body that is not exactly that object (with true or false) is
+// invalid_argument; a body over MaxBodyBytes is too_large.
+func bodySettings(body io.Reader) (private bool, err error) {
+	const want = `{"private": true}`
+	obj, err := bodyObject(body, want, false)
+	if err != nil {
+		return false, err
+	}
+	private, ok := obj["private"].(bool)
+	if len(obj) != 1 || !ok {
+		return false, followgraph.Errorf(followgraph.EInvalidArgument, "the body must be an object with one field, private, true or false: %s", want)
+	}
+	return private, nil
+}
+
+// bodyObject decodes a body that holds one JSON object, numbers as
+// json.Number; want, an example of the body, goes into the error of one
+// that does not. An empty body is nil when optional, else
+// invalid_argument; a body over MaxBodyBytes is too_large.
+func bodyObject(body io.Reader, want string, optional bool) (map[string]any, error) {
+	dec := json.NewDecoder(body)
+	dec.UseNumber() // so that a number too large for a float64 is still a number
+	var v any
+	err := dec.Decode(&v)
+	if err == nil {
+		if _, err = dec.Token(); err == io.EOF {
+			err = nil
+		} else if err == nil {
+			err = errors.New("more data after the JSON object")
+		}
+	}
+	switch {
+	case err == io.EOF && optional:
+		return nil, nil
+	case errors.As(err, new(*http.MaxBytesError)):
+		return nil, &followgraph.Error{Code: followgraph.ETooLarge, Message: tooLargeMessage}
+	case err == io.EOF:
+		err = errors.New("the body is empty")
+	}
+	if err != nil {
+		return nil, followgraph.Errorf(followgraph.EInvalidArgument, `malformed body: %v; want %s`, err, want)
+	}
+	obj, ok := v.(map[string]any)
+	if !ok {
+		return nil, followgraph.Errorf(followgraph.EInvalidArgument, "the body is a JSON %s: want an object, %s", jsonKind(v), want)
+	}
+	return obj, nil
+}
+
+// jsonValue names a value decoded from JSON for an error message: a
+// number as it was written, anything else by its kind.
+func jsonValue(v any) string {
+	if n, ok := v.(json.Number); ok {
+		return truncate(string(n))
+	}
+	return "a JSON " + jsonKind(v)
 }
 
 // jsonKind names the kind of a value decoded from JSON with UseNumber.

@@ -73,7 +73,8 @@ type Option func(*Server)
 // requests are not logged. The default is slog.Default().
 func WithLogger(l *slog.Logger) Option { return func(s *Server) { s.log = l } }
 
-// WithWriteRate limits the writes (follow and unfollow) of each user to
+// WithWriteRate limits the writes (follows, blocks, mutes, settings and the
+// rest: every PUT and DELETE) by each user, the path's {user}, to
 // perSecond on average, with bursts of up to burst (at least 1). A write
 // over the limit is answered 429 rate_limited with a Retry-After header
 // and changes nothing. perSecond 0 (the default) means no limit.
@@ -163,6 +164,7 @@ func (s *Server) routes() {
 	s.handle("GET /v1/users/{user}/common-followers/{other}", s.commonFollowers)
 	s.handle("GET /v1/users/{user}/known-followers/{target}", s.knownFollowers)
 	s.handle("GET /v1/users/{user}/suggestions", s.suggestions)
+	s.relationshipRoutes()
 	s.handleOps("GET /healthz", s.healthz)
 	s.handleOps("GET /readyz", s.readyz)
 	if s.operatorPort {

@@ -42,15 +42,15 @@ func TestServer_Shapes(t *testing.T) {
 		`{"user": "2", "target": "3", "following": false, "since": null}`)
 
 	checkJSON(t, "counts", f.get("/v1/users/1"),
-		`{"id": "1", "following_count": 3, "follower_count": 1}`)
+		`{"id": "1", "following_count": 3, "follower_count": 1, "follow_requests_count": 0}`)
 	checkJSON(t, "counts of a user with no edges", f.get("/v1/users/77"),
-		`{"id": "77", "following_count": 0, "follower_count": 0}`)
+		`{"id": "77", "following_count": 0, "follower_count": 0, "follow_requests_count": 0}`)
 	checkJSON(t, "counts of several", f.get("/v1/users?ids=2,9,"+top+",2"),
 		`{"users": [
-			{"id": "2", "following_count": 1, "follower_count": 3},
-			{"id": "9", "following_count": 0, "follower_count": 0},
-			{"id": "`+top+`", "following_count": 0, "follower_count": 1},
-			{"id": "2", "following_count": 1, "follower_count": 3}]}`)
+			{"id": "2", "following_count": 1, "follower_count": 3, "follow_requests_count": 0},
+			{"id": "9", "following_count": 0, "follower_count": 0, "follow_requests_count": 0},
+			{"id": "`+top+`", "following_count": 0, "follower_count": 1, "follow_requests_count": 0},
+			{"id": "2", "following_count": 1, "follower_count": 3, "follow_requests_count": 0}]}`)
 	checkJSON(t, "counts of none", f.get("/v1/users?ids="), `{"users": []}`)
 	checkJSON(t, "counts of none, no ids", f.get("/v1/users"), `{"users": []}`)
 
@@ -140,4 +140,127 @@ func mustFail(_ followgraph.UserID, err error) error { return err }
 func jsonString(s string) string {
 	b, _ := json.Marshal(s)
 	return string(b)
+}
+
+// TestServer_ShapesOfRelationships checks the exact JSON of the routes of
+// blocks, mutes, settings and follow requests, and the flags they add to
+// relations and to lists with a viewer, present only when true.
+func TestServer_ShapesOfRelationships(t *testing.T) {
+	f := newFixture(t, fixtureConfig{})
+	put := func(target, body string) answer {
+		r := request{method: http.MethodPut, target: target}
+		if body != "" {
+			r.body = []byte(body)
+		}
+		return f.do(r)
+	}
+	del := func(target string) answer { return f.do(request{method: http.MethodDelete, target: target}) }
+
+	// 05.123: 1→2, 2→1, 4→2
+	put("/v1/users/1/following/2", "")
+	put("/v1/users/2/following/1", "")
+	put("/v1/users/4/following/2", "")
+	f.advance(1) // 05.124: 1 blocks 3
+	checkJSON(t, "block", put("/v1/users/1/blocks/3", ""),
+		`{"user": "1", "target": "3", "blocking": true, "created": true, "since": "2026-11-30T15:04:05.124Z"}`)
+	f.advance(1)
+	checkJSON(t, "block again", put("/v1/users/1/blocks/3", ""),
+		`{"user": "1", "target": "3", "blocking": true, "created": false, "since": "2026-11-30T15:04:05.124Z"}`)
+	checkJSON(t, "is blocking", f.get("/v1/users/1/blocks/3"),
+		`{"user": "1", "target": "3", "blocking": true, "since": "2026-11-30T15:04:05.124Z"}`)
+	checkJSON(t, "is not blocking", f.get("/v1/users/3/blocks/1"),
+		`{"user": "3", "target": "1", "blocking": false, "since": null}`)
+	checkJSON(t, "blocks", f.get("/v1/users/1/blocks"),
+		`{"users": [{"id": "3", "since": "2026-11-30T15:04:05.124Z"}], "next_cursor": null}`)
+
+	// 05.125: 1 mutes 4 until unmuted; 05.126: for a minute from then.
+	checkJSON(t, "mute", put("/v1/users/1/mutes/4", ""),
+		`{"user": "1", "target": "4", "muting": true, "created": true, "since": "2026-11-30T15:04:05.125Z", "expires_at": null}`)
+	f.advance(1)
+	checkJSON(t, "mute again, for a minute", put("/v1/users/1/mutes/4", `{"duration_seconds": 60}`),
+		`{"user": "1", "target": "4", "muting": true, "created": false, "since": "2026-11-30T15:04:05.125Z", "expires_at": "2026-11-30T15:05:05.126Z"}`)
+	checkJSON(t, "mute for 1.5 s", put("/v1/users/1/mutes/5", `{"duration_ms": 1500}`),
+		`{"user": "1", "target": "5", "muting": true, "created": true, "since": "2026-11-30T15:04:05.126Z", "expires_at": "2026-11-30T15:04:06.626Z"}`)
+	checkJSON(t, "mute with an empty body", put("/v1/users/1/mutes/6", `{}`),
+		`{"user": "1", "target": "6", "muting": true, "created": true, "since": "2026-11-30T15:04:05.126Z", "expires_at": null}`)
+	checkJSON(t, "is muting", f.get("/v1/users/1/mutes/4"),
+		`{"user": "1", "target": "4", "muting": true, "since": "2026-11-30T15:04:05.125Z", "expires_at": "2026-11-30T15:05:05.126Z"}`)
+	checkJSON(t, "is not muting", f.get("/v1/users/4/mutes/1"),
+		`{"user": "4", "target": "1", "muting": false, "since": null, "expires_at": null}`)
+	checkJSON(t, "mutes", f.get("/v1/users/1/mutes"),
+		`{"users": [
+			{"id": "6", "since": "2026-11-30T15:04:05.126Z"},
+			{"id": "5", "since": "2026-11-30T15:04:05.126Z"},
+			{"id": "4", "since": "2026-11-30T15:04:05.125Z"}],
+		  "next_cursor": null}`)
+	checkJSON(t, "unmute", del("/v1/users/1/mutes/6"), `{"user": "1", "target": "6", "muting": false, "removed": true}`)
+	checkJSON(t, "unmute again", del("/v1/users/1/mutes/6"), `{"user": "1", "target": "6", "muting": false, "removed": false}`)
+
+	// 5 goes private; 05.127: 6 asks to follow 5.
+	checkJSON(t, "settings", f.get("/v1/users/5/settings"), `{"id": "5", "private": false}`)
+	checkJSON(t, "set private", put("/v1/users/5/settings", `{"private": true}`), `{"id": "5", "private": true}`)
+	checkJSON(t, "settings, private", f.get("/v1/users/5/settings"), `{"id": "5", "private": true}`)
+	f.advance(1)
+	checkJSON(t, "follow request", put("/v1/users/6/following/5", ""),
+		`{"user": "6", "target": "5", "following": false, "requested": true, "created": true, "since": "2026-11-30T15:04:05.127Z"}`)
+	f.advance(1)
+	checkJSON(t, "follow request again", put("/v1/users/6/following/5", ""),
+		`{"user": "6", "target": "5", "following": false, "requested": true, "created": false, "since": "2026-11-30T15:04:05.127Z"}`)
+	checkJSON(t, "counts with a request", f.get("/v1/users/5"),
+		`{"id": "5", "following_count": 0, "follower_count": 0, "follow_requests_count": 1}`)
+	checkJSON(t, "counts of several with a request", f.get("/v1/users?ids=6,5"),
+		`{"users": [
+			{"id": "6", "following_count": 0, "follower_count": 0, "follow_requests_count": 0},
+			{"id": "5", "following_count": 0, "follower_count": 0, "follow_requests_count": 1}]}`)
+	checkJSON(t, "follow requests", f.get("/v1/users/5/follow-requests"),
+		`{"users": [{"id": "6", "since": "2026-11-30T15:04:05.127Z"}], "next_cursor": null}`)
+	checkJSON(t, "is requested", f.get("/v1/users/5/follow-requests/6"),
+		`{"user": "5", "requester": "6", "requested": true, "since": "2026-11-30T15:04:05.127Z"}`)
+	checkJSON(t, "is not requested", f.get("/v1/users/6/follow-requests/5"),
+		`{"user": "6", "requester": "5", "requested": false, "since": null}`)
+
+	checkJSON(t, "relations with flags", f.get("/v1/users/1/relations?ids=3,4,5,2"),
+		`{"relations": [
+			{"id": "3", "relation": "none", "following_since": null, "followed_by_since": null, "blocking": true},
+			{"id": "4", "relation": "none", "following_since": null, "followed_by_since": null, "muting": true},
+			{"id": "5", "relation": "none", "following_since": null, "followed_by_since": null, "muting": true},
+			{"id": "2", "relation": "mutual", "following_since": "2026-11-30T15:04:05.123Z", "followed_by_since": "2026-11-30T15:04:05.123Z"}]}`)
+	checkJSON(t, "relations of the blocked", f.do(request{method: http.MethodPost, target: "/v1/users/3/relations", body: []byte(`{"ids": ["1"]}`)}),
+		`{"relations": [{"id": "1", "relation": "none", "following_since": null, "followed_by_since": null, "blocked_by": true}]}`)
+	checkJSON(t, "relations of requests", f.get("/v1/users/5/relations?ids=6"),
+		`{"relations": [{"id": "6", "relation": "none", "following_since": null, "followed_by_since": null, "requested_by": true}]}`)
+	checkJSON(t, "relations of the requester", f.get("/v1/users/6/relations?ids=5"),
+		`{"relations": [{"id": "5", "relation": "none", "following_since": null, "followed_by_since": null, "requested": true}]}`)
+	checkJSON(t, "a list with a viewer and flags", f.get("/v1/users/2/followers?viewer=1"),
+		`{"users": [
+			{"id": "4", "since": "2026-11-30T15:04:05.123Z", "relation": "none", "muting": true},
+			{"id": "1", "since": "2026-11-30T15:04:05.123Z", "relation": "self"}],
+		  "next_cursor": null}`)
+
+	// 05.129: 5 approves 6, then removes it.
+	f.advance(1)
+	checkJSON(t, "approve", put("/v1/users/5/followers/6", ""),
+		`{"user": "5", "follower": "6", "following": true, "created": true, "since": "2026-11-30T15:04:05.129Z"}`)
+	checkJSON(t, "approve again", put("/v1/users/5/followers/6", ""),
+		`{"user": "5", "follower": "6", "following": true, "created": false, "since": "2026-11-30T15:04:05.129Z"}`)
+	checkJSON(t, "counts after the approval", f.get("/v1/users/5"),
+		`{"id": "5", "following_count": 0, "follower_count": 1, "follow_requests_count": 0}`)
+	checkJSON(t, "remove a follower", del("/v1/users/5/followers/6"), `{"user": "5", "follower": "6", "removed": true}`)
+	checkJSON(t, "remove a follower again", del("/v1/users/5/followers/6"), `{"user": "5", "follower": "6", "removed": false}`)
+	put("/v1/users/7/following/5", "")
+	checkJSON(t, "withdraw a request", del("/v1/users/7/following/5"),
+		`{"user": "7", "target": "5", "following": false, "removed": true}`)
+	checkJSON(t, "unblock", del("/v1/users/1/blocks/3"), `{"user": "1", "target": "3", "blocking": false, "removed": true}`)
+	checkJSON(t, "unblock again", del("/v1/users/1/blocks/3"), `{"user": "1", "target": "3", "blocking": false, "removed": false}`)
+
+	// 1.5 s after 05.126, the mute of 5 is gone from every read.
+	f.advance(1500)
+	checkJSON(t, "an expired mute", f.get("/v1/users/1/mutes/5"),
+		`{"user": "1", "target": "5", "muting": false, "since": null, "expires_at": null}`)
+	checkJSON(t, "mutes after an expiry", f.get("/v1/users/1/mutes"),
+		`{"users": [{"id": "4", "since": "2026-11-30T15:04:05.125Z"}], "next_cursor": null}`)
+
+	if l := f.log.String(); l != "" {
+		t.Errorf("successful requests were logged:\n%s", l)
+	}
 }

@@ -177,6 +177,9 @@ func (s *spec) check(ctx context.Context, req *http.Request, reqBody []byte, sta
 			return verdict{}, fmt.Errorf("%s: api/openapi.yaml has %s with methods %s only, but the answer is %d with Allow %q",
 				what, tmpl, want, status, header.Get("Allow"))
 		}
+		if req.Method == http.MethodHead {
+			return verdict{}, nil // a path with no GET: a 405 without its body
+		}
 		return verdict{}, s.checkSchema(body, "Error", "MethodNotAllowedCode")
 	}
 
