@@ -1,7 +1,9 @@
 // Package storetest is the conformance suite of the durable stores
 // (store/sqlite, store/postgres, store/mysql): what the persister and
 // start-up rely on — conditional, idempotent upserts that converge in any
-// order, tombstones, the event-log sequence kept in the same transaction,
+// order, for every kind of edge and each effect of an event (a block's
+// end of the follows and requests between two users), tombstones, the
+// event-log sequence kept in the same transaction,
 // invalid batches rejected whole, Import, Events, LastSeq and the log mark
 // checked at start — is written
 // here once and proven on every store.
@@ -42,7 +44,8 @@ type Store interface {
 	// Import bulk-loads events, leaving the stored sequence alone, and
 	// returns the rows written.
 	Import(ctx context.Context, events iter.Seq[fg.Event]) (int, error)
-	// Events yields the state of every edge in (follower, followee) order.
+	// Events yields the state of every edge: the follows in (follower,
+	// followee) order, then the other kinds in (user, kind, target) order.
 	Events(ctx context.Context) iter.Seq2[fg.Event, error]
 	// LastSeq returns the highest sequence applied, 0 for a new store.
 	LastSeq(ctx context.Context) (uint64, error)
