@@ -147,3 +147,60 @@ func TestSpool(t *testing.T) {
 		}
 	}
 }
+
+// TestLoad_EveryKind: what the store holds of every kind, then the log's
+// tail over it, reach the engine: a stored block and its ended follow, a
+// stored request approved in the tail, a mute with its expiry, the
+// private setting, and a block in the tail that ends a stored follow.
+func TestLoad_EveryKind(t *testing.T) {
+	ctx := context.Background()
+	store, log := openParts(t)
+	v := fg.VersionAt(time.Now().UnixMilli())
+	next := func() fg.Version { v++; return v }
+	expires := time.Now().Add(time.Hour).Truncate(time.Millisecond).UTC()
+	mute := fg.NewEvent(1, 4, fg.OpMute, next())
+	mute.Since, mute.Expires = mute.Time, expires
+	stored := []fg.Event{
+		fg.NewEvent(1, 2, fg.OpFollow, next()), fg.NewEvent(1, 2, fg.OpBlock, next()),
+		fg.NewEvent(5, 0, fg.OpPrivate, next()), fg.NewEvent(3, 5, fg.OpRequest, next()),
+		fg.NewEvent(6, 1, fg.OpFollow, next()), mute,
+	}
+	if _, err := store.Apply(ctx, stored, 0); err != nil {
+		t.Fatal(err)
+	}
+	for _, e := range []fg.Event{fg.NewEvent(3, 5, fg.OpFollow, next()), fg.NewEvent(1, 6, fg.OpBlock, next())} {
+		if err := log.Publish(ctx, e); err != nil {
+			t.Fatal(err)
+		}
+	}
+	g := memgraph.New()
+	if err := Load(ctx, g, store, log); err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range []struct {
+		kind         fg.Kind
+		user, target fg.UserID
+		on           bool
+	}{
+		{fg.KindBlock, 1, 2, true}, {fg.KindBlock, 1, 6, true}, {fg.KindMute, 1, 4, true}, {fg.KindRequest, 3, 5, false},
+	} {
+		l, err := g.Link(ctx, c.kind, c.user, c.target)
+		if err != nil || l.On != c.on {
+			t.Errorf("%s %d→%d after Load = %+v, %v; want on %v", c.kind, c.user, c.target, l, err, c.on)
+		}
+	}
+	if l, _ := g.Link(ctx, fg.KindMute, 1, 4); !l.Expires.Equal(expires) || !l.Since.Equal(mute.Since) {
+		t.Errorf("the mute after Load = %+v, want since %v, expires %v", l, mute.Since, expires)
+	}
+	if s, err := g.Settings(ctx, 5); err != nil || !s.Private {
+		t.Errorf("settings of 5 after Load = %+v, %v; want private", s, err)
+	}
+	for _, c := range []struct {
+		user, target fg.UserID
+		following    bool
+	}{{1, 2, false}, {6, 1, false}, {3, 5, true}} {
+		if e, err := g.IsFollowing(ctx, c.user, c.target); err != nil || e.Following != c.following {
+			t.Errorf("%d→%d after Load = %+v, %v; want following %v", c.user, c.target, e, err, c.following)
+		}
+	}
+}
