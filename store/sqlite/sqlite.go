@@ -24,7 +24,6 @@ import (
 	"embed"
 	"errors"
 	"fmt"
-	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -43,9 +42,9 @@ type Store struct {
 	w *sql.DB // the one writing connection
 	r *sql.DB // read-only connections
 
-	// upserts[k] and linkUpserts[k] are the upserts of 2^k edges and
-	// links, prepared on w at Open; see upsertRows.
-	upserts, linkUpserts []*sql.Stmt
+	// upserts[k] is the edge upsert of 2^k rows, prepared on w at Open;
+	// see upsert.
+	upserts []*sql.Stmt
 }
 
 // busyTimeout is how long a statement waits for a lock held by another
@@ -93,17 +92,12 @@ func Open(ctx context.Context, path string) (*Store, error) {
 		return nil, fmt.Errorf("sqlite: open: %w", translate(err))
 	}
 	for rows := 1; rows <= maxRows; rows *= 2 {
-		for _, p := range []struct {
-			t     table
-			stmts *[]*sql.Stmt
-		}{{edgesTable, &s.upserts}, {linksTable, &s.linkUpserts}} {
-			st, err := w.PrepareContext(ctx, upsertSQL(p.t, rows))
-			if err != nil {
-				s.Close()
-				return nil, fmt.Errorf("sqlite: open: %w", translate(err))
-			}
-			*p.stmts = append(*p.stmts, st)
+		st, err := w.PrepareContext(ctx, upsertSQL(edgesTable, rows))
+		if err != nil {
+			s.Close()
+			return nil, fmt.Errorf("sqlite: open: %w", translate(err))
 		}
+		s.upserts = append(s.upserts, st)
 	}
 	// The readers open after the writer has put the file in WAL mode.
 	s.r, err = openDB(path, readConns, "_pragma=query_only(1)")
@@ -138,7 +132,7 @@ func openDB(path string, conns int, params ...string) (*sql.DB, error) {
 // into the database file.
 func (s *Store) Close() error {
 	var errs []error
-	for _, st := range slices.Concat(s.upserts, s.linkUpserts) {
+	for _, st := range s.upserts {
 		errs = append(errs, st.Close())
 	}
 	if s.r != nil {

@@ -5,6 +5,7 @@ import (
 	"database/sql"
 	"fmt"
 	"iter"
+	"math/bits"
 	"strings"
 
 	fg "github.com/followgraph/followgraph"
@@ -90,7 +91,12 @@ func (s *Store) Apply(ctx context.Context, events []fg.Event, lastSeq uint64) (c
 		return 0, fmt.Errorf("sqlite: apply: %w", translate(err))
 	}
 	if len(rows.Links) > 0 {
-		n, err := upsertRows(ctx, tx, s.linkUpserts, rows.Links, func(args []any, l row.Link) []any {
+		// Not prepared at Open: links are rare, and a follow-only store
+		// pays nothing for them.
+		exec := func(n int, args []any) (sql.Result, error) {
+			return tx.ExecContext(ctx, upsertSQL(linksTable, n), args...)
+		}
+		n, err := upsertRows(rows.Links, exec, func(args []any, l row.Link) []any {
 			return append(args, l.User, l.Kind, l.Target, l.On, l.SinceMs, l.ExpiresMs, l.Version)
 		})
 		if err != nil {
@@ -107,19 +113,22 @@ func (s *Store) Apply(ctx context.Context, events []fg.Event, lastSeq uint64) (c
 	return changed, nil
 }
 
-// upsert writes edges in tx (see upsertRows) and returns the number of
-// rows changed.
+// upsert writes edges in tx with the statements prepared at Open (see
+// upsertRows) and returns the number of rows changed.
 func (s *Store) upsert(ctx context.Context, tx *sql.Tx, edges []row.Edge) (int, error) {
-	return upsertRows(ctx, tx, s.upserts, edges, func(args []any, e row.Edge) []any {
+	exec := func(n int, args []any) (sql.Result, error) {
+		return tx.StmtContext(ctx, s.upserts[bits.TrailingZeros(uint(n))]).ExecContext(ctx, args...)
+	}
+	return upsertRows(edges, exec, func(args []any, e row.Edge) []any {
 		return append(args, e.Follower, e.Followee, e.Following, e.SinceMs, e.Version)
 	})
 }
 
-// upsertRows writes rows in tx with as few statements as possible, using
-// the prepared statements stmts[k] of 2^k rows each (a batch of 1000
-// takes 512+256+128+64+32+8), to which bind appends a row's values, and
-// returns the number of rows changed.
-func upsertRows[R any](ctx context.Context, tx *sql.Tx, stmts []*sql.Stmt, rows []R, bind func([]any, R) []any) (int, error) {
+// upsertRows writes rows with as few statements as possible, each the
+// upsert (upsertSQL) of 2^k rows that exec runs (a batch of 1000 takes
+// 512+256+128+64+32+8), to which bind appends a row's values, and returns
+// the number of rows changed.
+func upsertRows[R any](rows []R, exec func(n int, args []any) (sql.Result, error), bind func([]any, R) []any) (int, error) {
 	changed := 0
 	args := make([]any, 0, 7*min(len(rows), maxRows))
 	for len(rows) > 0 {
@@ -132,7 +141,7 @@ func upsertRows[R any](ctx context.Context, tx *sql.Tx, stmts []*sql.Stmt, rows 
 		for _, r := range rows[:n] {
 			args = bind(args, r)
 		}
-		res, err := tx.StmtContext(ctx, stmts[k]).ExecContext(ctx, args...)
+		res, err := exec(n, args)
 		if err != nil {
 			return changed, err
 		}
