@@ -196,8 +196,10 @@ func (s *Store) Followers(ctx context.Context, user fg.UserID, after *fg.Key, li
 // of a user (the kind, then the time in ms from which a mute is expired,
 // 0 for blocks, follow the user), a range of links_out; the pending
 // requests to a user, a range of links_requests, leaving out those a
-// later follow of the pair ended (row.Link.Settle), which Apply has
-// already ended but for a request that arrived after its follow.
+// later follow of the pair ended (row.Link.Settle, one primary-key probe
+// of edges each): the range also holds the approved requests, so a page
+// of a private user's list costs its approved requests newer than the
+// page's end as well.
 const (
 	linksOutSQL = `SELECT target_id, since_ms FROM links
 		WHERE user_id = ? AND kind = ? AND active = 1 AND (expires_ms = 0 OR expires_ms > ?)

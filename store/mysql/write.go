@@ -21,9 +21,7 @@ const maxRows = 1000
 
 // rowBytes bounds the SQL text of one row of a statement once the driver
 // has written its arguments in. The widest is a link's: "(" + six
-// 20-character integers, a 1-character one, and their separators + "),"
-// (a row of endRequests' derived table, " UNION ALL SELECT " and four
-// integers, is shorter).
+// 20-character integers, a 1-character one, and their separators + "),".
 const rowBytes = 7*20 + 10
 
 // statementRows returns how many rows a statement may hold for a server
@@ -60,11 +58,11 @@ const lockMeta = "SELECT value FROM meta WHERE `key` = 'last_seq' FOR UPDATE"
 // sequence never moves backward: a lastSeq below it leaves it unchanged
 // (the events are still applied).
 //
-// Apply returns the number of rows changed (created or overwritten; the
-// requests a follow ends, see endRequests, are not counted, being that
-// follow's change), which one INSERT … ON DUPLICATE KEY UPDATE per s.rows
-// rows writes and counts (see upsert): a redelivered batch changes no
-// row. As writers take turns (see lockMeta), concurrent Applies never
+// Apply returns the number of rows changed (created or overwritten),
+// which one INSERT … ON DUPLICATE KEY UPDATE per s.rows rows writes and
+// counts (see upsert): a redelivered batch changes no row. A follow's end
+// of the request of its pair is its own edges row (see row.Link.Settle):
+// a batch of follows writes edges alone, as before there were links. As writers take turns (see lockMeta), concurrent Applies never
 // deadlock; each writes its rows in primary-key order all the same, which
 // touches the B-tree pages in order.
 //
@@ -98,9 +96,6 @@ func (s *Store) Apply(ctx context.Context, events []fg.Event, lastSeq uint64) (c
 			return 0, fmt.Errorf("mysql: apply: %w", translate(err))
 		}
 		changed += n
-	}
-	if err := s.endRequests(ctx, tx, rows.Edges); err != nil {
-		return 0, fmt.Errorf("mysql: apply: %w", translate(err))
 	}
 	if err := tx.Commit(); err != nil {
 		return 0, fmt.Errorf("mysql: apply: %w", translate(err))
@@ -236,38 +231,6 @@ func upsert[R any](ctx context.Context, tx *sql.Tx, t table, rows []R, bind func
 		return 0, fmt.Errorf("upsert of %d rows: %d rows affected, %d overwritten: the counts do not add up", len(rows), affected, overwritten)
 	}
 	return int(inserted + overwritten), nil
-}
-
-// endRequests ends, in tx, the pending request of each pair whose edges
-// row the batch writes, at that row's version, as that follow (or a later
-// change of it) did: see row.Link.Settle. Only the requests that are on
-// and older are written, so a batch of follows of users who asked nothing
-// reads the primary key of links and writes nothing, and the list of
-// pending requests is not left to skip approved ones. The pairs are a
-// derived table of UNION ALL rows, which MySQL and MariaDB both take (they
-// spell a VALUES table differently), s.rows per statement.
-func (s *Store) endRequests(ctx context.Context, tx *sql.Tx, edges []row.Edge) error {
-	for len(edges) > 0 {
-		chunk := edges[:min(len(edges), s.rows)]
-		edges = edges[len(chunk):]
-		var b strings.Builder
-		b.Grow(300 + len(chunk)*30)
-		b.WriteString("UPDATE links l JOIN (SELECT ? AS follower, ? AS followee, ? AS since_ms, ? AS version")
-		args := make([]any, 0, 4*len(chunk))
-		for i, e := range chunk {
-			if i > 0 {
-				b.WriteString(" UNION ALL SELECT ?,?,?,?")
-			}
-			args = append(args, e.Follower, e.Followee, e.SinceMs, e.Version)
-		}
-		b.WriteString(") x ON l.user_id = x.follower AND l.kind = 3 AND l.target_id = x.followee" +
-			" SET l.active = 0, l.since_ms = x.since_ms, l.expires_ms = 0, l.version = x.version" +
-			" WHERE l.active = 1 AND l.version < x.version")
-		if _, err := tx.ExecContext(ctx, b.String(), args...); err != nil {
-			return err
-		}
-	}
-	return nil
 }
 
 // importChunk is how many events Import sorts and deduplicates at a time.

@@ -198,8 +198,9 @@ func (s *Store) list(ctx context.Context, query string, user fg.UserID, after *f
 // the kind; $6 the time in ms from which a mute is expired, 0 for
 // blocks) of user $1 from links_out, and the pending requests to user $1
 // from links_requests, leaving out those a later follow of the pair ended
-// (row.Link.Settle), which Apply has already ended but for a request
-// that arrived after its follow.
+// (row.Link.Settle, one primary-key probe of edges each): the range also
+// holds the approved requests, so a page of a private user's list costs
+// its approved requests newer than the page's end as well.
 const (
 	linksOutSQL = `SELECT target_id, since_ms FROM links
 		WHERE user_id = $1 AND kind = $5 AND active AND (since_ms, target_id) < ($2, $3)

@@ -79,16 +79,6 @@ ON CONFLICT (user_id, kind, target_id) DO UPDATE
 SET active = excluded.active, since_ms = excluded.since_ms, expires_ms = excluded.expires_ms, version = excluded.version
 WHERE l.version < excluded.version`
 
-// endRequestsSQL ends the pending request of each pair whose edges row
-// the batch writes ($1 → $2, at version $4 of time $3), as that follow
-// (or a later change of it) did: see row.Link.Settle. It writes only the
-// requests that are on and older, so a batch of follows of users who
-// asked nothing touches only the index of links' primary key, and the
-// list of pending requests is not left to skip approved ones.
-const endRequestsSQL = `UPDATE links AS l SET active = false, since_ms = x.since_ms, expires_ms = 0, version = x.version
-FROM unnest($1::bigint[], $2::bigint[], $3::bigint[], $4::bigint[]) AS x(follower, followee, since_ms, version)
-WHERE l.user_id = x.follower AND l.kind = 3 AND l.target_id = x.followee AND l.active AND l.version < x.version`
-
 // Apply records a batch of events read from the event log, and lastSeq,
 // the stream sequence of the batch's last event, in one transaction: when
 // Apply returns nil, the batch is committed (and flushed, see Open) and so
@@ -107,12 +97,11 @@ WHERE l.user_id = x.follower AND l.kind = 3 AND l.target_id = x.followee AND l.a
 // (the events are still applied). Concurrent Applies, from this process
 // or others, are safe: each writes its edges in key order and the
 // sequence last, so they wait for each other only inside the server, and
-// never in a cycle on follows. Two that both change the links of one
-// pair may deadlock (links are written in two statements); the server
-// then aborts one, which returns EUnavailable and is delivered again.
+// never in a cycle: edges, then links, each in key order.
 //
-// Apply returns the number of rows changed (created or overwritten; the
-// requests a follow ends are not counted, being that follow's change).
+// Apply returns the number of rows changed (created or overwritten). A
+// follow's end of the request of its pair is its own edges row (see
+// row.Link.Settle): a batch of follows writes edges alone.
 // Every event is checked before anything is written: an invalid event
 // (Event.Validate), or a version or lastSeq of 2^63 or more, returns an
 // error with its code (EInvalidArgument, EInvalidID, ESelfFollow) and
@@ -133,16 +122,13 @@ func (s *Store) Apply(ctx context.Context, events []fg.Event, lastSeq uint64) (c
 		changed += int(tag.RowsAffected())
 		return nil
 	}
-	ec := columnsOf(rows.Edges)
 	if len(rows.Edges) > 0 {
-		b.Queue(upsertSQL, ec.follower, ec.followee, ec.following, ec.sinceMs, ec.version).Exec(count)
+		c := columnsOf(rows.Edges)
+		b.Queue(upsertSQL, c.follower, c.followee, c.following, c.sinceMs, c.version).Exec(count)
 	}
 	if len(rows.Links) > 0 {
 		c := linkColumnsOf(rows.Links)
 		b.Queue(upsertLinksSQL, c.user, c.kind, c.target, c.active, c.sinceMs, c.expiresMs, c.version).Exec(count)
-	}
-	if len(rows.Edges) > 0 {
-		b.Queue(endRequestsSQL, ec.follower, ec.followee, ec.sinceMs, ec.version)
 	}
 	b.Queue(moveSeqSQL, int64(lastSeq))
 	// Close reads every result up to the server's answer to the Sync, which

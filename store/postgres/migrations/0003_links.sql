@@ -7,10 +7,9 @@
 -- the edge was made (a mute's own since; the change's time for the
 -- others), expires_ms a live mute's expiry in Unix milliseconds (0: none).
 -- version is the row's highest applied version; every write is
--- conditional on it. Apply ends the request of each pair whose follow row
--- it writes; a request whose pair has a follow row of a higher version is
--- ended all the same (see row.Link.Settle), for the rare request that
--- arrives after the follow that ended it.
+-- conditional on it. A request whose pair has an edges row of a higher
+-- version was ended by that follow (see row.Link.Settle), which writes no
+-- row here.
 CREATE TABLE links (
 	user_id    bigint   NOT NULL,
 	kind       smallint NOT NULL,
