@@ -11,13 +11,17 @@ import (
 
 // wire is the JSON form of an event in the log. Ids and the version are
 // decimal strings, as in the HTTP API, because JSON numbers lose precision
-// above 2^53 in many readers.
+// above 2^53 in many readers. A per-user event (OpPrivate, OpPublic) has
+// target "0". Since and Expires are a mute's only: since always, expires
+// when the mute has an expiry; every other event has neither field.
 type wire struct {
 	User    string `json:"user"`
 	Target  string `json:"target"`
 	Op      string `json:"op"`
 	Time    string `json:"time"`
 	Version string `json:"version"`
+	Since   string `json:"since,omitempty"`
+	Expires string `json:"expires,omitempty"`
 }
 
 // encode returns the message body of e. It builds the JSON by hand (every
@@ -36,13 +40,22 @@ func encode(e followgraph.Event) []byte {
 	b = e.Time.UTC().AppendFormat(b, followgraph.TimeFormat)
 	b = append(b, `","version":"`...)
 	b = strconv.AppendUint(b, uint64(e.Version), 10)
+	if !e.Since.IsZero() {
+		b = append(b, `","since":"`...)
+		b = e.Since.UTC().AppendFormat(b, followgraph.TimeFormat)
+	}
+	if !e.Expires.IsZero() {
+		b = append(b, `","expires":"`...)
+		b = e.Expires.UTC().AppendFormat(b, followgraph.TimeFormat)
+	}
 	b = append(b, `"}`...)
 	return b
 }
 
 // decode parses a message body stored on subject under prefix. It accepts
 // only what an engine could have produced: the event must pass
-// Event.Validate, and the subject must name the event's op.
+// Event.Validate, its times must be whole milliseconds, and the subject
+// must name the event's op.
 func decode(prefix, subject string, data []byte) (followgraph.Event, error) {
 	var w wire
 	if err := json.Unmarshal(data, &w); err != nil {
@@ -52,17 +65,14 @@ func decode(prefix, subject string, data []byte) (followgraph.Event, error) {
 	if err != nil {
 		return followgraph.Event{}, fmt.Errorf("user: %w", err)
 	}
-	target, err := followgraph.ParseUserID(w.Target)
-	if err != nil {
-		return followgraph.Event{}, fmt.Errorf("target: %w", err)
+	var target followgraph.UserID // "0": a per-user event, which Validate checks
+	if w.Target != "0" {
+		if target, err = followgraph.ParseUserID(w.Target); err != nil {
+			return followgraph.Event{}, fmt.Errorf("target: %w", err)
+		}
 	}
-	var op followgraph.Op
-	switch w.Op {
-	case "follow":
-		op = followgraph.OpFollow
-	case "unfollow":
-		op = followgraph.OpUnfollow
-	default:
+	op, ok := followgraph.ParseOp(w.Op)
+	if !ok {
 		return followgraph.Event{}, fmt.Errorf("unknown op %q", w.Op)
 	}
 	v, err := strconv.ParseUint(w.Version, 10, 64)
@@ -74,6 +84,12 @@ func decode(prefix, subject string, data []byte) (followgraph.Event, error) {
 		return followgraph.Event{}, fmt.Errorf("time: %w", err)
 	}
 	e := followgraph.Event{User: user, Target: target, Op: op, Time: t, Version: followgraph.Version(v)}
+	if e.Since, err = parseMillis("since", w.Since); err != nil {
+		return followgraph.Event{}, err
+	}
+	if e.Expires, err = parseMillis("expires", w.Expires); err != nil {
+		return followgraph.Event{}, err
+	}
 	if err := e.Validate(); err != nil {
 		return followgraph.Event{}, err
 	}
@@ -84,8 +100,24 @@ func decode(prefix, subject string, data []byte) (followgraph.Event, error) {
 	return e, nil
 }
 
-// subjectOf returns the subject of events of op: "<prefix>.follow" or
-// "<prefix>.unfollow".
+// parseMillis parses the optional time field name: zero when absent, else
+// an RFC 3339 time of whole milliseconds, returned in UTC.
+func parseMillis(name, s string) (time.Time, error) {
+	if s == "" {
+		return time.Time{}, nil
+	}
+	t, err := time.Parse(time.RFC3339Nano, s)
+	if err != nil {
+		return time.Time{}, fmt.Errorf("%s: %w", name, err)
+	}
+	if t.Nanosecond()%int(time.Millisecond) != 0 {
+		return time.Time{}, fmt.Errorf("%s %q is not a whole millisecond", name, s)
+	}
+	return followgraph.Millis(t.UnixMilli()), nil
+}
+
+// subjectOf returns the subject of events of op: "<prefix>.<op word>",
+// such as "<prefix>.follow" or "<prefix>.unblock" (see Op.String).
 func subjectOf(prefix string, op followgraph.Op) string {
 	return prefix + "." + op.String()
 }

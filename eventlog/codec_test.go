@@ -2,6 +2,7 @@ package eventlog
 
 import (
 	"encoding/json"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -18,12 +19,19 @@ func TestEncode(t *testing.T) {
 	if got != want {
 		t.Fatalf("encode = %s\nwant     %s", got, want)
 	}
-	// The hand-built JSON is what encoding/json makes of wire.
-	for _, e := range []fg.Event{e, fg.NewEvent(fg.MaxUserID, 1, fg.OpUnfollow, 1<<64-1)} {
-		j, err := json.Marshal(wire{
-			User: e.User.String(), Target: e.Target.String(), Op: e.Op.String(),
+	// The hand-built JSON is what encoding/json makes of wire, for every op.
+	for _, e := range codecEvents(ms) {
+		w := wire{
+			User: e.User.String(), Target: strconv.FormatInt(int64(e.Target), 10), Op: e.Op.String(),
 			Time: e.Time.Format(fg.TimeFormat), Version: uintString(uint64(e.Version)),
-		})
+		}
+		if !e.Since.IsZero() {
+			w.Since = e.Since.Format(fg.TimeFormat)
+		}
+		if !e.Expires.IsZero() {
+			w.Expires = e.Expires.Format(fg.TimeFormat)
+		}
+		j, err := json.Marshal(w)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -35,6 +43,31 @@ func TestEncode(t *testing.T) {
 			t.Errorf("decode(encode(%+v)) = %+v, %v", e, back, err)
 		}
 	}
+}
+
+// codecEvents returns an event of every op at about ms: the two follow
+// ops at the extremes of ids and versions, a mute with and one without an
+// expiry, and the per-user ops with target 0. Their versions differ, so
+// that their ids do.
+func codecEvents(ms int64) []fg.Event {
+	v := fg.VersionAt(ms) + 7
+	es := []fg.Event{fg.NewEvent(1, 2, fg.OpFollow, v), fg.NewEvent(fg.MaxUserID, 1, fg.OpUnfollow, 1<<64-1)}
+	for op := fg.OpBlock; op.Valid(); op++ {
+		v += 2
+		e := fg.NewEvent(3, 4, op, v)
+		if e.PerUser() {
+			e.Target = 0
+		}
+		if op == fg.OpMute {
+			e.Since = fg.Millis(ms - 60_000)
+			forever := e
+			e.Expires = fg.Millis(ms + 3_600_000)
+			e.Version++
+			es = append(es, forever)
+		}
+		es = append(es, e)
+	}
+	return es
 }
 
 func uintString(v uint64) string {
@@ -54,7 +87,21 @@ func TestDecode_Rejects(t *testing.T) {
 		{"BadID", "p.follow", replace(`"user":"1"`, `"user":"01"`)},
 		{"ZeroTarget", "p.follow", replace(`"target":"2"`, `"target":"0"`)},
 		{"SelfFollow", "p.follow", replace(`"target":"2"`, `"target":"1"`)},
-		{"UnknownOp", "p.follow", replace(`"op":"follow"`, `"op":"block"`)},
+		{"UnknownOp", "p.follow", replace(`"op":"follow"`, `"op":"befriend"`)},
+		{"OtherOp", "p.follow", replace(`"op":"follow"`, `"op":"block"`)},
+		{"FollowSince", "p.follow", replace(`"}`, `","since":"2023-11-14T22:13:20.000Z"}`)},
+		{"BlockExpires", "p.block", strings.NewReplacer(`"op":"follow"`, `"op":"block"`, `"}`, `","expires":"2023-11-15T22:13:20.000Z"}`).Replace(good)},
+		{"MuteWithoutSince", "p.mute", replace(`"op":"follow"`, `"op":"mute"`)},
+		{"MuteSinceAfterTime", "p.mute", strings.NewReplacer(`"op":"follow"`, `"op":"mute"`, `"}`, `","since":"2023-11-14T22:13:21.000Z"}`).Replace(good)},
+		{"MuteExpiresAtSince", "p.mute", strings.NewReplacer(`"op":"follow"`, `"op":"mute"`,
+			`"}`, `","since":"2023-11-14T22:13:20.000Z","expires":"2023-11-14T22:13:20.000Z"}`).Replace(good)},
+		{"MuteSubMillisecond", "p.mute", strings.NewReplacer(`"op":"follow"`, `"op":"mute"`, `"}`, `","since":"2023-11-14T22:13:19.9995Z"}`).Replace(good)},
+		{"MuteBadExpires", "p.mute", strings.NewReplacer(`"op":"follow"`, `"op":"mute"`,
+			`"}`, `","since":"2023-11-14T22:13:20.000Z","expires":"soon"}`).Replace(good)},
+		{"PrivateWithTarget", "p.private", replace(`"op":"follow"`, `"op":"private"`)},
+		{"PrivateNoTarget", "p.private", strings.NewReplacer(`"op":"follow"`, `"op":"private"`, `"target":"2",`, ``).Replace(good)},
+		{"BlockTargetZero", "p.block", strings.NewReplacer(`"op":"follow"`, `"op":"block"`, `"target":"2"`, `"target":"0"`).Replace(good)},
+		{"WrongSubjectOfKind", "p.block", good},
 		{"ZeroVersion", "p.follow", replace(uintString(uint64(v)), "0")},
 		{"NegativeVersion", "p.follow", replace(uintString(uint64(v)), "-3")},
 		{"TimeNotVersion", "p.follow", replace("2023-11-14T22:13:20.000Z", "2023-11-14T22:13:21.000Z")},
@@ -80,6 +127,9 @@ func FuzzDecode(f *testing.F) {
 	f.Add("p.follow", string(encode(fg.NewEvent(1, 2, fg.OpFollow, fg.VersionAt(1_700_000_000_000)))))
 	f.Add("p.unfollow", `{"user":"9223372036854775807","target":"5","op":"unfollow","time":"2023-11-14T22:13:20.000Z","version":"1782579200000000000"}`)
 	f.Add("p.follow", `{}`)
+	for _, e := range codecEvents(1_700_000_000_000) {
+		f.Add(subjectOf("p", e.Op), string(encode(e)))
+	}
 	f.Fuzz(func(t *testing.T, subject, data string) {
 		e, err := decode("p", subject, []byte(data))
 		if err != nil {

@@ -63,7 +63,9 @@ type Config struct {
 	// Stream is the JetStream stream's name; default DefaultStream.
 	Stream string
 	// Subject is the subject prefix; default DefaultSubject. Events are
-	// stored on "<Subject>.follow" and "<Subject>.unfollow".
+	// stored on "<Subject>.<op word>" ("<Subject>.follow",
+	// "<Subject>.unblock", …; see Op.String), all under the stream's
+	// "<Subject>.>".
 	Subject string
 	// Replicas is the stream's replica count when Open creates it, 1 to 5
 	// (more than 1 needs an external cluster); default 1.

@@ -14,17 +14,21 @@
 //
 // # Message format
 //
-// One event per message, on subject "<prefix>.follow" or
-// "<prefix>.unfollow" (prefix is Config.Subject, default
-// "followgraph.edges"), with header Nats-Msg-Id set to Event.ID()
-// ("<user>-<target>-<version>") and this JSON body:
+// One event per message, on subject "<prefix>.<op word>" (prefix is
+// Config.Subject, default "followgraph.edges"; the words are Op.String's:
+// follow, unfollow, block, unblock, mute, unmute, request, unrequest,
+// private, public), with header Nats-Msg-Id set to Event.ID()
+// ("<user>-<target>-<version>", with "-<kind>" after it for kinds other
+// than follow) and this JSON body:
 //
 //	{"user":"1","target":"2","op":"follow","time":"2026-11-30T15:04:05.123Z","version":"1234567"}
 //
 // Ids and the version are decimal strings, because JSON numbers lose
 // precision above 2^53 in many readers. The time is RFC 3339 in UTC with
-// milliseconds and is always the version's millisecond part. Readers
-// ignore unknown fields.
+// milliseconds and is always the version's millisecond part. A mute also
+// has "since" (when the mute began) and, when it ends, "expires", times
+// of the same form; no other op has them. The per-user ops (private,
+// public) have target "0". Readers ignore unknown fields.
 //
 // A message that does not decode to an event passing Event.Validate, or
 // whose subject does not name its op, is undecodable. It is logged at

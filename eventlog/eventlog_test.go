@@ -265,6 +265,7 @@ func runSuite(t *testing.T, newLog newLogFunc) {
 	t.Run("PublishReplay", func(t *testing.T) { testPublishReplay(t, newLog) })
 	t.Run("Duplicate", func(t *testing.T) { testDuplicate(t, newLog) })
 	t.Run("Consume", func(t *testing.T) { testConsume(t, newLog) })
+	t.Run("EveryOp", func(t *testing.T) { testEveryOp(t, newLog) })
 	t.Run("ConsumeRedelivers", func(t *testing.T) { testConsumeRedelivers(t, newLog) })
 	t.Run("OneConsumer", func(t *testing.T) { testOneConsumer(t, newLog) })
 	t.Run("Undecodable", func(t *testing.T) { testUndecodable(t, newLog) })
@@ -372,6 +373,27 @@ func testConsume(t *testing.T, newLog newLogFunc) {
 	c.stop(t)
 	if n := len(c.handled()); n != 0 {
 		t.Fatalf("acknowledged events were redelivered: %d", n)
+	}
+}
+
+// testEveryOp: an event of every op, the mute's times and the per-user
+// ops' target 0 included, is stored under the stream's subjects, replayed
+// and consumed as it was published.
+func testEveryOp(t *testing.T, newLog newLogFunc) {
+	l := newLog(t)
+	sent := codecEvents(time.Now().UnixMilli())
+	publish(t, l, sent...)
+	if got := eventsOf(replayAll(t, l)); !slices.Equal(got, sent) {
+		t.Fatalf("Replay returned %v, want %v", got, sent)
+	}
+	c := startConsumer(t, l, "persister", 64, 50*time.Millisecond, nil)
+	waitFor(t, 30*time.Second, "every op consumed", func() bool { return len(c.handled()) >= len(sent) })
+	c.stop(t)
+	if got := eventsOf(c.handled()); !slices.Equal(got, sent) {
+		t.Fatalf("Consume delivered %v, want %v", got, sent)
+	}
+	if n := l.Undecodable(); n != 0 {
+		t.Fatalf("%d events undecodable", n)
 	}
 }
 

@@ -28,10 +28,10 @@ type conn struct {
 	req    []byte
 }
 
-// do sends method target (a path with its query) and reads the answer's
-// status and body into body. Any error leaves the connection closed; the
-// next call dials again.
-func (c *conn) do(method string, target []byte, deadline time.Time, body *bytes.Buffer) (status int, err error) {
+// do sends method target (a path with its query), with payload as a JSON
+// body when it is not nil, and reads the answer's status and body into
+// body. Any error leaves the connection closed; the next call dials again.
+func (c *conn) do(method string, target, payload []byte, deadline time.Time, body *bytes.Buffer) (status int, err error) {
 	if c.c == nil {
 		conn, err := net.DialTimeout("tcp", c.addr, 5*time.Second)
 		if err != nil {
@@ -54,10 +54,13 @@ func (c *conn) do(method string, target []byte, deadline time.Time, body *bytes.
 	r = append(append(append(r, ' '), target...), " HTTP/1.1\r\nHost: "...)
 	r = append(append(r, c.addr...), "\r\n"...)
 	r = append(r, c.header...)
-	if method != "GET" {
-		r = append(r, "Content-Length: 0\r\n"...)
+	if payload != nil {
+		r = append(r, "Content-Type: application/json\r\n"...)
 	}
-	r = append(r, "\r\n"...)
+	if method != "GET" {
+		r = append(strconv.AppendInt(append(r, "Content-Length: "...), int64(len(payload)), 10), "\r\n"...)
+	}
+	r = append(append(r, "\r\n"...), payload...)
 	c.req = r
 	if _, err := c.c.Write(r); err != nil {
 		return 0, err

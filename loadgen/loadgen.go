@@ -77,11 +77,20 @@ const (
 	kindKnownFollowers
 	kindFollow
 	kindUnfollow
+	kindBlock
+	kindRequest
 	numKinds
 )
 
 var kindNames = [numKinds]string{"following", "following+cursor", "followers", "followers+cursor",
-	"relations(20)", "counts(10)", "counts(1)", "mutuals", "common-following", "known-followers", "follow", "unfollow"}
+	"relations(20)", "counts(10)", "counts(1)", "mutuals", "common-following", "known-followers", "follow", "unfollow",
+	"block", "request"}
+
+// PrivateTargets is how many users the writes mix makes private at its
+// start, the targets of its follow requests: the last ids, 1..Users
+// being drawn with the popular ones first, so that few of the other
+// follows meet them.
+const PrivateTargets = 8
 
 // hist counts latencies in nanoseconds, histSub buckets per power of two,
 // so a percentile is within 1/histSub (3%) of the true value.
@@ -113,9 +122,9 @@ func (h *hist) quantile(q float64, n int64) time.Duration {
 }
 
 type kindStats struct {
-	ok, non2xx, errs, changed atomic.Int64
-	maxNs                     atomic.Int64
-	hist                      hist
+	ok, non2xx, errs, changed, refused atomic.Int64
+	maxNs                              atomic.Int64
+	hist                               hist
 }
 
 func (s *kindStats) observe(d time.Duration) {
@@ -171,6 +180,27 @@ func (g *generator) conn() conn {
 	return c
 }
 
+// makePrivate makes the PrivateTargets last users private, through c,
+// for the writes mix's follow requests.
+func (g *generator) makePrivate(c *conn, body *bytes.Buffer) error {
+	for i := range g.privateTargets() {
+		u := uint64(g.cfg.Users - i)
+		path := strconv.AppendUint([]byte("/v1/users/"), u, 10)
+		status, err := c.do(http.MethodPut, append(path, "/settings"...), []byte(`{"private":true}`), time.Now().Add(5*time.Second), body)
+		if err != nil {
+			return err
+		}
+		if status != http.StatusOK {
+			return fmt.Errorf("making user %d private: %s answers %d: %.200s", u, g.cfg.URL, status, body.Bytes())
+		}
+	}
+	return nil
+}
+
+// privateTargets returns how many users the writes mix makes private:
+// PrivateTargets, or fewer than half the users.
+func (g *generator) privateTargets() int { return min(PrivateTargets, g.cfg.Users/2) }
+
 // Run drives cfg.URL with cfg's mix until cfg.Duration has passed or
 // ctx ends, then waits up to a second for the requests in flight. It
 // returns an error only when the run could not start.
@@ -182,7 +212,10 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 	g := &generator{cfg: cfg, addr: u.Host, https: u.Scheme == "https", statuses: map[int]int64{}}
 	probe := g.conn()
 	var body bytes.Buffer
-	status, err := probe.do(http.MethodGet, []byte("/readyz"), time.Now().Add(5*time.Second), &body)
+	status, err := probe.do(http.MethodGet, []byte("/readyz"), nil, time.Now().Add(5*time.Second), &body)
+	if err == nil && status == http.StatusOK && cfg.Mix == "writes" {
+		err = g.makePrivate(&probe, &body)
+	}
 	probe.close()
 	if err != nil {
 		return nil, fmt.Errorf("loadgen: %w", err)
@@ -324,13 +357,25 @@ func (w *worker) next() (kind, string, uint64) {
 	r := w.rng.IntN(100)
 	if w.g.cfg.Mix == "writes" {
 		t := w.other(u)
-		if r < 70 {
+		switch {
+		case r < 2:
+			p = strconv.AppendUint(append(strconv.AppendUint(p, u, 10), "/blocks/"...), t, 10)
+			return kindBlock, http.MethodPut, u
+		case r < 7:
+			if t = uint64(w.g.cfg.Users - w.rng.IntN(w.g.privateTargets())); t == u {
+				t--
+			}
+			p = strconv.AppendUint(append(strconv.AppendUint(p, u, 10), "/following/"...), t, 10)
+			return kindRequest, http.MethodPut, u
+		case r < 70:
 			w.followed = keep(w.rng, w.followed, [2]uint64{u, t}, maxFollowed)
-		} else if n := len(w.followed); n > 0 {
-			i := w.rng.IntN(n)
-			u, t = w.followed[i][0], w.followed[i][1]
-			w.followed[i] = w.followed[n-1]
-			w.followed = w.followed[:n-1]
+		default:
+			if n := len(w.followed); n > 0 {
+				i := w.rng.IntN(n)
+				u, t = w.followed[i][0], w.followed[i][1]
+				w.followed[i] = w.followed[n-1]
+				w.followed = w.followed[:n-1]
+			}
 		}
 		p = strconv.AppendUint(append(strconv.AppendUint(p, u, 10), "/following/"...), t, 10)
 		if r < 70 {
@@ -380,17 +425,22 @@ func (w *worker) next() (kind, string, uint64) {
 // send sends the next request and records its answer, timed from "from".
 func (w *worker) send(deadline, from time.Time) {
 	k, method, u := w.next()
-	status, err := w.conn.do(method, w.url, deadline, &w.body)
+	status, err := w.conn.do(method, w.url, nil, deadline, &w.body)
 	d := time.Since(from)
+	s := &w.g.stats[k]
 	switch {
 	case err != nil:
 		w.g.failed(k, 0, err)
+		return
+	case status == http.StatusForbidden && (k == kindFollow || k == kindRequest) && bytes.Contains(w.body.Bytes(), []byte(`"blocked"`)):
+		// One of the two blocks the other: the answer the contract gives.
+		s.observe(d)
+		s.refused.Add(1)
 		return
 	case status/100 != 2:
 		w.g.failed(k, status, nil)
 		return
 	}
-	s := &w.g.stats[k]
 	s.observe(d)
 	b := w.body.Bytes()
 	switch k {
@@ -399,7 +449,7 @@ func (w *worker) send(deadline, from time.Time) {
 			dir := (k - kindFollowing) / 2
 			w.cursors[dir] = keep(w.rng, w.cursors[dir], userCursor{u, c}, maxCursors)
 		}
-	case kindFollow, kindUnfollow:
+	case kindFollow, kindUnfollow, kindBlock, kindRequest:
 		if bytes.Contains(b, []byte(`"created":true`)) || bytes.Contains(b, []byte(`"removed":true`)) {
 			s.changed.Add(1)
 		}
@@ -433,24 +483,27 @@ type Result struct {
 }
 
 type KindResult struct {
-	Kind     string  `json:"kind"`
-	Requests int64   `json:"requests"`
-	OK       int64   `json:"ok"`
-	Non2xx   int64   `json:"non_2xx"`
-	Errors   int64   `json:"errors"`
-	Changed  int64   `json:"changed,omitempty"` // writes that created or removed an edge
-	PerSec   float64 `json:"per_second"`        // 2xx answers per second
-	P50      float64 `json:"p50_ms"`
-	P90      float64 `json:"p90_ms"`
-	P99      float64 `json:"p99_ms"`
-	Max      float64 `json:"max_ms"`
+	Kind     string `json:"kind"`
+	Requests int64  `json:"requests"`
+	OK       int64  `json:"ok"`
+	Non2xx   int64  `json:"non_2xx"`
+	Errors   int64  `json:"errors"`
+	Changed  int64  `json:"changed,omitempty"` // writes that created or removed an edge
+	// Refused counts the follows and requests answered 403 blocked (one
+	// of the two blocks the other), which are answers, in OK, not errors.
+	Refused int64   `json:"refused_blocked,omitempty"`
+	PerSec  float64 `json:"per_second"` // 2xx answers per second
+	P50     float64 `json:"p50_ms"`
+	P90     float64 `json:"p90_ms"`
+	P99     float64 `json:"p99_ms"`
+	Max     float64 `json:"max_ms"`
 }
 
 func summarize(name string, s *kindStats, elapsed time.Duration) KindResult {
 	ok := s.ok.Load()
 	ms := func(d time.Duration) float64 { return float64(min(d, time.Duration(s.maxNs.Load()))) / 1e6 }
 	return KindResult{Kind: name, Requests: ok + s.non2xx.Load() + s.errs.Load(), OK: ok, Non2xx: s.non2xx.Load(),
-		Errors: s.errs.Load(), Changed: s.changed.Load(), PerSec: float64(ok) / elapsed.Seconds(),
+		Errors: s.errs.Load(), Changed: s.changed.Load(), Refused: s.refused.Load(), PerSec: float64(ok) / elapsed.Seconds(),
 		P50: ms(s.hist.quantile(0.5, ok)), P90: ms(s.hist.quantile(0.9, ok)), P99: ms(s.hist.quantile(0.99, ok)), Max: ms(time.Duration(s.maxNs.Load()))}
 }
 
@@ -467,6 +520,7 @@ func (g *generator) result(elapsed time.Duration) *Result {
 		total.non2xx.Add(s.non2xx.Load())
 		total.errs.Add(s.errs.Load())
 		total.changed.Add(s.changed.Load())
+		total.refused.Add(s.refused.Load())
 		total.maxNs.Store(max(total.maxNs.Load(), s.maxNs.Load()))
 		for b := range s.hist {
 			total.hist[b].Add(s.hist[b].Load())
@@ -501,7 +555,9 @@ func (r *Result) Print(w io.Writer) {
 	}
 	row(r.Total)
 	if c.Mix == "writes" {
-		fmt.Fprintf(w, "acknowledged writes: %d (%.0f/s), of which %d created or removed an edge\n", r.Total.OK, r.Total.PerSec, r.Total.Changed)
+		acked := r.Total.OK - r.Total.Refused
+		fmt.Fprintf(w, "acknowledged writes: %d (%.0f/s), of which %d created or removed an edge; %d follows or requests refused (403 blocked)\n",
+			acked, float64(acked)/r.Elapsed, r.Total.Changed, r.Total.Refused)
 	}
 	if r.Lag != nil {
 		fmt.Fprintf(w, "schedule: %d requests due, %d sent; lag from scheduled start to send p50 %.3f ms, p99 %.3f ms, max %.1f ms\n",

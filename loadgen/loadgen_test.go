@@ -7,6 +7,7 @@ import (
 	"io"
 	"net/http"
 	"net/http/httptest"
+	"strconv"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -82,8 +83,29 @@ func TestRun(t *testing.T) {
 		}
 		clean(t, res)
 		kinds := byKind(res)
-		if kinds["follow"].Changed == 0 || kinds["unfollow"].Changed == 0 || len(kinds) != 2 {
-			t.Fatalf("want follows and unfollows that change edges, got %+v", res.Kinds)
+		if len(kinds) != 4 {
+			t.Fatalf("want follows, unfollows, blocks and requests, got %+v", res.Kinds)
+		}
+		for _, k := range []string{"follow", "unfollow", "block", "request"} {
+			if kinds[k].Changed == 0 {
+				t.Errorf("no %s changed anything: %+v", k, kinds[k])
+			}
+		}
+		// 2% blocks, 5% requests, within what 400 ms of random draws give.
+		if b, r, n := kinds["block"].OK, kinds["request"].OK, res.Total.OK; b < n/100 || b > n/25 || r < n/40 || r > n/10 {
+			t.Errorf("%d blocks and %d requests in %d writes, want about 2%% and 5%%", b, r, n)
+		}
+		// The requests' targets were made private at the start.
+		for u := cfg.Users; u > cfg.Users-PrivateTargets; u-- {
+			resp, err := http.Get(url + "/v1/users/" + strconv.Itoa(u) + "/settings")
+			if err != nil {
+				t.Fatal(err)
+			}
+			b, _ := io.ReadAll(resp.Body)
+			resp.Body.Close()
+			if !bytes.Contains(b, []byte(`"private":true`)) {
+				t.Errorf("settings of %d after the run: %s", u, b)
+			}
 		}
 	})
 	t.Run("OpenLoop", func(t *testing.T) {
@@ -171,7 +193,7 @@ func TestConn(t *testing.T) {
 		{"GET", "/close", 200, "bye"},
 		{"DELETE", "/small", 200, "small DELETE"},
 	} {
-		status, err := c.do(tc.method, []byte(tc.path), time.Now().Add(5*time.Second), &body)
+		status, err := c.do(tc.method, []byte(tc.path), nil, time.Now().Add(5*time.Second), &body)
 		if err != nil || status != tc.status || body.String() != tc.body {
 			t.Errorf("%s %s: status %d, err %v, body of %d bytes %.20q; want %d, %.20q (%d bytes)",
 				tc.method, tc.path, status, err, body.Len(), body.String(), tc.status, tc.body, len(tc.body))

@@ -11,6 +11,7 @@ import (
 	"github.com/followgraph/followgraph/eventlog"
 	"github.com/followgraph/followgraph/memgraph"
 	"github.com/followgraph/followgraph/store/sqlite"
+	"github.com/followgraph/followgraph/store/storetest"
 )
 
 // openParts opens an embedded log and a SQLite store in a folder of the
@@ -94,5 +95,112 @@ func TestLoad(t *testing.T) {
 	edge, err := g.IsFollowing(ctx, 3, 5003)
 	if err != nil || !edge.Following || !edge.Since.Equal(last.Time) {
 		t.Errorf("3→5003 after Load = %+v, %v; want following since %v, the last event of the edge", edge, err, last.Time)
+	}
+}
+
+// TestSpool: the spooled tail gives back every event of the log as it
+// was published, of every op, a mute's since and expiry included, in
+// batches in the log's order.
+func TestSpool(t *testing.T) {
+	ctx := context.Background()
+	_, log := openParts(t)
+	v := fg.VersionAt(time.Now().UnixMilli())
+	var sent []fg.Event
+	for i := range spoolBatch + 10 {
+		v++
+		op := fg.Op(1 + i%10)
+		e := fg.NewEvent(fg.UserID(1+i), fg.UserID(2+i), op, v)
+		if e.PerUser() {
+			e.Target = 0
+		}
+		if op == fg.OpMute {
+			e.Since = e.Time.Add(-time.Minute)
+			if i%20 < 10 {
+				e.Expires = e.Time.Add(time.Hour)
+			}
+		}
+		if err := log.Publish(ctx, e); err != nil {
+			t.Fatal(err)
+		}
+		sent = append(sent, e)
+	}
+	tail, err := spool(ctx, log)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer tail.close()
+	var got []fg.Event
+	batches := 0
+	if err := tail.apply(ctx, func(_ context.Context, b []fg.Event) error {
+		batches++
+		got = append(got, b...)
+		return nil
+	}); err != nil {
+		t.Fatal(err)
+	}
+	if batches != 2 || len(got) != len(sent) {
+		t.Fatalf("%d events in %d batches, want %d in 2", len(got), batches, len(sent))
+	}
+	for i := range sent {
+		if !storetest.SameEvent(got[i], sent[i]) {
+			t.Fatalf("event %d spooled as %+v, want %+v", i, got[i], sent[i])
+		}
+	}
+}
+
+// TestLoad_EveryKind: what the store holds of every kind, then the log's
+// tail over it, reach the engine: a stored block and its ended follow, a
+// stored request approved in the tail, a mute with its expiry, the
+// private setting, and a block in the tail that ends a stored follow.
+func TestLoad_EveryKind(t *testing.T) {
+	ctx := context.Background()
+	store, log := openParts(t)
+	v := fg.VersionAt(time.Now().UnixMilli())
+	next := func() fg.Version { v++; return v }
+	expires := time.Now().Add(time.Hour).Truncate(time.Millisecond).UTC()
+	mute := fg.NewEvent(1, 4, fg.OpMute, next())
+	mute.Since, mute.Expires = mute.Time, expires
+	stored := []fg.Event{
+		fg.NewEvent(1, 2, fg.OpFollow, next()), fg.NewEvent(1, 2, fg.OpBlock, next()),
+		fg.NewEvent(5, 0, fg.OpPrivate, next()), fg.NewEvent(3, 5, fg.OpRequest, next()),
+		fg.NewEvent(6, 1, fg.OpFollow, next()), mute,
+	}
+	if _, err := store.Apply(ctx, stored, 0); err != nil {
+		t.Fatal(err)
+	}
+	for _, e := range []fg.Event{fg.NewEvent(3, 5, fg.OpFollow, next()), fg.NewEvent(1, 6, fg.OpBlock, next())} {
+		if err := log.Publish(ctx, e); err != nil {
+			t.Fatal(err)
+		}
+	}
+	g := memgraph.New()
+	if err := Load(ctx, g, store, log); err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range []struct {
+		kind         fg.Kind
+		user, target fg.UserID
+		on           bool
+	}{
+		{fg.KindBlock, 1, 2, true}, {fg.KindBlock, 1, 6, true}, {fg.KindMute, 1, 4, true}, {fg.KindRequest, 3, 5, false},
+	} {
+		l, err := g.Link(ctx, c.kind, c.user, c.target)
+		if err != nil || l.On != c.on {
+			t.Errorf("%s %d→%d after Load = %+v, %v; want on %v", c.kind, c.user, c.target, l, err, c.on)
+		}
+	}
+	if l, _ := g.Link(ctx, fg.KindMute, 1, 4); !l.Expires.Equal(expires) || !l.Since.Equal(mute.Since) {
+		t.Errorf("the mute after Load = %+v, want since %v, expires %v", l, mute.Since, expires)
+	}
+	if s, err := g.Settings(ctx, 5); err != nil || !s.Private {
+		t.Errorf("settings of 5 after Load = %+v, %v; want private", s, err)
+	}
+	for _, c := range []struct {
+		user, target fg.UserID
+		following    bool
+	}{{1, 2, false}, {6, 1, false}, {3, 5, true}} {
+		if e, err := g.IsFollowing(ctx, c.user, c.target); err != nil || e.Following != c.following {
+			t.Errorf("%d→%d after Load = %+v, %v; want following %v", c.user, c.target, e, err, c.following)
+		}
 	}
 }

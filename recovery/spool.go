@@ -6,25 +6,48 @@ import (
 	"encoding/binary"
 	"fmt"
 	"io"
+	"math"
 	"os"
+	"time"
 
 	fg "github.com/followgraph/followgraph"
 	"github.com/followgraph/followgraph/eventlog"
-	"github.com/followgraph/followgraph/memgraph"
 )
 
 // A spooled log tail: the events of the log in a temporary file, in the
-// log's order, each as 25 bytes (user, target, version: big-endian
-// uint64s; op: one byte), removed when closed.
+// log's order, each as 41 bytes (user, target, version: big-endian
+// uint64s; a mute's since and expiry: big-endian int64 Unix milliseconds,
+// or spoolNoTime; op: one byte), removed when closed.
 type spooled struct {
 	f *os.File
 	n int
 }
 
 const (
-	spoolRecord = 25
+	spoolRecord = 41
 	spoolBatch  = 4096 // events applied at once
+	// spoolNoTime stands for a zero Since or Expires (every op's but a
+	// mute's), which no event's time in milliseconds can be.
+	spoolNoTime = math.MinInt64
 )
+
+// putTime writes t, as spooled, at b.
+func putTime(b []byte, t time.Time) {
+	ms := int64(spoolNoTime)
+	if !t.IsZero() {
+		ms = t.UnixMilli()
+	}
+	binary.BigEndian.PutUint64(b, uint64(ms))
+}
+
+// getTime reads the time putTime wrote at b.
+func getTime(b []byte) time.Time {
+	ms := int64(binary.BigEndian.Uint64(b))
+	if ms == spoolNoTime {
+		return time.Time{}
+	}
+	return fg.Millis(ms)
+}
 
 // spool writes every event the log holds to a temporary file.
 func spool(ctx context.Context, log *eventlog.Log) (*spooled, error) {
@@ -41,7 +64,9 @@ func spool(ctx context.Context, log *eventlog.Log) (*spooled, error) {
 		binary.BigEndian.PutUint64(rec[0:], uint64(e.User))
 		binary.BigEndian.PutUint64(rec[8:], uint64(e.Target))
 		binary.BigEndian.PutUint64(rec[16:], uint64(e.Version))
-		rec[24] = byte(e.Op)
+		putTime(rec[24:], e.Since)
+		putTime(rec[32:], e.Expires)
+		rec[40] = byte(e.Op)
 		s.n++
 		_, err := w.Write(rec[:])
 		return err
@@ -56,8 +81,9 @@ func spool(ctx context.Context, log *eventlog.Log) (*spooled, error) {
 	return s, nil
 }
 
-// apply applies the spooled events to g in batches, in the log's order.
-func (s *spooled) apply(ctx context.Context, g *memgraph.Graph) error {
+// apply applies the spooled events with apply (an engine's Apply) in
+// batches, in the log's order.
+func (s *spooled) apply(ctx context.Context, apply func(context.Context, []fg.Event) error) error {
 	if _, err := s.f.Seek(0, io.SeekStart); err != nil {
 		return err
 	}
@@ -68,10 +94,12 @@ func (s *spooled) apply(ctx context.Context, g *memgraph.Graph) error {
 		if _, err := io.ReadFull(r, rec[:]); err != nil {
 			return fmt.Errorf("the spooled tail ends after %d of %d events: %w", read, s.n, err)
 		}
-		batch = append(batch, fg.NewEvent(fg.UserID(binary.BigEndian.Uint64(rec[0:])), fg.UserID(binary.BigEndian.Uint64(rec[8:])),
-			fg.Op(rec[24]), fg.Version(binary.BigEndian.Uint64(rec[16:]))))
+		e := fg.NewEvent(fg.UserID(binary.BigEndian.Uint64(rec[0:])), fg.UserID(binary.BigEndian.Uint64(rec[8:])),
+			fg.Op(rec[40]), fg.Version(binary.BigEndian.Uint64(rec[16:])))
+		e.Since, e.Expires = getTime(rec[24:]), getTime(rec[32:])
+		batch = append(batch, e)
 		if len(batch) == spoolBatch || read == s.n-1 {
-			if err := g.Apply(ctx, batch); err != nil {
+			if err := apply(ctx, batch); err != nil {
 				return err
 			}
 			batch = batch[:0]

@@ -24,7 +24,10 @@ latency of the 2xx answers (histogram buckets: within 3%, rounded up).
 reads:  40% following/followers pages of 20 (half of them second pages, by a
         cursor from a recent first page), 30% relations of 20 ids, 20% counts
         (of 10 ids, or of one user), 10% mutuals/common-following/known-followers.
-writes: 70% follows, 30% unfollows (of a recent follow of this client if any).
+writes: 63% follows, 30% unfollows (of a recent follow of this client if any),
+        2% blocks, 5% follows of the last 8 ids, which the run makes private
+        at its start (PUT settings): follow requests. A follow or request
+        answered 403 blocked counts as answered, and as refused.
 
 Ids are drawn from 1..--users by rand.Zipf: P(id) ∝ (9+id)^-skew, or uniformly
 with --skew 0. With --rate the requests start on a fixed schedule whatever the

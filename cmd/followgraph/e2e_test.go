@@ -11,6 +11,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"syscall"
@@ -182,19 +183,29 @@ type ack struct {
 }
 
 // writer owns the edges of its followers and remembers what was
-// acknowledged, and the one change in flight when the server died.
+// acknowledged, and the one change in flight when the server died. Its
+// mix also blocks and unblocks, only users whose edges with its followers
+// no other writer changes (its own followers, or users above outside,
+// whom no writer owns), so that a block's end of the follows both ways is
+// the writer's to remember.
 type writer struct {
 	followers []fg.UserID
+	outside   fg.UserID // the highest id any writer owns
 	acked     map[[2]fg.UserID]ack
+	blocks    map[[2]fg.UserID]bool // acknowledged blocks (true) and unblocks (false)
 	inflight  *[2]fg.UserID
-	oks       int
+	// inflightBlock: the change in flight is a block or an unblock, which
+	// also leaves the follow of the other direction unsure.
+	inflightBlock bool
+	oks           int
 
 	// keepGoing: a failed write does not end run (the server is up but a
 	// backend is not); its edge is unsure until a later write of it is
 	// acknowledged, or settle reads it.
-	keepGoing bool
-	unsure    map[[2]fg.UserID]bool
-	failed    int
+	keepGoing    bool
+	unsure       map[[2]fg.UserID]bool
+	unsureBlocks map[[2]fg.UserID]bool
+	failed       int
 }
 
 // newWriters returns workers writers, each owning perWorker followers of
@@ -202,7 +213,9 @@ type writer struct {
 func newWriters(workers, perWorker int) []*writer {
 	ws := make([]*writer, workers)
 	for i := range ws {
-		ws[i] = &writer{acked: map[[2]fg.UserID]ack{}, unsure: map[[2]fg.UserID]bool{}}
+		ws[i] = &writer{acked: map[[2]fg.UserID]ack{}, unsure: map[[2]fg.UserID]bool{},
+			blocks: map[[2]fg.UserID]bool{}, unsureBlocks: map[[2]fg.UserID]bool{},
+			outside: fg.UserID(workers * perWorker)}
 		for j := range perWorker {
 			ws[i].followers = append(ws[i].followers, fg.UserID(1+i*perWorker+j))
 		}
@@ -210,7 +223,37 @@ func newWriters(workers, perWorker int) []*writer {
 	return ws
 }
 
-// run writes until stop is closed. A request is never cancelled by the
+// owns reports whether u is one of w's followers.
+func (w *writer) owns(u fg.UserID) bool { return slices.Contains(w.followers, u) }
+
+// mayBlock reports whether w may block t: no other writer changes t's
+// edges with w's followers.
+func (w *writer) mayBlock(t fg.UserID) bool { return t > w.outside || w.owns(t) }
+
+// inFlight reports whether the change in flight may have changed the
+// follow e: it is that change's, or the other direction of a block's.
+func (w *writer) inFlight(e [2]fg.UserID) bool {
+	if w.inflight == nil {
+		return false
+	}
+	f := *w.inflight
+	return f == e || (w.inflightBlock && f == [2]fg.UserID{e[1], e[0]})
+}
+
+// blocked records an acknowledged block of e: it ended the follows both
+// ways.
+func (w *writer) blocked(e [2]fg.UserID) {
+	w.blocks[e] = true
+	w.acked[e] = ack{}
+	if w.owns(e[1]) {
+		w.acked[[2]fg.UserID{e[1], e[0]}] = ack{}
+	}
+}
+
+// run writes until stop is closed: 70% follows, 30% unfollows, of which
+// one in twenty a block instead, where w may block, and one in fifty an
+// unblock of a block it made. A follow refused as blocked (403) is an
+// answer: the edge is not there. A request is never cancelled by the
 // test: it ends with an answer, or with an error when the server dies.
 func (w *writer) run(stop <-chan struct{}, c *client.Client, seed int64, targets int) {
 	ctx := context.Background()
@@ -227,28 +270,61 @@ func (w *writer) run(stop <-chan struct{}, c *client.Client, seed int64, targets
 		}
 		w.inflight = &e
 		var err error
-		if r.IntN(10) < 7 {
+		switch n := r.IntN(100); {
+		case n < 5 && w.mayBlock(e[1]):
+			w.inflightBlock = true
+			if _, err = c.Block(ctx, e[0], e[1]); err == nil {
+				w.blocked(e)
+			}
+		case n < 7 && w.blocks[e]:
+			w.inflightBlock = true
+			if _, err = c.Unblock(ctx, e[0], e[1]); err == nil {
+				w.blocks[e] = false
+			}
+		case n < 70:
 			var res fg.FollowResult
 			if res, err = c.Follow(ctx, e[0], e[1]); err == nil {
 				w.acked[e] = ack{following: true, since: res.Since}
+			} else if fg.ErrorCode(err) == fg.EBlocked {
+				w.acked[e], err = ack{}, nil
 			}
-		} else if _, err = c.Unfollow(ctx, e[0], e[1]); err == nil {
-			w.acked[e] = ack{}
+		default:
+			if _, err = c.Unfollow(ctx, e[0], e[1]); err == nil {
+				w.acked[e] = ack{}
+			}
 		}
 		if err != nil {
 			if !w.keepGoing {
 				return // the server is gone: this change may or may not have happened
 			}
 			w.failed++
-			w.unsure[e] = true
-			w.inflight = nil
+			w.unsureOf()
 			time.Sleep(20 * time.Millisecond)
 			continue
 		}
 		delete(w.unsure, e)
+		if w.inflightBlock {
+			delete(w.unsure, [2]fg.UserID{e[1], e[0]})
+			delete(w.unsureBlocks, e)
+		}
 		w.oks++
-		w.inflight = nil
+		w.inflight, w.inflightBlock = nil, false
 	}
+}
+
+// unsureOf makes what the change in flight may have changed unsure, and
+// ends it.
+func (w *writer) unsureOf() {
+	if w.inflight == nil {
+		return
+	}
+	e := *w.inflight
+	w.unsure[e] = true
+	if w.inflightBlock {
+		w.unsure[[2]fg.UserID{e[1], e[0]}] = true
+		w.unsureBlocks[e] = true
+	}
+	w.inflight, w.inflightBlock = nil, false
 }
 
 // TestServe_KillNine: every write that got a 200 survives SIGKILL of the
@@ -265,16 +341,17 @@ func TestServe_KillNine(t *testing.T) {
 		t0 := time.Now()
 		s = start(t, data)
 		t1 := time.Now()
-		total := 0
+		total, blocks := 0, 0
 		for _, w := range ws {
 			total += w.oks
+			blocks += len(w.blocks)
 			verify(t, s.client, w)
 			w.settle(t, s.client)
 		}
 		t2 := time.Now()
 		s.stop(t)
-		t.Logf("round %d: %d acknowledged writes so far, all present after kill -9 (restart %v, verify %v, clean stop %v)",
-			round, total, t1.Sub(t0).Round(time.Millisecond), t2.Sub(t1).Round(time.Millisecond), time.Since(t2).Round(time.Millisecond))
+		t.Logf("round %d: %d acknowledged writes so far (blocks of %d pairs), all present after kill -9 (restart %v, verify %v, clean stop %v)",
+			round, total, blocks, t1.Sub(t0).Round(time.Millisecond), t2.Sub(t1).Round(time.Millisecond), time.Since(t2).Round(time.Millisecond))
 	}
 }
 
@@ -296,27 +373,38 @@ func writeThenKill(s *server, ws []*writer, seed int64, targets int) {
 // server died: it either happened or not, and from now on that is known.
 func (w *writer) settle(tb testing.TB, c *client.Client) {
 	tb.Helper()
-	if w.inflight != nil {
-		w.unsure[*w.inflight] = true
-		w.inflight = nil
-	}
+	w.unsureOf()
+	ctx := context.Background()
 	for e := range w.unsure {
-		got, err := c.IsFollowing(context.Background(), e[0], e[1])
+		if !w.owns(e[0]) {
+			continue // the other direction of a block, to a user no writer owns
+		}
+		got, err := c.IsFollowing(ctx, e[0], e[1])
 		if err != nil {
 			tb.Fatal(err)
 		}
 		w.acked[e] = ack{following: got.Following, since: got.Since}
 	}
+	for e := range w.unsureBlocks {
+		l, err := c.Link(ctx, fg.KindBlock, e[0], e[1])
+		if err != nil {
+			tb.Fatal(err)
+		}
+		w.blocks[e] = l.On
+	}
 	clear(w.unsure)
+	clear(w.unsureBlocks)
 }
 
-// verify checks w's acknowledged edges, and that its followers follow no
-// one they were not acknowledged (or in flight) to follow.
+// verify checks w's acknowledged edges and blocks, that its followers
+// follow no one they were not acknowledged (or in flight) to follow, so
+// that no follow survives an acknowledged later block, and that each of
+// their counts equals its list.
 func verify(tb testing.TB, c *client.Client, w *writer) {
 	tb.Helper()
 	ctx := context.Background()
 	for e, a := range w.acked {
-		if w.inflight != nil && *w.inflight == e {
+		if w.inFlight(e) {
 			continue // either state is right
 		}
 		got, err := c.IsFollowing(ctx, e[0], e[1])
@@ -327,24 +415,48 @@ func verify(tb testing.TB, c *client.Client, w *writer) {
 			tb.Fatalf("%d→%d: acknowledged %+v, found %+v after restart", e[0], e[1], a, got)
 		}
 	}
-	for _, u := range w.followers {
-		req := fg.PageRequest{Limit: 1000}
-		for {
-			p, err := c.Following(ctx, u, req)
-			if err != nil {
-				tb.Fatal(err)
-			}
-			for _, en := range p.Entries {
-				e := [2]fg.UserID{u, en.ID}
-				if a, ok := w.acked[e]; (!ok || !a.following) && (w.inflight == nil || *w.inflight != e) {
-					tb.Fatalf("%d→%d is there after restart but was never acknowledged", u, en.ID)
-				}
-			}
-			if p.Next == "" {
-				break
-			}
-			req.Cursor = p.Next
+	for e, on := range w.blocks {
+		if w.inflightBlock && *w.inflight == e {
+			continue
 		}
+		if l, err := c.Link(ctx, fg.KindBlock, e[0], e[1]); err != nil || l.On != on {
+			tb.Fatalf("%d blocks %d: acknowledged %v, found %+v, %v after restart", e[0], e[1], on, l, err)
+		}
+	}
+	counts, err := c.Counts(ctx, w.followers)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	for i, u := range w.followers {
+		following := list(tb, func(req fg.PageRequest) (fg.Page, error) { return c.Following(ctx, u, req) })
+		for _, en := range following {
+			e := [2]fg.UserID{u, en.ID}
+			if a, ok := w.acked[e]; (!ok || !a.following) && !w.inFlight(e) {
+				tb.Fatalf("%d→%d is there after restart but was never acknowledged", u, en.ID)
+			}
+		}
+		followers := list(tb, func(req fg.PageRequest) (fg.Page, error) { return c.Followers(ctx, u, req) })
+		if n := counts[i]; n.FollowingCount != int64(len(following)) || n.FollowerCount != int64(len(followers)) {
+			tb.Fatalf("counts of %d are %+v; its lists have %d and %d", u, n, len(following), len(followers))
+		}
+	}
+}
+
+// list returns every entry of the list that page reads.
+func list(tb testing.TB, page func(fg.PageRequest) (fg.Page, error)) []fg.Entry {
+	tb.Helper()
+	var all []fg.Entry
+	req := fg.PageRequest{Limit: 1000}
+	for {
+		p, err := page(req)
+		if err != nil {
+			tb.Fatal(err)
+		}
+		all = append(all, p.Entries...)
+		if p.Next == "" {
+			return all
+		}
+		req.Cursor = p.Next
 	}
 }
 

@@ -188,17 +188,18 @@ func (l *load) operations() (sent, acked int) {
 	return sent, acked
 }
 
-// missing counts the acknowledged writes rows does not hold as
-// acknowledged, and the live rows of the writers' followers that were
+// missing counts the acknowledged writes rows and blocks do not hold as
+// acknowledged (a follow that survived an acknowledged later block
+// among them), and the live rows of the writers' followers that were
 // never acknowledged (invented).
-func missing(ws []*writer, rows map[[2]fg.UserID]ack) (lost, invented int, examples []string) {
+func missing(ws []*writer, rows map[[2]fg.UserID]ack, blocks map[[2]fg.UserID]bool) (lost, invented int, examples []string) {
 	owner := map[fg.UserID]*writer{}
 	for _, w := range ws {
 		for _, u := range w.followers {
 			owner[u] = w
 		}
 		for e, a := range w.acked {
-			if w.inflight != nil && *w.inflight == e {
+			if w.inFlight(e) {
 				continue
 			}
 			if got := rows[e]; got.following != a.following || (a.following && !got.since.Equal(a.since)) {
@@ -209,12 +210,25 @@ func missing(ws []*writer, rows map[[2]fg.UserID]ack) (lost, invented int, examp
 			}
 		}
 	}
+	for _, w := range ws {
+		for e, on := range w.blocks {
+			if w.inflightBlock && *w.inflight == e {
+				continue
+			}
+			if blocks[e] != on {
+				lost++
+				if len(examples) < 5 {
+					examples = append(examples, fmt.Sprintf("%d blocks %d: acknowledged %v, stored %v", e[0], e[1], on, blocks[e]))
+				}
+			}
+		}
+	}
 	for e, r := range rows {
 		w := owner[e[0]]
 		if !r.following || w == nil {
 			continue
 		}
-		if a, ok := w.acked[e]; (!ok || !a.following) && (w.inflight == nil || *w.inflight != e) {
+		if a, ok := w.acked[e]; (!ok || !a.following) && !w.inFlight(e) {
 			invented++
 		}
 	}
@@ -233,7 +247,7 @@ func converge(t *testing.T, d *deployment, node *server, ws []*writer, start tim
 	var lost, invented int
 	var examples []string
 	for {
-		lost, invented, examples = missing(ws, storeState(t, d.db, ""))
+		lost, invented, examples = missing(ws, storeState(t, d.db, ""), storeBlocks(t, d.db, ""))
 		if lost == 0 && invented == 0 {
 			break
 		}

@@ -33,28 +33,52 @@ func writeFor(t *testing.T, s *server, d time.Duration, seed int64) []*writer {
 	return ws
 }
 
-// storeState reads every edge of the durable store, as the state a writer
-// acknowledges: the store db names, or with db empty the data folder's
-// SQLite store (as serve opens them).
+// storeState reads every follow of the durable store, as the state a
+// writer acknowledges: the store db names, or with db empty the data
+// folder's SQLite store (as serve opens them).
 func storeState(t *testing.T, db, data string) map[[2]fg.UserID]ack {
 	t.Helper()
-	st, _, err := openStore(context.Background(), db, data)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer st.Close()
 	out := map[[2]fg.UserID]ack{}
-	for e, err := range st.Events(context.Background()) {
-		if err != nil {
-			t.Fatal(err)
+	storeEvents(t, db, data, func(e fg.Event) {
+		if e.Op.Kind() != fg.KindFollow {
+			return
 		}
 		a := ack{}
 		if e.Op == fg.OpFollow {
 			a = ack{following: true, since: e.Time}
 		}
 		out[[2]fg.UserID{e.User, e.Target}] = a
-	}
+	})
 	return out
+}
+
+// storeBlocks reads every block of the durable store (true) and every
+// unblock (false), as storeState does the follows.
+func storeBlocks(t *testing.T, db, data string) map[[2]fg.UserID]bool {
+	t.Helper()
+	out := map[[2]fg.UserID]bool{}
+	storeEvents(t, db, data, func(e fg.Event) {
+		if e.Op.Kind() == fg.KindBlock {
+			out[[2]fg.UserID{e.User, e.Target}] = e.Op.On()
+		}
+	})
+	return out
+}
+
+// storeEvents calls fn with every event of the durable store's Events.
+func storeEvents(t *testing.T, db, data string, fn func(fg.Event)) {
+	t.Helper()
+	st, _, err := openStore(context.Background(), db, data)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer st.Close()
+	for e, err := range st.Events(context.Background()) {
+		if err != nil {
+			t.Fatal(err)
+		}
+		fn(e)
+	}
 }
 
 // logPending opens the data folder's event log (the server is stopped) and

@@ -1,6 +1,8 @@
 // Package mysql is the durable record of the follow graph on MySQL or
-// MariaDB (github.com/go-sql-driver/mysql): the state of every edge with
-// its version, and the event-log sequence applied last, changed together
+// MariaDB (github.com/go-sql-driver/mysql): the state of every edge of
+// every kind (follows in edges; blocks, mutes, follow requests and the
+// private setting in links) with its version, and the event-log sequence
+// applied last, changed together
 // in one transaction per batch of events. It is store/sqlite's record for
 // a deployment at scale, with the same schema, semantics and error codes.
 //
@@ -10,8 +12,9 @@
 // the log, which holds exactly what the store lacks, is replayed over it.
 // Import bulk-loads a store. Unlike SQLite's, this
 // record is a shared system of record that other services may query
-// without the hot copy, so it keeps two covering list indexes and answers
-// the lists (Following, Followers) and the counts (Counts) on its own.
+// without the hot copy, so it keeps covering list indexes and answers the
+// lists (Following, Followers, Links: a user's blocks, mutes and pending
+// requests) and the counts (Counts) on its own.
 //
 // Durability is the server's: a committed Apply survives a crash of the
 // server only when InnoDB flushes its log at each commit

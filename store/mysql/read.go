@@ -5,6 +5,7 @@ import (
 	"database/sql"
 	"fmt"
 	"iter"
+	"time"
 
 	fg "github.com/followgraph/followgraph"
 	"github.com/followgraph/followgraph/store/internal/row"
@@ -70,10 +71,59 @@ func (s *Store) Events(ctx context.Context) iter.Seq2[fg.Event, error] {
 				}
 			}
 			if len(batch) < eventsBatch {
+				break
+			}
+		}
+		links := make([]row.Link, 0, eventsBatch)
+		for {
+			if len(links) == 0 {
+				links, err = readLinks(ctx, tx, links, linksFirstSQL, eventsBatch)
+			} else {
+				l := links[len(links)-1]
+				links, err = readLinks(ctx, tx, links[:0], linksAfterSQL, l.User, l.User, l.Kind, l.Kind, l.Target, eventsBatch)
+			}
+			if err != nil {
+				fail(err)
+				return
+			}
+			for _, l := range links {
+				if !yield(l.Event(), nil) {
+					return
+				}
+			}
+			if len(links) < eventsBatch {
 				return
 			}
 		}
 	}
+}
+
+// The keyset queries of Events for links, as for edges.
+var (
+	linksFirstSQL = row.LinksSelect + ` ORDER BY l.user_id, l.kind, l.target_id LIMIT ?`
+	linksAfterSQL = row.LinksSelect + `
+		WHERE l.user_id > ? OR (l.user_id = ? AND (l.kind > ? OR (l.kind = ? AND l.target_id > ?)))
+		ORDER BY l.user_id, l.kind, l.target_id LIMIT ?`
+)
+
+// readLinks appends to dst the links of query (the columns of
+// row.LinksSelect), each as it stands beside its pair's follow row
+// (row.Link.Settle), and returns it.
+func readLinks(ctx context.Context, tx *sql.Tx, dst []row.Link, query string, args ...any) ([]row.Link, error) {
+	rows, err := tx.QueryContext(ctx, query, args...)
+	if err != nil {
+		return dst, err
+	}
+	defer rows.Close()
+	for rows.Next() {
+		var l row.Link
+		var followVersion int64
+		if err := rows.Scan(&l.User, &l.Kind, &l.Target, &l.On, &l.SinceMs, &l.ExpiresMs, &l.Version, &followVersion); err != nil {
+			return dst, err
+		}
+		dst = append(dst, l.Settle(followVersion))
+	}
+	return dst, rows.Err()
 }
 
 // readEdges appends to dst the rows (follower, followee, following,
@@ -142,9 +192,64 @@ func (s *Store) Followers(ctx context.Context, user fg.UserID, after *fg.Key, li
 	return entries, nil
 }
 
+// The link list queries, as the follow lists': the blocks or the mutes
+// of a user (the kind, then the time in ms from which a mute is expired,
+// 0 for blocks, follow the user), a range of links_out; the pending
+// requests to a user, a range of links_requests, leaving out those a
+// later follow of the pair ended (row.Link.Settle, one primary-key probe
+// of edges each): the range also holds the approved requests, so a page
+// of a private user's list costs its approved requests newer than the
+// page's end as well.
+const (
+	linksOutSQL = `SELECT target_id, since_ms FROM links
+		WHERE user_id = ? AND kind = ? AND active = 1 AND (expires_ms = 0 OR expires_ms > ?)
+		ORDER BY since_ms DESC, target_id DESC LIMIT ?`
+	linksOutAfterSQL = `SELECT target_id, since_ms FROM links
+		WHERE user_id = ? AND kind = ? AND active = 1 AND (expires_ms = 0 OR expires_ms > ?)
+		AND (since_ms < ? OR (since_ms = ? AND target_id < ?))
+		ORDER BY since_ms DESC, target_id DESC LIMIT ?`
+	requestsSQL = `SELECT user_id, since_ms FROM links l
+		WHERE target_id = ? AND kind = 3 AND active = 1
+		AND NOT EXISTS (SELECT 1 FROM edges e WHERE e.follower = l.user_id AND e.followee = l.target_id AND e.version > l.version)
+		ORDER BY since_ms DESC, user_id DESC LIMIT ?`
+	requestsAfterSQL = `SELECT user_id, since_ms FROM links l
+		WHERE target_id = ? AND kind = 3 AND active = 1
+		AND NOT EXISTS (SELECT 1 FROM edges e WHERE e.follower = l.user_id AND e.followee = l.target_id AND e.version > l.version)
+		AND (since_ms < ? OR (since_ms = ? AND user_id < ?))
+		ORDER BY since_ms DESC, user_id DESC LIMIT ?`
+)
+
+// Links returns a page of the list named list of user, as Following does
+// for follows: fg.ListBlocks, the users user blocks; fg.ListMutes, the
+// users user mutes, without the mutes expired by the store's clock now;
+// fg.ListFollowRequests, the users whose follow requests to user are
+// pending. Since is when each block, mute or request was made. The lists
+// lag the engine's by what the persister has not yet applied.
+//
+// Returns EInvalidArgument for another list or a limit outside 1 to
+// fg.MaxLimit, EInvalidID for an invalid user.
+func (s *Store) Links(ctx context.Context, list string, user fg.UserID, after *fg.Key, limit int) ([]fg.Entry, error) {
+	var es []fg.Entry
+	var err error
+	switch list {
+	case fg.ListBlocks:
+		es, err = s.list(ctx, linksOutSQL, linksOutAfterSQL, user, after, limit, fg.KindBlock, int64(0))
+	case fg.ListMutes:
+		es, err = s.list(ctx, linksOutSQL, linksOutAfterSQL, user, after, limit, fg.KindMute, time.Now().UnixMilli())
+	case fg.ListFollowRequests:
+		es, err = s.list(ctx, requestsSQL, requestsAfterSQL, user, after, limit)
+	default:
+		err = fg.Errorf(fg.EInvalidArgument, "no list %q: want %s, %s or %s", list, fg.ListBlocks, fg.ListMutes, fg.ListFollowRequests)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("mysql: %s: %w", list, err)
+	}
+	return es, nil
+}
+
 // list runs a list query: first for the first page, afterSQL for a
-// page after a position.
-func (s *Store) list(ctx context.Context, first, afterSQL string, user fg.UserID, after *fg.Key, limit int) ([]fg.Entry, error) {
+// page after a position, with the parameters more after the user's.
+func (s *Store) list(ctx context.Context, first, afterSQL string, user fg.UserID, after *fg.Key, limit int, more ...any) ([]fg.Entry, error) {
 	if err := fg.CheckIDs(user); err != nil {
 		return nil, err
 	}
@@ -153,10 +258,11 @@ func (s *Store) list(ctx context.Context, first, afterSQL string, user fg.UserID
 	}
 	var rows *sql.Rows
 	var err error
+	args := append([]any{int64(user)}, more...)
 	if after == nil {
-		rows, err = s.db.QueryContext(ctx, first, int64(user), limit)
+		rows, err = s.db.QueryContext(ctx, first, append(args, limit)...)
 	} else {
-		rows, err = s.db.QueryContext(ctx, afterSQL, int64(user), after.Millis, after.Millis, int64(after.ID), limit)
+		rows, err = s.db.QueryContext(ctx, afterSQL, append(args, after.Millis, after.Millis, int64(after.ID), limit)...)
 	}
 	if err != nil {
 		return nil, translate(err)

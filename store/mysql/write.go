@@ -19,10 +19,10 @@ import (
 // and 22% slower with 250.
 const maxRows = 1000
 
-// rowBytes bounds the SQL text of one row of the upsert once the driver
-// has written its arguments in: "(" + four 20-character integers, a
-// 1-character one, and their separators + "),".
-const rowBytes = 5*20 + 8
+// rowBytes bounds the SQL text of one row of a statement once the driver
+// has written its arguments in. The widest is a link's: "(" + six
+// 20-character integers, a 1-character one, and their separators + "),".
+const rowBytes = 7*20 + 10
 
 // statementRows returns how many rows a statement may hold for a server
 // whose max_allowed_packet is packet bytes: maxRows, or fewer when the
@@ -48,21 +48,23 @@ const lockMeta = "SELECT value FROM meta WHERE `key` = 'last_seq' FOR UPDATE"
 // server's settings make commits durable; see the package doc); when it
 // returns an error, nothing of it is.
 //
-// Each event is a conditional upsert of its edge: it takes effect only if
-// its version is greater than the edge's stored version. Duplicates,
-// redeliveries and any order of the same events therefore converge to the
-// highest version of each edge, and an event older than the stored state
-// changes nothing. Unfollows are kept as tombstones, so a late older
-// follow cannot bring an edge back. The stored sequence never moves
-// backward: a lastSeq below it leaves it unchanged (the events are still
-// applied).
+// Each event is a conditional upsert of each edge it sets (its Effects:
+// follows in edges, the other kinds in links; a block is five rows): each
+// takes effect only if its version is greater than that edge's stored
+// version. Duplicates, redeliveries and any order of the same events
+// therefore converge to the highest version of each edge, and an event
+// older than the stored state changes nothing. Off edges are kept as
+// tombstones, so a late older event cannot bring an edge back. The stored
+// sequence never moves backward: a lastSeq below it leaves it unchanged
+// (the events are still applied).
 //
-// Apply returns the number of edges changed (created or overwritten),
-// which one INSERT … ON DUPLICATE KEY UPDATE per s.rows edges writes and
-// counts (see upsert): a redelivered batch changes no row. As writers
-// take turns (see lockMeta), concurrent Applies never deadlock; each
-// writes its edges in primary-key order all the same, which touches the
-// B-tree pages in order.
+// Apply returns the number of rows changed (created or overwritten),
+// which one INSERT … ON DUPLICATE KEY UPDATE per s.rows rows writes and
+// counts (see upsert): a redelivered batch changes no row. A follow's end
+// of the request of its pair is its own edges row (see row.Link.Settle):
+// a batch of follows writes edges alone, as before there were links. As writers take turns (see lockMeta), concurrent Applies never
+// deadlock; each writes its rows in primary-key order all the same, which
+// touches the B-tree pages in order.
 //
 // Every event is checked before anything is written: an invalid event
 // (Event.Validate), or a version or lastSeq of 2^63 or more, returns an
@@ -71,7 +73,7 @@ const lockMeta = "SELECT value FROM meta WHERE `key` = 'last_seq' FOR UPDATE"
 // within the server's innodb_lock_wait_timeout or a deadlock returns
 // EUnavailable.
 func (s *Store) Apply(ctx context.Context, events []fg.Event, lastSeq uint64) (changed int, err error) {
-	edges, err := row.Batch(events, lastSeq)
+	rows, err := row.Batch(events, lastSeq)
 	if err != nil {
 		return 0, fmt.Errorf("mysql: apply: %w", err)
 	}
@@ -85,8 +87,15 @@ func (s *Store) Apply(ctx context.Context, events []fg.Event, lastSeq uint64) (c
 	if _, err := tx.ExecContext(ctx, "UPDATE meta SET value = GREATEST(value, ?) WHERE `key` = 'last_seq'", int64(lastSeq)); err != nil {
 		return 0, fmt.Errorf("mysql: apply: %w", translate(err))
 	}
-	if changed, err = s.write(ctx, tx, edges); err != nil {
+	if changed, err = s.write(ctx, tx, rows.Edges); err != nil {
 		return 0, fmt.Errorf("mysql: apply: %w", translate(err))
+	}
+	if len(rows.Links) > 0 {
+		n, err := writeRows(ctx, tx, s.rows, linksTable, rows.Links, bindLink)
+		if err != nil {
+			return 0, fmt.Errorf("mysql: apply: %w", translate(err))
+		}
+		changed += n
 	}
 	if err := tx.Commit(); err != nil {
 		return 0, fmt.Errorf("mysql: apply: %w", translate(err))
@@ -94,30 +103,48 @@ func (s *Store) Apply(ctx context.Context, events []fg.Event, lastSeq uint64) (c
 	return changed, nil
 }
 
-// write writes edges (in primary-key order, one row per edge) in tx,
-// s.rows per statement, and returns how many it changed: created, or
-// overwritten by a greater version. tx must hold the writers' lock (see
-// lockMeta).
+// write writes edges (in primary-key order, one row per edge) in tx (see
+// writeRows) and returns how many it changed.
 func (s *Store) write(ctx context.Context, tx *sql.Tx, edges []row.Edge) (int, error) {
+	return writeRows(ctx, tx, s.rows, edgesTable, edges, bindEdge)
+}
+
+func bindEdge(args []any, e row.Edge) []any {
+	return append(args, e.Follower, e.Followee, e.Following, e.SinceMs, e.Version)
+}
+
+func bindLink(args []any, l row.Link) []any {
+	return append(args, l.User, l.Kind, l.Target, l.On, l.SinceMs, l.ExpiresMs, l.Version)
+}
+
+// writeRows writes rows of table t in tx, per statements of n rows (see
+// upsert), binding each with bind, and returns how many it changed:
+// created, or overwritten by a greater version. tx must hold the writers'
+// lock (see lockMeta).
+func writeRows[R any](ctx context.Context, tx *sql.Tx, n int, t table, rows []R, bind func([]any, R) []any) (int, error) {
 	changed := 0
-	for len(edges) > 0 {
-		n := min(len(edges), s.rows)
-		c, err := s.upsert(ctx, tx, edges[:n])
+	for len(rows) > 0 {
+		k := min(len(rows), n)
+		c, err := upsert(ctx, tx, t, rows[:k], bind)
 		if err != nil {
 			return changed, err
 		}
 		changed += c
-		edges = edges[n:]
+		rows = rows[k:]
 	}
 	return changed, nil
 }
 
 // resetCounter zeroes the connection's LAST_INSERT_ID, the counter of the
-// rows upsertTail overwrites.
+// rows a table's upsert tail overwrites.
 const resetCounter = "DO LAST_INSERT_ID(0)"
 
-// upsertTail makes the INSERT of upsert an upsert: it inserts each edge,
-// or, when the edge exists, overwrites it only with a greater version.
+// A table upsert writes: the head of its INSERT, one row's placeholders,
+// and the tail that makes it an upsert.
+type table struct{ insert, row, tail string }
+
+// The upsert tails make the INSERT of upsert an upsert: it inserts each
+// row, or, when the key exists, overwrites it only with a greater version.
 //
 // In ON DUPLICATE KEY UPDATE each assignment sees the columns as the
 // assignments before it left them, so version is assigned last: the
@@ -128,48 +155,63 @@ const resetCounter = "DO LAST_INSERT_ID(0)"
 // The assignment of version also counts the rows it overwrites, in the
 // connection's LAST_INSERT_ID: LAST_INSERT_ID(expr) returns expr, makes it
 // the value of the next LAST_INSERT_ID(), and the server returns it with
-// the statement's result as the insert id (the table has no
+// the statement's result as the insert id (the tables have no
 // AUTO_INCREMENT column to compete with it). IF evaluates only the branch
 // it returns, so the counter moves only for a row whose version is lower.
 // The inner IF's condition, the counter, is never 0; an IF rather than
 // arithmetic such as VALUES(version) + 0 * LAST_INSERT_ID(…), whose
 // result would be unsigned, keeps the type of VALUES(version).
-const upsertTail = " ON DUPLICATE KEY UPDATE" +
-	" following = IF(version < VALUES(version), VALUES(following), following)," +
-	" since_ms = IF(version < VALUES(version), VALUES(since_ms), since_ms)," +
-	" version = IF(version < VALUES(version), IF(LAST_INSERT_ID(LAST_INSERT_ID() + 1), VALUES(version), 0), version)"
+const versionTail = " version = IF(version < VALUES(version), IF(LAST_INSERT_ID(LAST_INSERT_ID() + 1), VALUES(version), 0), version)"
 
-// upsert writes edges (at most s.rows, with distinct keys) in one
-// statement, INSERT … ON DUPLICATE KEY UPDATE (see upsertTail), and
+var (
+	edgesTable = table{
+		insert: "INSERT INTO edges (follower, followee, following, since_ms, version) VALUES ",
+		row:    "(?,?,?,?,?)",
+		tail: " ON DUPLICATE KEY UPDATE" +
+			" following = IF(version < VALUES(version), VALUES(following), following)," +
+			" since_ms = IF(version < VALUES(version), VALUES(since_ms), since_ms)," + versionTail,
+	}
+	linksTable = table{
+		insert: "INSERT INTO links (user_id, kind, target_id, active, since_ms, expires_ms, version) VALUES ",
+		row:    "(?,?,?,?,?,?,?)",
+		tail: " ON DUPLICATE KEY UPDATE" +
+			" active = IF(version < VALUES(version), VALUES(active), active)," +
+			" since_ms = IF(version < VALUES(version), VALUES(since_ms), since_ms)," +
+			" expires_ms = IF(version < VALUES(version), VALUES(expires_ms), expires_ms)," + versionTail,
+	}
+)
+
+// upsert writes rows of t (at most s.rows, with distinct keys) in one
+// statement, INSERT … ON DUPLICATE KEY UPDATE (see the tails), and
 // returns how many it changed.
 //
 // The count cannot come from the affected rows alone: they are 1 per
 // inserted row, 2 per overwritten row and 0 per row left as it was, so
 // one overwrite and two inserts look the same. The statement also counts
-// the overwritten rows (see upsertTail), from 0 (resetCounter, on the same
-// connection since it is the same transaction), so the changed rows are
-// affected - overwritten.
+// the overwritten rows (see versionTail), from 0 (resetCounter, on the
+// same connection since it is the same transaction), so the changed rows
+// are affected - overwritten.
 //
 // It does in one pass of the primary key what reading the stored versions
 // first and writing only the changed rows did in two; docs/BENCHMARKS.md
 // has the figures, and what limits the rate with InnoDB's default buffer
 // pool.
-func (s *Store) upsert(ctx context.Context, tx *sql.Tx, edges []row.Edge) (int, error) {
+func upsert[R any](ctx context.Context, tx *sql.Tx, t table, rows []R, bind func([]any, R) []any) (int, error) {
 	if _, err := tx.ExecContext(ctx, resetCounter); err != nil {
 		return 0, err
 	}
 	var b strings.Builder
-	b.Grow(300 + len(edges)*12)
-	b.WriteString("INSERT INTO edges (follower, followee, following, since_ms, version) VALUES ")
-	args := make([]any, 0, 5*len(edges))
-	for i, e := range edges {
+	b.Grow(len(t.insert) + len(t.tail) + len(rows)*(len(t.row)+1))
+	b.WriteString(t.insert)
+	args := make([]any, 0, 7*len(rows))
+	for i, r := range rows {
 		if i > 0 {
 			b.WriteByte(',')
 		}
-		b.WriteString("(?,?,?,?,?)")
-		args = append(args, e.Follower, e.Followee, e.Following, e.SinceMs, e.Version)
+		b.WriteString(t.row)
+		args = bind(args, r)
 	}
-	b.WriteString(upsertTail)
+	b.WriteString(t.tail)
 	res, err := tx.ExecContext(ctx, b.String(), args...)
 	if err != nil {
 		return 0, err
@@ -183,10 +225,10 @@ func (s *Store) upsert(ctx context.Context, tx *sql.Tx, edges []row.Edge) (int, 
 		return 0, err
 	}
 	inserted := affected - 2*overwritten
-	if overwritten < 0 || inserted < 0 || inserted+overwritten > int64(len(edges)) {
+	if overwritten < 0 || inserted < 0 || inserted+overwritten > int64(len(rows)) {
 		// A server that does not count as documented: fail rather than
 		// return a wrong count.
-		return 0, fmt.Errorf("upsert of %d edges: %d rows affected, %d overwritten: the counts do not add up", len(edges), affected, overwritten)
+		return 0, fmt.Errorf("upsert of %d rows: %d rows affected, %d overwritten: the counts do not add up", len(rows), affected, overwritten)
 	}
 	return int(inserted + overwritten), nil
 }

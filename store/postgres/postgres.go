@@ -1,6 +1,8 @@
 // Package postgres is the durable record of the follow graph on PostgreSQL
-// (github.com/jackc/pgx/v5): the state of every edge with its version, and
-// the event-log sequence applied last, changed together in one transaction
+// (github.com/jackc/pgx/v5): the state of every edge of every kind
+// (follows in edges; blocks, mutes, follow requests and the private
+// setting in links) with its version, and the event-log sequence applied
+// last, changed together in one transaction
 // per batch of events. It is the record of the at-scale deployment, shared
 // by every node, with the same schema and the same semantics as
 // store/sqlite.
@@ -12,7 +14,7 @@
 // Import bulk-loads a store with COPY.
 //
 // Unlike the SQLite record, this one answers the lists and the counts by
-// itself (Following, Followers, Counts), from two partial covering
+// itself (Following, Followers, Links, Counts), from partial covering
 // indexes, so that other systems can query the graph without the hot copy.
 // docs/DESIGN.md says why SQLite has no such indexes.
 package postgres

@@ -100,7 +100,8 @@ func benchPlainUpsert(b *testing.B) {
 	n := 0
 	for b.Loop() {
 		events := next()
-		edges, err := row.Batch(events, 1)
+		rows, err := row.Batch(events, 1)
+		edges := rows.Edges
 		if err != nil {
 			b.Fatal(err)
 		}

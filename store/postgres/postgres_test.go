@@ -80,6 +80,10 @@ func newStore(tb testing.TB) *postgres.Store {
 	return openStore(tb, newDatabase(tb))
 }
 
+// The store answers the lists of links itself: the suite's Links/List
+// checks them (it only logs for a store without them).
+var _ storetest.LinkLister = (*postgres.Store)(nil)
+
 // TestStore runs the conformance suite of durable stores, each test on a
 // new database of its own.
 func TestStore(t *testing.T) {

@@ -6,6 +6,7 @@ import (
 	"iter"
 	"math"
 	"strconv"
+	"time"
 
 	"github.com/jackc/pgx/v5"
 
@@ -67,12 +68,49 @@ func (s *Store) Events(ctx context.Context) iter.Seq2[fg.Event, error] {
 				}
 			}
 			if len(batch) < eventsBatch {
-				return
+				break
 			}
 			after = batch[len(batch)-1]
 		}
+		var last row.Link // (0, 0, 0) is before every key
+		links := make([]row.Link, 0, eventsBatch)
+		for {
+			rows, err := tx.Query(ctx, linksAfterSQL, last.User, int16(last.Kind), last.Target, eventsBatch)
+			if err != nil {
+				fail(err)
+				return
+			}
+			links = links[:0]
+			var l row.Link
+			var kind int16
+			var followVersion int64
+			_, err = pgx.ForEachRow(rows, []any{&l.User, &kind, &l.Target, &l.On, &l.SinceMs, &l.ExpiresMs, &l.Version, &followVersion}, func() error {
+				l.Kind = fg.Kind(kind)
+				links = append(links, l.Settle(followVersion))
+				return nil
+			})
+			if err != nil {
+				fail(err)
+				return
+			}
+			for _, l := range links {
+				if !yield(l.Event(), nil) {
+					return
+				}
+			}
+			if len(links) < eventsBatch {
+				return
+			}
+			last = links[len(links)-1]
+		}
 	}
 }
+
+// linksAfterSQL reads the links after the key ($1, $2, $3), at most $4,
+// for Events.
+var linksAfterSQL = row.LinksSelect + `
+	WHERE (l.user_id, l.kind, l.target_id) > ($1, $2, $3)
+	ORDER BY l.user_id, l.kind, l.target_id LIMIT $4`
 
 // LastSeq returns the stream sequence recorded by the last Apply, 0 for a
 // new store: everything in the log up to it is in the store. The start-up
@@ -126,8 +164,9 @@ func (s *Store) Followers(ctx context.Context, user fg.UserID, after *fg.Key, li
 	return es, nil
 }
 
-// list runs query, followingSQL or followersSQL.
-func (s *Store) list(ctx context.Context, query string, user fg.UserID, after *fg.Key, limit int) ([]fg.Entry, error) {
+// list runs query, one of the list queries, with the parameters after
+// the first four.
+func (s *Store) list(ctx context.Context, query string, user fg.UserID, after *fg.Key, limit int, more ...any) ([]fg.Entry, error) {
 	if err := fg.CheckIDs(user); err != nil {
 		return nil, err
 	}
@@ -140,7 +179,7 @@ func (s *Store) list(ctx context.Context, query string, user fg.UserID, after *f
 	if after != nil {
 		k = *after
 	}
-	rows, err := s.pool.Query(ctx, query, int64(user), k.Millis, int64(k.ID), limit)
+	rows, err := s.pool.Query(ctx, query, append([]any{int64(user), k.Millis, int64(k.ID), limit}, more...)...)
 	if err != nil {
 		return nil, translate(err)
 	}
@@ -151,6 +190,54 @@ func (s *Store) list(ctx context.Context, query string, user fg.UserID, after *f
 		return nil
 	}); err != nil {
 		return nil, translate(err)
+	}
+	return es, nil
+}
+
+// The link list queries, as followingSQL: the blocks or the mutes ($5
+// the kind; $6 the time in ms from which a mute is expired, 0 for
+// blocks) of user $1 from links_out, and the pending requests to user $1
+// from links_requests, leaving out those a later follow of the pair ended
+// (row.Link.Settle, one primary-key probe of edges each): the range also
+// holds the approved requests, so a page of a private user's list costs
+// its approved requests newer than the page's end as well.
+const (
+	linksOutSQL = `SELECT target_id, since_ms FROM links
+		WHERE user_id = $1 AND kind = $5 AND active AND (since_ms, target_id) < ($2, $3)
+		AND (expires_ms = 0 OR expires_ms > $6)
+		ORDER BY since_ms DESC, target_id DESC LIMIT $4`
+	requestsSQL = `SELECT user_id, since_ms FROM links l
+		WHERE target_id = $1 AND kind = 3 AND active AND (since_ms, user_id) < ($2, $3)
+		AND NOT EXISTS (SELECT FROM edges e WHERE e.follower = l.user_id AND e.followee = l.target_id AND e.version > l.version)
+		ORDER BY since_ms DESC, user_id DESC LIMIT $4`
+)
+
+// Links returns a page of the list named list of user, as Following does
+// for follows: fg.ListBlocks, the users user blocks; fg.ListMutes, the
+// users user mutes, without the mutes expired by the store's clock now;
+// fg.ListFollowRequests, the users whose follow requests to user are
+// pending. Since is when each block, mute or request was made. Links
+// reads the record alone, without the hot copy, and lags it by what the
+// persister has not yet applied.
+//
+// Returns EInvalidArgument for another list or a limit outside 1 to
+// fg.MaxLimit, EInvalidID for an invalid user; EUnavailable when the
+// server is.
+func (s *Store) Links(ctx context.Context, list string, user fg.UserID, after *fg.Key, limit int) ([]fg.Entry, error) {
+	var es []fg.Entry
+	var err error
+	switch list {
+	case fg.ListBlocks:
+		es, err = s.list(ctx, linksOutSQL, user, after, limit, int16(fg.KindBlock), int64(0))
+	case fg.ListMutes:
+		es, err = s.list(ctx, linksOutSQL, user, after, limit, int16(fg.KindMute), time.Now().UnixMilli())
+	case fg.ListFollowRequests:
+		es, err = s.list(ctx, requestsSQL, user, after, limit)
+	default:
+		err = fg.Errorf(fg.EInvalidArgument, "no list %q: want %s, %s or %s", list, fg.ListBlocks, fg.ListMutes, fg.ListFollowRequests)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("postgres: %s: %w", list, err)
 	}
 	return es, nil
 }

@@ -52,6 +52,33 @@ ON CONFLICT (follower, followee) DO UPDATE
 SET following = excluded.following, since_ms = excluded.since_ms, version = excluded.version
 WHERE e.version < excluded.version`
 
+// linkColumns is a batch of links as one array per column, the
+// parameters of upsertLinksSQL.
+type linkColumns struct {
+	user, target                []int64
+	kind                        []int16
+	active                      []bool
+	sinceMs, expiresMs, version []int64
+}
+
+func linkColumnsOf(links []row.Link) linkColumns {
+	n := len(links)
+	c := linkColumns{user: make([]int64, n), target: make([]int64, n), kind: make([]int16, n), active: make([]bool, n),
+		sinceMs: make([]int64, n), expiresMs: make([]int64, n), version: make([]int64, n)}
+	for i, l := range links {
+		c.user[i], c.kind[i], c.target[i], c.active[i] = l.User, int16(l.Kind), l.Target, l.On
+		c.sinceMs[i], c.expiresMs[i], c.version[i] = l.SinceMs, l.ExpiresMs, l.Version
+	}
+	return c
+}
+
+// upsertLinksSQL is upsertSQL for the links table.
+const upsertLinksSQL = `INSERT INTO links AS l (user_id, kind, target_id, active, since_ms, expires_ms, version)
+SELECT * FROM unnest($1::bigint[], $2::smallint[], $3::bigint[], $4::boolean[], $5::bigint[], $6::bigint[], $7::bigint[])
+ON CONFLICT (user_id, kind, target_id) DO UPDATE
+SET active = excluded.active, since_ms = excluded.since_ms, expires_ms = excluded.expires_ms, version = excluded.version
+WHERE l.version < excluded.version`
+
 // Apply records a batch of events read from the event log, and lastSeq,
 // the stream sequence of the batch's last event, in one transaction: when
 // Apply returns nil, the batch is committed (and flushed, see Open) and so
@@ -59,25 +86,29 @@ WHERE e.version < excluded.version`
 // connection was lost during the commit, when all of it may be (a
 // redelivery then changes nothing twice).
 //
-// Each event is a conditional upsert of its edge: it takes effect only if
-// its version is greater than the edge's stored version. Duplicates,
-// redeliveries and any order of the same events therefore converge to the
-// highest version of each edge, and an event older than the stored state
-// changes nothing. Unfollows are kept as tombstones, so a late older follow
-// cannot bring an edge back. The stored sequence never moves backward: a
-// lastSeq below it leaves it unchanged (the events are still applied).
-// Concurrent Applies, from this process or others, are safe: each writes
-// its edges in key order and the sequence last, so they wait for each
-// other only inside the server, and never in a cycle.
+// Each event is a conditional upsert of each edge it sets (its Effects:
+// follows in edges, the other kinds in links; a block is five rows): each
+// takes effect only if its version is greater than that edge's stored
+// version. Duplicates, redeliveries and any order of the same events
+// therefore converge to the highest version of each edge, and an event
+// older than the stored state changes nothing. Off edges are kept as
+// tombstones, so a late older event cannot bring an edge back. The stored
+// sequence never moves backward: a lastSeq below it leaves it unchanged
+// (the events are still applied). Concurrent Applies, from this process
+// or others, are safe: each writes its edges in key order and the
+// sequence last, so they wait for each other only inside the server, and
+// never in a cycle: edges, then links, each in key order.
 //
-// Apply returns the number of edges changed (created or overwritten).
+// Apply returns the number of rows changed (created or overwritten). A
+// follow's end of the request of its pair is its own edges row (see
+// row.Link.Settle): a batch of follows writes edges alone.
 // Every event is checked before anything is written: an invalid event
 // (Event.Validate), or a version or lastSeq of 2^63 or more, returns an
 // error with its code (EInvalidArgument, EInvalidID, ESelfFollow) and
 // applies nothing. A server that cannot be reached, or a transaction that
 // cannot go through for now, returns EUnavailable (see translate).
 func (s *Store) Apply(ctx context.Context, events []fg.Event, lastSeq uint64) (changed int, err error) {
-	edges, err := row.Batch(events, lastSeq)
+	rows, err := row.Batch(events, lastSeq)
 	if err != nil {
 		return 0, fmt.Errorf("postgres: apply: %w", err)
 	}
@@ -87,12 +118,17 @@ func (s *Store) Apply(ctx context.Context, events []fg.Event, lastSeq uint64) (c
 	// every Apply writes, comes last: it is locked only once the edges are,
 	// and for the shortest time.
 	b := &pgx.Batch{}
-	if len(edges) > 0 {
-		c := columnsOf(edges)
-		b.Queue(upsertSQL, c.follower, c.followee, c.following, c.sinceMs, c.version).Exec(func(tag pgconn.CommandTag) error {
-			changed = int(tag.RowsAffected())
-			return nil
-		})
+	count := func(tag pgconn.CommandTag) error {
+		changed += int(tag.RowsAffected())
+		return nil
+	}
+	if len(rows.Edges) > 0 {
+		c := columnsOf(rows.Edges)
+		b.Queue(upsertSQL, c.follower, c.followee, c.following, c.sinceMs, c.version).Exec(count)
+	}
+	if len(rows.Links) > 0 {
+		c := linkColumnsOf(rows.Links)
+		b.Queue(upsertLinksSQL, c.user, c.kind, c.target, c.active, c.sinceMs, c.expiresMs, c.version).Exec(count)
 	}
 	b.Queue(moveSeqSQL, int64(lastSeq))
 	// Close reads every result up to the server's answer to the Sync, which

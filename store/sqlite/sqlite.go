@@ -1,7 +1,7 @@
 // Package sqlite is the durable record of the follow graph in one SQLite
-// file (modernc.org/sqlite, pure Go): the state of every edge with its
-// version, and the event-log sequence applied last, changed together in one
-// transaction per batch of events.
+// file (modernc.org/sqlite, pure Go): the state of every edge of every
+// kind with its version, and the event-log sequence applied last, changed
+// together in one transaction per batch of events.
 //
 // The persister applies batches of events from the event log with Apply,
 // each with the log sequence it reaches (LastSeq), which the start-up check
@@ -11,9 +11,11 @@
 // indexes: the engine answers every read (docs/DESIGN.md says why).
 //
 // The schema (migrations/*.sql) and the statements are plain enough to be
-// mirrored by the PostgreSQL and MySQL stores: one edges table keyed by
-// (follower, followee), a meta table, and writes that are upserts
-// conditional on the edge's version.
+// mirrored by the PostgreSQL and MySQL stores: an edges table of the
+// follows keyed by (follower, followee), a links table of the other kinds
+// (blocks, mutes, follow requests, the private setting) keyed by (user,
+// kind, target), a meta table, and writes that are upserts conditional on
+// each row's version.
 package sqlite
 
 import (
@@ -90,7 +92,7 @@ func Open(ctx context.Context, path string) (*Store, error) {
 		return nil, fmt.Errorf("sqlite: open: %w", translate(err))
 	}
 	for rows := 1; rows <= maxRows; rows *= 2 {
-		st, err := w.PrepareContext(ctx, upsertSQL(rows))
+		st, err := w.PrepareContext(ctx, upsertSQL(edgesTable, rows))
 		if err != nil {
 			s.Close()
 			return nil, fmt.Errorf("sqlite: open: %w", translate(err))

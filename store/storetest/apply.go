@@ -143,7 +143,13 @@ func (s suite) testApplyInvalid(t *testing.T) {
 		{"SelfFollow", Follow(7, 7, V(1)), fg.ESelfFollow},
 		{"ZeroID", Follow(0, 7, V(1)), fg.EInvalidID},
 		{"NegativeID", Follow(7, -1, V(1)), fg.EInvalidID},
-		{"UnknownOp", fg.NewEvent(1, 2, 3, V(1)), fg.EInvalidArgument},
+		{"UnknownOp", fg.NewEvent(1, 2, 11, V(1)), fg.EInvalidArgument},
+		{"SelfBlock", fg.NewEvent(7, 7, fg.OpBlock, V(1)), fg.ESelfFollow},
+		{"BlockOfZero", fg.NewEvent(7, 0, fg.OpBlock, V(1)), fg.EInvalidID},
+		{"MuteWithoutSince", fg.NewEvent(1, 2, fg.OpMute, V(1)), fg.EInvalidArgument},
+		{"MuteExpiringAtSince", Mute(1, 2, V(1), V(0).Time(), V(0).Time()), fg.EInvalidArgument},
+		{"PrivateWithTarget", fg.NewEvent(1, 2, fg.OpPrivate, V(1)), fg.EInvalidArgument},
+		{"BlockVersion2^63", fg.NewEvent(1, 2, fg.OpBlock, 1<<63), fg.EInvalidArgument},
 		{"ZeroVersion", fg.Event{User: 1, Target: 2, Op: fg.OpFollow, Time: fg.Millis(0)}, fg.EInvalidArgument},
 		{"TimeNotVersion", bad, fg.EInvalidArgument},
 		{"Version2^63", Follow(1, 2, 1<<63), fg.EInvalidArgument},
@@ -154,7 +160,7 @@ func (s suite) testApplyInvalid(t *testing.T) {
 			st := s.newStore(t)
 			Apply(t, st, 3, Follow(5, 6, V(1)))
 			want := StoredEvents(t, st)
-			batch := []fg.Event{Follow(1, 3, V(2)), Unfollow(5, 6, V(3)), tt.e, Follow(2, 3, V(4))}
+			batch := []fg.Event{Follow(1, 3, V(2)), Unfollow(5, 6, V(3)), fg.NewEvent(5, 6, fg.OpBlock, V(3)), tt.e, Follow(2, 3, V(4))}
 			n, err := st.Apply(context.Background(), batch, 9)
 			if err == nil || n != 0 {
 				t.Fatalf("Apply = %d, %v; want an error", n, err)

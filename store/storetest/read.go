@@ -88,6 +88,12 @@ func (s suite) testImportInvalid(t *testing.T) {
 		t.Fatalf("Import = %d, %v; want 0, %s", n, err, fg.ESelfFollow)
 	}
 	CheckEvents(t, st, nil)
+	// Import takes follows only: a block is bad input.
+	block := slices.Values([]fg.Event{Follow(1, 2, V(1)), fg.NewEvent(2, 1, fg.OpBlock, V(2))})
+	if n, err := st.Import(context.Background(), block); fg.ErrorCode(err) != fg.EInvalidArgument || n != 0 {
+		t.Fatalf("Import of a block = %d, %v; want 0, %s", n, err, fg.EInvalidArgument)
+	}
+	CheckEvents(t, st, nil)
 }
 
 // eventsStore returns a store holding 998 follows of user 1, and them.

@@ -1,7 +1,9 @@
 // Package storetest is the conformance suite of the durable stores
 // (store/sqlite, store/postgres, store/mysql): what the persister and
 // start-up rely on — conditional, idempotent upserts that converge in any
-// order, tombstones, the event-log sequence kept in the same transaction,
+// order, for every kind of edge and each effect of an event (a block's
+// end of the follows and requests between two users), tombstones, the
+// event-log sequence kept in the same transaction,
 // invalid batches rejected whole, Import, Events, LastSeq and the log mark
 // checked at start — is written
 // here once and proven on every store.
@@ -42,7 +44,8 @@ type Store interface {
 	// Import bulk-loads events, leaving the stored sequence alone, and
 	// returns the rows written.
 	Import(ctx context.Context, events iter.Seq[fg.Event]) (int, error)
-	// Events yields the state of every edge in (follower, followee) order.
+	// Events yields the state of every edge: the follows in (follower,
+	// followee) order, then the other kinds in (user, kind, target) order.
 	Events(ctx context.Context) iter.Seq2[fg.Event, error]
 	// LastSeq returns the highest sequence applied, 0 for a new store.
 	LastSeq(ctx context.Context) (uint64, error)
@@ -53,6 +56,15 @@ type Store interface {
 	MarkLog(ctx context.Context, m fg.LogMark) error
 	ResetLogMark(ctx context.Context, m fg.LogMark) error
 	Close() error
+}
+
+// LinkLister is implemented by the stores that answer lists themselves
+// (store/postgres, store/mysql): a page of the list named list
+// (fg.ListBlocks, fg.ListMutes, fg.ListFollowRequests) of user, newest
+// first, after the position after (nil: from the newest). The suite
+// checks it on the stores that have it.
+type LinkLister interface {
+	Links(ctx context.Context, list string, user fg.UserID, after *fg.Key, limit int) ([]fg.Entry, error)
 }
 
 // Readier is implemented by stores that report whether they answer
@@ -94,6 +106,14 @@ func Run(t *testing.T, open func(tb testing.TB) Store) {
 		}},
 		{"LogMark", []test{
 			{"MarkAndReset", s.testLogMark},
+		}},
+		{"Links", []test{
+			{"Block", s.testLinksBlock},
+			{"Converge", s.testLinksConverge},
+			{"RequestThenFollow", s.testLinksRequestThenFollow},
+			{"Mute", s.testLinksMute},
+			{"Private", s.testLinksPrivate},
+			{"List", s.testLinksList},
 		}},
 		{"Concurrent", []test{
 			{"ApplyAndRead", s.testConcurrent},
@@ -142,6 +162,14 @@ func Follow(u, t fg.UserID, ver fg.Version) fg.Event {
 // Unfollow is the event of u unfollowing t at version ver.
 func Unfollow(u, t fg.UserID, ver fg.Version) fg.Event {
 	return fg.NewEvent(u, t, fg.OpUnfollow, ver)
+}
+
+// Mute is the event of u muting t at version ver, muted since since and
+// until expires (zero: until unmuted).
+func Mute(u, t fg.UserID, ver fg.Version, since, expires time.Time) fg.Event {
+	e := fg.NewEvent(u, t, fg.OpMute, ver)
+	e.Since, e.Expires = since, expires
+	return e
 }
 
 // Model is the state a store must reach: for each edge, its event of
@@ -201,7 +229,8 @@ func CheckEvents(tb testing.TB, s Store, want []fg.Event) {
 // SameEvent reports whether a and b are the same event: the same values,
 // times compared by instant.
 func SameEvent(a, b fg.Event) bool {
-	return a.User == b.User && a.Target == b.Target && a.Op == b.Op && a.Version == b.Version && a.Time.Equal(b.Time)
+	return a.User == b.User && a.Target == b.Target && a.Op == b.Op && a.Version == b.Version && a.Time.Equal(b.Time) &&
+		a.Since.Equal(b.Since) && a.Expires.Equal(b.Expires)
 }
 
 func firstDifference(got, want []fg.Event) int {

@@ -1,7 +1,9 @@
 // Package row holds the row logic the durable stores (store/sqlite,
-// store/postgres, store/mysql) share: one row of their edges table, built
-// from an event and checked against the range of a signed 64-bit column,
-// and the deduplication of a batch of rows before it is written.
+// store/postgres, store/mysql) share: one row of their edges table (the
+// follows) and of their links table (the other kinds of edge: blocks,
+// mutes, follow requests, and the private setting), built from an event's
+// effects and checked against the range of a signed 64-bit column, and
+// the deduplication of a batch of rows before it is written.
 package row
 
 import (
@@ -41,42 +43,78 @@ func (e Edge) Event() fg.Event {
 	return fg.NewEvent(fg.UserID(e.Follower), fg.UserID(e.Followee), op, fg.Version(e.Version))
 }
 
-// FromEvent returns the row that records e, or an error if e is invalid
-// (Event.Validate) or its version does not fit a signed 64-bit integer.
+// FromEvent returns the row that records e, a follow or an unfollow (the
+// edges table holds follows only), or an error if e is invalid (see
+// check) or of another kind.
 func FromEvent(e fg.Event) (Edge, error) {
-	if err := e.Validate(); err != nil {
+	if err := check(e); err != nil {
 		return Edge{}, err
 	}
+	if e.Op.Kind() != fg.KindFollow {
+		return Edge{}, fg.Errorf(fg.EInvalidArgument, "event %s: a %s is not a follow or an unfollow", e.ID(), e.Op)
+	}
+	return edgeOf(e.User, e.Target, e.Op.On(), e.Version), nil
+}
+
+// check returns an error if e is invalid (Event.Validate) or its version
+// does not fit a signed 64-bit integer.
+func check(e fg.Event) error {
+	if err := e.Validate(); err != nil {
+		return err
+	}
 	if e.Version > MaxVersion {
-		return Edge{}, fg.Errorf(fg.EInvalidArgument,
+		return fg.Errorf(fg.EInvalidArgument,
 			"event %s: version %d is 2^63 or more, beyond the store's range (times after the year 2248)", e.ID(), e.Version)
 	}
-	return Edge{
-		Follower:  int64(e.User),
-		Followee:  int64(e.Target),
-		Following: e.Op == fg.OpFollow,
-		SinceMs:   e.Version.Millis(),
-		Version:   int64(e.Version),
-	}, nil
+	return nil
+}
+
+func edgeOf(user, target fg.UserID, on bool, v fg.Version) Edge {
+	return Edge{Follower: int64(user), Followee: int64(target), Following: on, SinceMs: v.Millis(), Version: int64(v)}
+}
+
+// Rows are the rows that record a batch of events: edges (follows) and
+// links (every other kind), each deduplicated and in primary-key order.
+type Rows struct {
+	Edges []Edge
+	Links []Link
 }
 
 // Batch returns the rows that record a batch of events applied with the
-// stream sequence lastSeq, deduplicated (see Dedupe), for the stores'
-// Applies, which check all of a batch before they write any of it. An
-// invalid event (as for FromEvent) or a lastSeq that does not fit a signed
+// stream sequence lastSeq, for the stores' Applies, which check all of a
+// batch before they write any of it and write all of it in one
+// transaction. Each event becomes one row per effect (Event.Effects), each
+// to be written conditionally on its own version, deduplicated per key
+// keeping the highest version (see Dedupe), except the end of the
+// request that a follow's second effect names: the follow's own row
+// records it (see Link.Pending), so a batch of follows writes the edges
+// table alone, as it did before there were other kinds. An invalid event
+// (Event.Validate), a version or a lastSeq that does not fit a signed
 // 64-bit integer is an error with its code.
-func Batch(events []fg.Event, lastSeq uint64) ([]Edge, error) {
+func Batch(events []fg.Event, lastSeq uint64) (Rows, error) {
 	if lastSeq > MaxVersion {
-		return nil, fg.Errorf(fg.EInvalidArgument, "sequence %d is 2^63 or more", lastSeq)
+		return Rows{}, fg.Errorf(fg.EInvalidArgument, "sequence %d is 2^63 or more", lastSeq)
 	}
-	edges := make([]Edge, len(events))
-	for i, e := range events {
-		var err error
-		if edges[i], err = FromEvent(e); err != nil {
-			return nil, err
+	rows := Rows{Edges: make([]Edge, 0, len(events))}
+	for _, e := range events {
+		if err := check(e); err != nil {
+			return Rows{}, err
+		}
+		if e.Op.Kind() == fg.KindFollow {
+			rows.Edges = append(rows.Edges, edgeOf(e.User, e.Target, e.Op.On(), e.Version))
+			continue
+		}
+		for x := range e.Effects {
+			if x.Kind == fg.KindFollow {
+				rows.Edges = append(rows.Edges, edgeOf(x.User, x.Target, x.On, e.Version))
+			} else {
+				rows.Links = append(rows.Links, linkOf(e, x))
+			}
 		}
 	}
-	return Dedupe(edges), nil
+	rows.Edges = Dedupe(rows.Edges)
+	rows.Links = DedupeLinks(rows.Links)
+	return rows, nil
 }
 
 // Dedupe sorts edges in primary-key order and keeps only the highest
