@@ -28,8 +28,10 @@ import (
 // streams that hold events, reads each from its start, settles what it
 // read, publishes it, and only then trims it.
 //
-// A stream entry has the fields u (user, decimal), t (target, decimal),
-// op ("follow" or "unfollow") and v (the version, 16 hex digits).
+// A stream entry has the fields u (user, decimal), t (target, decimal; 0
+// for a setting), op (the op's word: "follow", "block", …) and v (the
+// version, 16 hex digits), and a mute's s and x (its since and expiry, ms;
+// x 0: none).
 
 // outbox returns the key of the outbox stream that takes the events of
 // user's changes.
@@ -95,24 +97,32 @@ func decodeEvent(f map[string]string) (fg.Event, error) {
 	if err != nil {
 		return fg.Event{}, err
 	}
-	target, err := fg.ParseUserID(f["t"])
-	if err != nil {
-		return fg.Event{}, err
-	}
-	var op fg.Op
-	switch f["op"] {
-	case "follow":
-		op = fg.OpFollow
-	case "unfollow":
-		op = fg.OpUnfollow
-	default:
+	op, ok := fg.ParseOp(f["op"])
+	if !ok {
 		return fg.Event{}, fmt.Errorf("unknown op %q", f["op"])
+	}
+	var target fg.UserID
+	if op.Kind() != fg.KindPrivate {
+		if target, err = fg.ParseUserID(f["t"]); err != nil {
+			return fg.Event{}, err
+		}
 	}
 	v, err := strconv.ParseUint(f["v"], 16, 64)
 	if err != nil {
 		return fg.Event{}, fmt.Errorf("version %q: %w", f["v"], err)
 	}
 	e := fg.NewEvent(user, target, op, fg.Version(v))
+	if op == fg.OpMute {
+		since, err1 := strconv.ParseInt(f["s"], 10, 64)
+		expires, err2 := strconv.ParseInt(f["x"], 10, 64)
+		if err := errors.Join(err1, err2); err != nil {
+			return fg.Event{}, fmt.Errorf("mute %s: %w", e.ID(), err)
+		}
+		e.Since = fg.Millis(since)
+		if expires != 0 {
+			e.Expires = fg.Millis(expires)
+		}
+	}
 	return e, e.Validate()
 }
 

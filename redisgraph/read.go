@@ -54,7 +54,7 @@ func (g *Graph) Counts(ctx context.Context, ids []fg.UserID) ([]fg.Counts, error
 	}
 	out := make([]fg.Counts, len(ids))
 	for i, id := range ids {
-		out[i] = fg.Counts{ID: id, FollowingCount: cs[i].following, FollowerCount: cs[i].followers}
+		out[i] = fg.Counts{ID: id, FollowingCount: cs[i].following, FollowerCount: cs[i].followers, FollowRequests: cs[i].requestsIn}
 	}
 	return out, nil
 }
@@ -213,7 +213,9 @@ func parseEntries(key string, r rueidis.RedisResult) ([]fg.Entry, error) {
 }
 
 // Relations returns the relation of viewer to each id, from the viewer's
-// own two sorted sets: ZMSCORE on each, in chunks of probeChunk ids.
+// own sorted sets: ZMSCORE on each, in chunks of probeChunk ids. The sets
+// of blocks, mutes and requests are probed only when the viewer's counters
+// (read through the client-side cache) say they are not empty.
 func (g *Graph) Relations(ctx context.Context, viewer fg.UserID, ids []fg.UserID) ([]fg.RelationInfo, error) {
 	if err := fg.CheckIDList(ids, fg.MaxRelationIDs, viewer); err != nil {
 		return nil, err
@@ -222,11 +224,20 @@ func (g *Graph) Relations(ctx context.Context, viewer fg.UserID, ids []fg.UserID
 	if len(ids) == 0 {
 		return out, nil
 	}
+	cs, err := g.readCounters(ctx, []fg.UserID{viewer})
+	if err != nil {
+		return nil, unavailable("relations", err)
+	}
 	members := make([]string, len(ids))
 	for i, id := range ids {
 		members[i] = member(id)
 	}
-	scores, err := g.probe(ctx, members, g.key(viewer, kindOut), g.key(viewer, kindIn))
+	flags := g.flagSets(viewer, cs[0])
+	keys := []string{g.key(viewer, kindOut), g.key(viewer, kindIn)}
+	for _, f := range flags {
+		keys = append(keys, f.key)
+	}
+	scores, err := g.probe(ctx, members, keys...)
 	if err != nil {
 		return nil, unavailable("relations", err)
 	}
@@ -242,6 +253,93 @@ func (g *Graph) Relations(ctx context.Context, viewer fg.UserID, ids []fg.UserID
 		}
 		if followedBy[i] >= 0 {
 			out[i].FollowedBySince = fg.Millis(followedBy[i])
+		}
+	}
+	for k, f := range flags {
+		on := scores[2+k]
+		if f.kind == kindMuteOut {
+			if on, err = g.unexpired(ctx, viewer, members, on); err != nil {
+				return nil, unavailable("relations", err)
+			}
+		}
+		for i, id := range ids {
+			if on[i] >= 0 && id != viewer {
+				*f.flag(&out[i]) = true
+			}
+		}
+	}
+	return out, nil
+}
+
+// flagSet is one of a user's sets of edges of the other kinds that
+// Relations probes, with the flag of RelationInfo it sets.
+type flagSet struct {
+	kind, key string
+	flag      func(*fg.RelationInfo) *bool
+}
+
+// flagSets returns the sets of user's edges of the other kinds that hold
+// any, as c counts them.
+func (g *Graph) flagSets(user fg.UserID, c counters) []flagSet {
+	var fs []flagSet
+	for _, f := range []struct {
+		n    int64
+		kind string
+		flag func(*fg.RelationInfo) *bool
+	}{
+		{c.blocks, kindBlockOut, func(r *fg.RelationInfo) *bool { return &r.Blocking }},
+		{c.blockedBy, kindBlockIn, func(r *fg.RelationInfo) *bool { return &r.BlockedBy }},
+		{c.mutes, kindMuteOut, func(r *fg.RelationInfo) *bool { return &r.Muting }},
+		{c.requestsOut, kindReqOut, func(r *fg.RelationInfo) *bool { return &r.Requested }},
+		{c.requestsIn, kindReqIn, func(r *fg.RelationInfo) *bool { return &r.RequestedBy }},
+	} {
+		if f.n > 0 {
+			fs = append(fs, flagSet{f.kind, g.key(user, f.kind), f.flag})
+		}
+	}
+	return fs
+}
+
+// unexpired returns scores, the scores of members in user's mutes (-1
+// where absent), with -1 also where the mute has expired by the engine's
+// clock.
+func (g *Graph) unexpired(ctx context.Context, user fg.UserID, members []string, scores []int64) ([]int64, error) {
+	var muted []int
+	for i, s := range scores {
+		if s >= 0 {
+			muted = append(muted, i)
+		}
+	}
+	if len(muted) == 0 {
+		return scores, nil
+	}
+	res, err := g.readChecked(ctx, func() rueidis.Commands {
+		var cmds rueidis.Commands
+		for chunk := range slices.Chunk(muted, probeChunk) {
+			ms := make([]string, len(chunk))
+			for j, i := range chunk {
+				ms[j] = members[i]
+			}
+			cmds = append(cmds, g.c.B().Hmget().Key(g.key(user, kindMuteExp)).Field(ms...).Build())
+		}
+		return cmds
+	})
+	if err != nil {
+		return nil, err
+	}
+	now := g.now().UnixMilli()
+	out := slices.Clone(scores)
+	k := 0
+	for _, r := range res {
+		vals, err := r.ToArray()
+		if err != nil {
+			return nil, err
+		}
+		for _, v := range vals {
+			if x, err := v.AsInt64(); err == nil && x <= now {
+				out[muted[k]] = -1
+			}
+			k++
 		}
 	}
 	return out, nil
