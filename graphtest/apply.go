@@ -172,7 +172,7 @@ func (s suite) testApplyInvalidBatch(t *testing.T) {
 	timeOffMicro := followEvent(7, 8, v)
 	timeOffMicro.Time = timeOffMicro.Time.Add(time.Microsecond)
 	unknownOp := followEvent(7, 8, v)
-	unknownOp.Op = followgraph.OpUnfollow + 1
+	unknownOp.Op = followgraph.OpPublic + 1
 
 	for _, tt := range []struct {
 		name  string

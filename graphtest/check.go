@@ -111,8 +111,17 @@ func checkCounts(tb testing.TB, what string, got, want []followgraph.Counts) {
 }
 
 func formatRelation(r followgraph.RelationInfo) string {
-	return fmt.Sprintf("{%d %s following since %s, followed by since %s}",
-		r.ID, r.Relation, formatTime(r.FollowingSince), formatTime(r.FollowedBySince))
+	var flags strings.Builder
+	for _, f := range []struct {
+		on   bool
+		name string
+	}{{r.Blocking, "blocking"}, {r.BlockedBy, "blocked_by"}, {r.Muting, "muting"}, {r.Requested, "requested"}, {r.RequestedBy, "requested_by"}} {
+		if f.on {
+			flags.WriteString(", " + f.name)
+		}
+	}
+	return fmt.Sprintf("{%d %s following since %s, followed by since %s%s}",
+		r.ID, r.Relation, formatTime(r.FollowingSince), formatTime(r.FollowedBySince), flags.String())
 }
 
 func checkRelations(tb testing.TB, what string, got, want []followgraph.RelationInfo) {
@@ -124,9 +133,29 @@ func checkRelations(tb testing.TB, what string, got, want []followgraph.Relation
 	for i := range got {
 		g, w := got[i], want[i]
 		if g.ID != w.ID || g.Relation != w.Relation ||
-			!g.FollowingSince.Equal(w.FollowingSince) || !g.FollowedBySince.Equal(w.FollowedBySince) {
+			!g.FollowingSince.Equal(w.FollowingSince) || !g.FollowedBySince.Equal(w.FollowedBySince) ||
+			g.Blocking != w.Blocking || g.BlockedBy != w.BlockedBy || g.Muting != w.Muting ||
+			g.Requested != w.Requested || g.RequestedBy != w.RequestedBy {
 			tb.Errorf("%s: relation %d = %s, want %s", what, i, formatRelation(g), formatRelation(w))
 		}
+	}
+}
+
+// checkLink reports unless got is want.
+func checkLink(tb testing.TB, what string, got, want followgraph.Link) {
+	tb.Helper()
+	if got.On != want.On || !got.Since.Equal(want.Since) || !got.Expires.Equal(want.Expires) {
+		tb.Errorf("%s = {On: %v, Since: %s, Expires: %s}, want {On: %v, Since: %s, Expires: %s}", what,
+			got.On, formatTime(got.Since), formatTime(got.Expires), want.On, formatTime(want.Since), formatTime(want.Expires))
+	}
+}
+
+// checkLinkResult reports unless got is want.
+func checkLinkResult(tb testing.TB, what string, got, want followgraph.LinkResult) {
+	tb.Helper()
+	if got.Created != want.Created || !got.Since.Equal(want.Since) || !got.Expires.Equal(want.Expires) {
+		tb.Errorf("%s = {Created: %v, Since: %s, Expires: %s}, want {Created: %v, Since: %s, Expires: %s}", what,
+			got.Created, formatTime(got.Since), formatTime(got.Expires), want.Created, formatTime(want.Since), formatTime(want.Expires))
 	}
 }
 

@@ -72,6 +72,7 @@ func Run(t *testing.T, newGraph NewGraph) {
 		{"Relations", []test{
 			{"Kinds", s.testRelationKinds},
 			{"Changes", s.testRelationChanges},
+			{"Flags", s.testRelationFlags},
 		}},
 		{"SetQueries", []test{
 			{"OrderAndSince", s.testSetOrderAndSince},
@@ -80,6 +81,30 @@ func Run(t *testing.T, newGraph NewGraph) {
 		{"Suggestions", []test{
 			{"ScoreAndOrder", s.testSuggestions},
 			{"Limit", s.testSuggestionsLimit},
+			{"Exclude", s.testSuggestionsExclude},
+		}},
+		{"Block", []test{
+			{"RemovesEdges", s.testBlockRemovesEdges},
+			{"Refuses", s.testBlockRefuses},
+			{"Unblock", s.testUnblock},
+		}},
+		{"Links", []test{
+			{"Idempotent", s.testLinkIdempotent},
+			{"Self", s.testLinkSelf},
+			{"Invalid", s.testLinkInvalid},
+			{"Paging", s.testLinksPaging},
+			{"CursorOfAnotherList", s.testLinksCursorOfAnotherList},
+		}},
+		{"Mute", []test{
+			{"Expiry", s.testMuteExpiry},
+			{"ChangesNoFollow", s.testMuteChangesNoFollow},
+		}},
+		{"Private", []test{
+			{"Request", s.testPrivateRequest},
+			{"Approve", s.testApprove},
+			{"RemoveFollower", s.testRemoveFollower},
+			{"SetPublicApproves", s.testSetPublicApproves},
+			{"RequestsCountTowardLimit", s.testRequestsCountTowardLimit},
 		}},
 		{"Model", []test{
 			{"Random", s.testRandom},
@@ -91,6 +116,8 @@ func Run(t *testing.T, newGraph NewGraph) {
 			{"RefusedWrite", s.testHookRefusedWrite},
 			{"Failure", s.testHookFailure},
 			{"Concurrent", s.testHookConcurrent},
+			{"LinkEvents", s.testHookLinkEvents},
+			{"LinkFailure", s.testHookLinkFailure},
 		}},
 		{"Apply", []test{
 			{"Converges", s.testApplyConverges},
@@ -101,6 +128,8 @@ func Run(t *testing.T, newGraph NewGraph) {
 			{"LiveVersionsGrow", s.testApplyLiveVersionsGrow},
 			{"FutureVersion", s.testApplyFutureVersion},
 			{"ShuffledBatch", s.testApplyShuffledBatch},
+			{"Block", s.testApplyBlock},
+			{"Replay", s.testApplyReplay},
 		}},
 	}
 	for _, group := range groups {
@@ -286,11 +315,17 @@ func (f *fixture) describe(ids ...followgraph.UserID) string {
 	f.tb.Helper()
 	var b strings.Builder
 	for _, c := range f.counts(ids...) {
-		fmt.Fprintf(&b, "\n\t%d follows %d and has %d followers", c.ID, c.FollowingCount, c.FollowerCount)
+		fmt.Fprintf(&b, "\n\t%d follows %d and has %d followers and %d follow requests",
+			c.ID, c.FollowingCount, c.FollowerCount, c.FollowRequests)
 	}
 	for _, id := range ids {
 		fmt.Fprintf(&b, "\n\tFollowing(%d) = %s, Followers(%d) = %s",
 			id, formatEntries(f.following(id)), id, formatEntries(f.followers(id)))
+		for _, name := range linkLists {
+			l := linksList(f.g, name, id)
+			fmt.Fprintf(&b, ", %s = %s", l.name, formatEntries(f.read(l)))
+		}
+		fmt.Fprintf(&b, ", private %v", f.settings(id).Private)
 	}
 	return b.String()
 }

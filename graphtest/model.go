@@ -4,9 +4,12 @@ import (
 	"cmp"
 	"context"
 	"fmt"
+	"maps"
+	"math"
 	"math/rand/v2"
 	"slices"
 	"testing"
+	"time"
 
 	"github.com/followgraph/followgraph"
 )
@@ -14,39 +17,257 @@ import (
 // edge is user→target.
 type edge struct{ user, target followgraph.UserID }
 
-// model is the reference the suite compares engines with: the set of
-// edges, each with the millisecond of its follow, and every answer worked
-// out the plain way from it.
+// model is the reference the suite compares engines with: the follows,
+// blocks, mutes and pending requests, each with the millisecond it was
+// made, and the private accounts, and every answer worked out the plain
+// way from them.
 type model struct {
-	since        map[edge]int64
-	maxFollowing int // 0: unlimited
+	since        map[edge]int64 // the follows
+	blocks       map[edge]int64
+	mutes        map[edge]mute
+	requests     map[edge]int64
+	private      map[followgraph.UserID]bool
+	maxFollowing int          // 0: unlimited
+	clock        func() int64 // the engine's clock in ms, for mute expiry; nil: no mute expires
 }
+
+// mute is a mute's since and expiry in ms (expires 0: none).
+type mute struct{ since, expires int64 }
 
 func newModel(maxFollowing int) *model {
-	return &model{since: make(map[edge]int64), maxFollowing: maxFollowing}
+	return &model{
+		since: make(map[edge]int64), blocks: make(map[edge]int64), mutes: make(map[edge]mute),
+		requests: make(map[edge]int64), private: make(map[followgraph.UserID]bool), maxFollowing: maxFollowing,
+	}
 }
 
-// follow makes user follow target at ms, and returns what Follow should
-// return: a result, or the code of the error.
+// merge adds the state of o to m (their users are disjoint).
+func (m *model) merge(o *model) {
+	maps.Copy(m.since, o.since)
+	maps.Copy(m.blocks, o.blocks)
+	maps.Copy(m.mutes, o.mutes)
+	maps.Copy(m.requests, o.requests)
+	maps.Copy(m.private, o.private)
+}
+
+// follow makes user follow target at ms (or ask to, when target is
+// private), and returns what Follow should return: a result, or the code
+// of the error. A block either way is checked before the following limit.
 func (m *model) follow(user, target followgraph.UserID, ms int64) (followgraph.FollowResult, string) {
 	if user == target {
 		return followgraph.FollowResult{}, followgraph.ESelfFollow
 	}
+	if m.blocked(user, target) {
+		return followgraph.FollowResult{}, followgraph.EBlocked
+	}
 	if since, ok := m.since[edge{user, target}]; ok {
 		return followgraph.FollowResult{Created: false, Since: followgraph.Millis(since)}, ""
 	}
-	if m.maxFollowing > 0 && m.followingCount(user) >= m.maxFollowing {
-		return followgraph.FollowResult{}, followgraph.EFollowingLimit
+	if since, ok := m.requests[edge{user, target}]; ok && m.private[target] {
+		return followgraph.FollowResult{Since: followgraph.Millis(since), Requested: true}, ""
 	}
+	if m.maxFollowing > 0 && m.followingCount(user)+m.requestsOut(user) >= m.maxFollowing {
+		if _, ok := m.requests[edge{user, target}]; !ok {
+			return followgraph.FollowResult{}, followgraph.EFollowingLimit
+		}
+	}
+	if m.private[target] {
+		m.requests[edge{user, target}] = ms
+		return followgraph.FollowResult{Created: true, Since: followgraph.Millis(ms), Requested: true}, ""
+	}
+	delete(m.requests, edge{user, target}) // a stale request of a now public account
 	m.since[edge{user, target}] = ms
 	return followgraph.FollowResult{Created: true, Since: followgraph.Millis(ms)}, ""
 }
 
-// unfollow makes user stop following target, and reports whether it did.
+// unfollow makes user stop following target, or withdraws its request,
+// and reports whether it did.
 func (m *model) unfollow(user, target followgraph.UserID) bool {
-	_, ok := m.since[edge{user, target}]
-	delete(m.since, edge{user, target})
+	k := edge{user, target}
+	_, followed := m.since[k]
+	_, requested := m.requests[k]
+	delete(m.since, k)
+	delete(m.requests, k)
+	return followed || requested
+}
+
+// blocked reports whether a or b blocks the other.
+func (m *model) blocked(a, b followgraph.UserID) bool {
+	_, ab := m.blocks[edge{a, b}]
+	_, ba := m.blocks[edge{b, a}]
+	return ab || ba
+}
+
+// block makes user block target at ms, as Block should.
+func (m *model) block(user, target followgraph.UserID, ms int64) (followgraph.LinkResult, string) {
+	if user == target {
+		return followgraph.LinkResult{}, followgraph.ESelfFollow
+	}
+	if since, ok := m.blocks[edge{user, target}]; ok {
+		return followgraph.LinkResult{Since: followgraph.Millis(since)}, ""
+	}
+	m.blocks[edge{user, target}] = ms
+	for _, k := range []edge{{user, target}, {target, user}} {
+		delete(m.since, k)
+		delete(m.requests, k)
+	}
+	return followgraph.LinkResult{Created: true, Since: followgraph.Millis(ms)}, ""
+}
+
+// unblock ends user's block of target, and reports whether there was one.
+func (m *model) unblock(user, target followgraph.UserID) bool {
+	_, ok := m.blocks[edge{user, target}]
+	delete(m.blocks, edge{user, target})
 	return ok
+}
+
+// now returns the clock's ms, or the smallest time when the model has no
+// clock, so that no mute expires.
+func (m *model) now() int64 {
+	if m.clock == nil {
+		return math.MinInt64
+	}
+	return m.clock()
+}
+
+// activeMute returns user's mute of target unless there is none or it
+// has expired at ms.
+func (m *model) activeMute(user, target followgraph.UserID, ms int64) (mute, bool) {
+	mu, ok := m.mutes[edge{user, target}]
+	if !ok || (mu.expires != 0 && ms >= mu.expires) {
+		return mute{}, false
+	}
+	return mu, true
+}
+
+// mute makes user mute target for d at ms, as Mute should.
+func (m *model) mute(user, target followgraph.UserID, d time.Duration, ms int64) (followgraph.LinkResult, string) {
+	if user == target {
+		return followgraph.LinkResult{}, followgraph.ESelfFollow
+	}
+	if followgraph.CheckMute(d) != nil {
+		return followgraph.LinkResult{}, followgraph.EInvalidArgument
+	}
+	mu, existed := m.activeMute(user, target, ms)
+	if !existed {
+		mu.since = ms
+	}
+	mu.expires = 0
+	if d > 0 {
+		mu.expires = followgraph.Millis(ms).Add(d).UnixMilli()
+	}
+	m.mutes[edge{user, target}] = mu
+	return followgraph.LinkResult{Created: !existed, Since: followgraph.Millis(mu.since), Expires: msTime(mu.expires)}, ""
+}
+
+// unmute ends user's mute of target, and reports whether there was one
+// not expired at ms.
+func (m *model) unmute(user, target followgraph.UserID, ms int64) bool {
+	_, ok := m.activeMute(user, target, ms)
+	delete(m.mutes, edge{user, target})
+	return ok
+}
+
+// msTime returns the time of ms, or the zero time for 0.
+func msTime(ms int64) time.Time {
+	if ms == 0 {
+		return time.Time{}
+	}
+	return followgraph.Millis(ms)
+}
+
+// link returns the edge of kind from user to target, as Link should at ms.
+func (m *model) link(kind followgraph.Kind, user, target followgraph.UserID, ms int64) followgraph.Link {
+	var since int64
+	var ok bool
+	switch kind {
+	case followgraph.KindBlock:
+		since, ok = m.blocks[edge{user, target}]
+	case followgraph.KindRequest:
+		since, ok = m.requests[edge{user, target}]
+	case followgraph.KindMute:
+		mu, on := m.activeMute(user, target, ms)
+		if !on {
+			return followgraph.Link{}
+		}
+		return followgraph.Link{On: true, Since: followgraph.Millis(mu.since), Expires: msTime(mu.expires)}
+	}
+	if !ok {
+		return followgraph.Link{}
+	}
+	return followgraph.Link{On: true, Since: followgraph.Millis(since)}
+}
+
+// approve approves requester's request to user at ms, as Approve should.
+func (m *model) approve(user, requester followgraph.UserID, ms int64) (followgraph.FollowResult, string) {
+	if user == requester {
+		return followgraph.FollowResult{}, followgraph.ESelfFollow
+	}
+	k := edge{requester, user}
+	if since, ok := m.since[k]; ok {
+		return followgraph.FollowResult{Since: followgraph.Millis(since)}, ""
+	}
+	if _, ok := m.requests[k]; !ok {
+		return followgraph.FollowResult{}, followgraph.ENoRequest
+	}
+	delete(m.requests, k)
+	m.since[k] = ms
+	return followgraph.FollowResult{Created: true, Since: followgraph.Millis(ms)}, ""
+}
+
+// removeFollower ends follower's follow of, or request to, user, and
+// reports whether there was either.
+func (m *model) removeFollower(user, follower followgraph.UserID) bool {
+	return m.unfollow(follower, user)
+}
+
+// setPrivate sets user's setting at ms; turning it off approves every
+// pending request to user.
+func (m *model) setPrivate(user followgraph.UserID, private bool, ms int64) {
+	if !private {
+		for k := range m.requests {
+			if k.target == user {
+				m.approve(user, k.user, ms)
+			}
+		}
+	}
+	m.private[user] = private
+}
+
+func (m *model) requestsOut(user followgraph.UserID) int {
+	n := 0
+	for k := range m.requests {
+		if k.user == user {
+			n++
+		}
+	}
+	return n
+}
+
+// links returns the list named list of user, as Links should at ms.
+func (m *model) links(list string, user followgraph.UserID, ms int64) []followgraph.Entry {
+	var out []followgraph.Entry
+	switch list {
+	case followgraph.ListBlocks:
+		for k, since := range m.blocks {
+			if k.user == user {
+				out = append(out, entry(k.target, since))
+			}
+		}
+	case followgraph.ListMutes:
+		for k := range m.mutes {
+			if mu, ok := m.activeMute(k.user, k.target, ms); ok && k.user == user {
+				out = append(out, entry(k.target, mu.since))
+			}
+		}
+	case followgraph.ListFollowRequests:
+		for k, since := range m.requests {
+			if k.target == user {
+				out = append(out, entry(k.user, since))
+			}
+		}
+	}
+	return newestFirst(out)
 }
 
 func (m *model) follows(user, target followgraph.UserID) bool {
@@ -82,6 +303,11 @@ func (m *model) counts(ids []followgraph.UserID) []followgraph.Counts {
 			}
 			if e.target == id {
 				out[i].FollowerCount++
+			}
+		}
+		for e := range m.requests {
+			if e.target == id {
+				out[i].FollowRequests++
 			}
 		}
 	}
@@ -144,11 +370,21 @@ func (m *model) relation(viewer, id followgraph.UserID) followgraph.RelationInfo
 		return followgraph.RelationInfo{ID: id, Relation: followgraph.RelationSelf}
 	}
 	out, in := m.edge(viewer, id), m.edge(id, viewer)
+	_, blocking := m.blocks[edge{viewer, id}]
+	_, blockedBy := m.blocks[edge{id, viewer}]
+	_, muting := m.activeMute(viewer, id, m.now())
+	_, requested := m.requests[edge{viewer, id}]
+	_, requestedBy := m.requests[edge{id, viewer}]
 	return followgraph.RelationInfo{
 		ID:              id,
 		Relation:        followgraph.RelationOf(out.Following, in.Following),
 		FollowingSince:  out.Since,
 		FollowedBySince: in.Since,
+		Blocking:        blocking,
+		BlockedBy:       blockedBy,
+		Muting:          muting,
+		Requested:       requested,
+		RequestedBy:     requestedBy,
 	}
 }
 
@@ -159,7 +395,7 @@ func (m *model) suggestions(user followgraph.UserID) []followgraph.Suggestion {
 	via := make(map[followgraph.UserID][]followgraph.UserID)
 	for _, f := range m.following(user) {
 		for _, c := range m.following(f.ID) {
-			if c.ID != user && !m.follows(user, c.ID) {
+			if c.ID != user && !m.follows(user, c.ID) && !m.excluded(user, c.ID) {
 				via[c.ID] = append(via[c.ID], f.ID)
 			}
 		}
@@ -175,6 +411,14 @@ func (m *model) suggestions(user followgraph.UserID) []followgraph.Suggestion {
 		return cmp.Compare(a.ID, b.ID)
 	})
 	return out
+}
+
+// excluded reports whether suggestions for user leave out c: a block
+// either way, a mute of c, or a pending request to c.
+func (m *model) excluded(user, c followgraph.UserID) bool {
+	_, muting := m.activeMute(user, c, m.now())
+	_, requested := m.requests[edge{user, c}]
+	return m.blocked(user, c) || muting || requested
 }
 
 // modelOfEvents returns the state that events converge to: for each edge,
@@ -216,9 +460,9 @@ func compareFollow(tb testing.TB, user, target followgraph.UserID, got followgra
 		checkCode(tb, what, err, code)
 		return followgraph.ErrorCode(err) == code
 	}
-	if got.Created != want.Created || !got.Since.Equal(want.Since) {
-		tb.Errorf("%s = {Created: %v, Since: %s}, want {Created: %v, Since: %s}",
-			what, got.Created, formatTime(got.Since), want.Created, formatTime(want.Since))
+	if got.Created != want.Created || !got.Since.Equal(want.Since) || got.Requested != want.Requested {
+		tb.Errorf("%s = {Created: %v, Since: %s, Requested: %v}, want {Created: %v, Since: %s, Requested: %v}",
+			what, got.Created, formatTime(got.Since), got.Requested, want.Created, formatTime(want.Since), want.Requested)
 		return false
 	}
 	return true
@@ -257,9 +501,11 @@ func checkModel(tb testing.TB, ctx context.Context, g followgraph.Graph, m *mode
 		checkList(tb, ctx, followingList(g, u), randomLimit(rng), m.following(u))
 		checkList(tb, ctx, followersList(g, u), randomLimit(rng), m.followers(u))
 		checkModelRelations(tb, ctx, g, m, u, ids)
+		checkModelLinks(tb, ctx, g, m, u, randomLimit(rng))
 	}
 	for range 8 {
 		a, b := pickPair(rng, users)
+		checkModelLink(tb, ctx, g, m, a, b)
 		for _, l := range setLists(g, a, b) {
 			checkList(tb, ctx, l, randomLimit(rng), l.want(m))
 		}
@@ -331,4 +577,94 @@ func pickPair(rng *rand.Rand, users []followgraph.UserID) (a, b followgraph.User
 		j++
 	}
 	return users[i], users[j]
+}
+
+// checkBlock makes user block target at ms in g and in m, and reports
+// unless they agree.
+func checkBlock(tb testing.TB, ctx context.Context, g followgraph.Graph, m *model, user, target followgraph.UserID, ms int64) bool {
+	tb.Helper()
+	got, err := g.Block(ctx, user, target)
+	want, code := m.block(user, target, ms)
+	return compareLinkResult(tb, fmt.Sprintf("Block(%d, %d)", user, target), got, err, want, code)
+}
+
+// checkMute makes user mute target for d at ms in g and in m, and reports
+// unless they agree.
+func checkMute(tb testing.TB, ctx context.Context, g followgraph.Graph, m *model, user, target followgraph.UserID, d time.Duration, ms int64) bool {
+	tb.Helper()
+	got, err := g.Mute(ctx, user, target, d)
+	want, code := m.mute(user, target, d, ms)
+	return compareLinkResult(tb, fmt.Sprintf("Mute(%d, %d, %s)", user, target, d), got, err, want, code)
+}
+
+func compareLinkResult(tb testing.TB, what string, got followgraph.LinkResult, err error, want followgraph.LinkResult, code string) bool {
+	tb.Helper()
+	if code != "" || err != nil {
+		checkCode(tb, what, err, code)
+		return followgraph.ErrorCode(err) == code
+	}
+	checkLinkResult(tb, what, got, want)
+	return got.Created == want.Created && got.Since.Equal(want.Since) && got.Expires.Equal(want.Expires)
+}
+
+// checkApprove makes user approve requester at ms in g and in m, and
+// reports unless they agree.
+func checkApprove(tb testing.TB, ctx context.Context, g followgraph.Graph, m *model, user, requester followgraph.UserID, ms int64) bool {
+	tb.Helper()
+	got, err := g.Approve(ctx, user, requester)
+	want, code := m.approve(user, requester, ms)
+	return compareFollow(tb, requester, user, got, err, want, code)
+}
+
+// checkRemoved compares the outcome of a write that reports whether it
+// removed something with the model's.
+func checkRemoved(tb testing.TB, what string, got bool, err error, want bool) bool {
+	tb.Helper()
+	if err != nil || got != want {
+		tb.Errorf("%s = %v, %v; want %v, nil", what, got, err, want)
+		return false
+	}
+	return true
+}
+
+// checkSetPrivate sets user's setting at ms in g and in m, and reports
+// unless g answers the setting.
+func checkSetPrivate(tb testing.TB, ctx context.Context, g followgraph.Graph, m *model, user followgraph.UserID, private bool, ms int64) bool {
+	tb.Helper()
+	got, err := g.SetPrivate(ctx, user, private)
+	m.setPrivate(user, private, ms)
+	if want := (followgraph.Settings{ID: user, Private: private}); err != nil || got != want {
+		tb.Errorf("SetPrivate(%d, %v) = %+v, %v; want %+v, nil", user, private, got, err, want)
+		return false
+	}
+	return true
+}
+
+// checkModelLinks compares the lists of Links and the settings of user
+// with m, reading pages of limit entries.
+func checkModelLinks(tb testing.TB, ctx context.Context, g followgraph.Graph, m *model, user followgraph.UserID, limit int) {
+	tb.Helper()
+	for _, name := range linkLists {
+		l := linksList(g, name, user)
+		checkList(tb, ctx, l, limit, l.want(m))
+	}
+	st, err := g.Settings(ctx, user)
+	if want := (followgraph.Settings{ID: user, Private: m.private[user]}); err != nil || st != want {
+		tb.Errorf("Settings(%d) = %+v, %v; want %+v", user, st, err, want)
+	}
+}
+
+// checkModelLink compares the edges of every kind but follow from user to
+// target with m.
+func checkModelLink(tb testing.TB, ctx context.Context, g followgraph.Graph, m *model, user, target followgraph.UserID) {
+	tb.Helper()
+	for _, k := range []followgraph.Kind{followgraph.KindBlock, followgraph.KindMute, followgraph.KindRequest} {
+		what := fmt.Sprintf("Link(%s, %d, %d)", k, user, target)
+		got, err := g.Link(ctx, k, user, target)
+		if err != nil {
+			tb.Errorf("%s: %v", what, err)
+			continue
+		}
+		checkLink(tb, what, got, m.link(k, user, target, m.now()))
+	}
 }

@@ -3,7 +3,6 @@ package graphtest
 import (
 	"context"
 	"fmt"
-	"maps"
 	"math/rand/v2"
 	"sync"
 	"testing"
@@ -27,23 +26,47 @@ func modelUsers() []followgraph.UserID {
 	return users
 }
 
-// runRandom makes random follows, unfollows and clock moves, compares the
-// outcome of each with the model, and every 50 operations compares every
-// answer of the engine with the model.
+// runRandom makes random follows, unfollows, blocks, mutes, requests,
+// approvals, removals, settings and clock moves, compares the outcome of
+// each with the model, and every 50 operations compares every answer of
+// the engine with the model.
 func (s suite) runRandom(t *testing.T, seed uint64, maxFollowing, ops int) {
 	f := s.fixture(t, maxFollowing)
 	m := newModel(maxFollowing)
+	m.clock = f.now
 	rng := rand.New(rand.NewPCG(seed, seed))
 	users := modelUsers()
 	for i := range ops {
+		// Now and then a write of a user to itself.
+		a, b := users[rng.IntN(len(users))], users[rng.IntN(len(users))]
 		switch r := rng.IntN(100); {
-		case r < 45:
-			// Now and then a self-follow.
-			a, b := users[rng.IntN(len(users))], users[rng.IntN(len(users))]
+		case r < 35:
 			checkFollow(t, f.ctx, f.g, m, a, b, f.now())
-		case r < 80:
+		case r < 52:
 			a, b := pickPair(rng, users)
 			checkUnfollow(t, f.ctx, f.g, m, a, b)
+		case r < 55:
+			checkBlock(t, f.ctx, f.g, m, a, b, f.now())
+		case r < 58:
+			a, b := pickPair(rng, users)
+			removed, err := f.g.Unblock(f.ctx, a, b)
+			checkRemoved(t, fmt.Sprintf("Unblock(%d, %d)", a, b), removed, err, m.unblock(a, b))
+		case r < 62:
+			// Mutes of no expiry or of a few milliseconds, so that some expire.
+			d := time.Duration(rng.IntN(3)*rng.IntN(6)) * time.Millisecond
+			checkMute(t, f.ctx, f.g, m, a, b, d, f.now())
+		case r < 64:
+			a, b := pickPair(rng, users)
+			removed, err := f.g.Unmute(f.ctx, a, b)
+			checkRemoved(t, fmt.Sprintf("Unmute(%d, %d)", a, b), removed, err, m.unmute(a, b, f.now()))
+		case r < 70:
+			checkApprove(t, f.ctx, f.g, m, a, b, f.now())
+		case r < 73:
+			a, b := pickPair(rng, users)
+			removed, err := f.g.RemoveFollower(f.ctx, a, b)
+			checkRemoved(t, fmt.Sprintf("RemoveFollower(%d, %d)", a, b), removed, err, m.removeFollower(a, b))
+		case r < 77:
+			checkSetPrivate(t, f.ctx, f.g, m, a, rng.IntN(3) == 0, f.now())
 		default:
 			f.advance(rng.Int64N(4))
 		}
@@ -97,7 +120,7 @@ func (s suite) testConcurrent(t *testing.T) {
 
 	merged := newModel(0)
 	for _, m := range models {
-		maps.Copy(merged.since, m.since)
+		merged.merge(m)
 	}
 	checkModel(t, f.ctx, f.g, merged, all, rand.New(rand.NewPCG(32, 32)))
 	checkConsistent(t, f, all)
@@ -130,13 +153,33 @@ func (w *worker) owns(id followgraph.UserID) bool {
 
 func (w *worker) run(ops int) {
 	for range ops {
-		switch r := w.rng.IntN(10); {
-		case r < 3:
+		switch r := w.rng.IntN(40); {
+		case r < 10:
 			w.follow(w.pick(w.own), w.pick(w.own))
-		case r < 5:
+		case r < 16:
 			a, b := pickPair(w.rng, w.own)
 			checkUnfollow(w.tb, w.ctx, w.g, w.m, a, b)
-		case r < 6:
+		case r < 17:
+			w.link(w.pick(w.own), w.pick(w.own), true)
+		case r < 18:
+			a, b := pickPair(w.rng, w.own)
+			removed, err := w.g.Unblock(w.ctx, a, b)
+			checkRemoved(w.tb, fmt.Sprintf("Unblock(%d, %d)", a, b), removed, err, w.m.unblock(a, b))
+		case r < 19:
+			w.link(w.pick(w.own), w.pick(w.own), false)
+		case r < 20:
+			a, b := pickPair(w.rng, w.own)
+			removed, err := w.g.Unmute(w.ctx, a, b)
+			checkRemoved(w.tb, fmt.Sprintf("Unmute(%d, %d)", a, b), removed, err, w.m.unmute(a, b, 0))
+		case r < 21:
+			w.approve(w.pick(w.own), w.pick(w.own))
+		case r < 22:
+			a, b := pickPair(w.rng, w.own)
+			removed, err := w.g.RemoveFollower(w.ctx, a, b)
+			checkRemoved(w.tb, fmt.Sprintf("RemoveFollower(%d, %d)", a, b), removed, err, w.m.removeFollower(a, b))
+		case r < 23:
+			w.setPrivate(w.pick(w.own), w.rng.IntN(2) == 0)
+		case r < 24:
 			w.clock.Advance(time.Duration(w.rng.IntN(3)) * time.Millisecond)
 		default:
 			x, y := w.pick(w.all), w.pick(w.all)
@@ -169,14 +212,94 @@ func (w *worker) follow(user, target followgraph.UserID) {
 	}
 }
 
+// checkDuring reports unless since, the time of a change just made,
+// lies between the clock's times before and after the call.
+func (w *worker) checkDuring(what string, since, before, after time.Time) {
+	if low := followgraph.Millis(before.UnixMilli()); since.Before(low) || since.After(after) {
+		w.tb.Errorf("%s: since %s, want the clock's time during the call, from %s to %s",
+			what, formatTime(since), formatTime(low), formatTime(after))
+	}
+}
+
+// link makes user block (or mute, with no expiry) target, and checks the
+// outcome with the model, as follow does.
+func (w *worker) link(user, target followgraph.UserID, block bool) {
+	before := w.clock.Now()
+	var got followgraph.LinkResult
+	var err error
+	var what string
+	if block {
+		what = fmt.Sprintf("Block(%d, %d)", user, target)
+		got, err = w.g.Block(w.ctx, user, target)
+	} else {
+		what = fmt.Sprintf("Mute(%d, %d, 0)", user, target)
+		got, err = w.g.Mute(w.ctx, user, target, 0)
+	}
+	after := w.clock.Now()
+	var want followgraph.LinkResult
+	var code string
+	if block {
+		want, code = w.m.block(user, target, got.Since.UnixMilli())
+	} else {
+		want, code = w.m.mute(user, target, 0, got.Since.UnixMilli())
+	}
+	if compareLinkResult(w.tb, what, got, err, want, code) && got.Created {
+		w.checkDuring(what, got.Since, before, after)
+	}
+}
+
+// approve makes user approve requester, and checks the outcome.
+func (w *worker) approve(user, requester followgraph.UserID) {
+	before := w.clock.Now()
+	got, err := w.g.Approve(w.ctx, user, requester)
+	after := w.clock.Now()
+	want, code := w.m.approve(user, requester, got.Since.UnixMilli())
+	what := fmt.Sprintf("Approve(%d, %d)", user, requester)
+	if compareFollow(w.tb, requester, user, got, err, want, code) && got.Created {
+		w.checkDuring(what, got.Since, before, after)
+	}
+}
+
+// setPrivate sets user's setting; turning it off approves the pending
+// requests, whose follows are then read for their times.
+func (w *worker) setPrivate(user followgraph.UserID, private bool) {
+	before := w.clock.Now()
+	got, err := w.g.SetPrivate(w.ctx, user, private)
+	after := w.clock.Now()
+	what := fmt.Sprintf("SetPrivate(%d, %v)", user, private)
+	if want := (followgraph.Settings{ID: user, Private: private}); err != nil || got != want {
+		w.tb.Errorf("%s = %+v, %v; want %+v, nil", what, got, err, want)
+		return
+	}
+	if !private {
+		for k := range w.m.requests {
+			if k.target != user {
+				continue
+			}
+			e, err := w.g.IsFollowing(w.ctx, k.user, user)
+			if err != nil || !e.Following {
+				w.tb.Errorf("%s: the request of %d was pending, but IsFollowing(%d, %d) = %+v, %v; want an approved follow",
+					what, k.user, k.user, user, e, err)
+				return
+			}
+			w.checkDuring(fmt.Sprintf("%s: the follow %d→%d", what, k.user, user), e.Since, before, after)
+			w.m.approve(user, k.user, e.Since.UnixMilli())
+		}
+	}
+	w.m.private[user] = private
+}
+
 // readOwn reads about own user x (and y, anyone) and checks the answer
 // exactly: no one else makes or removes edges of x.
 func (w *worker) readOwn(x, y followgraph.UserID) {
 	limit := randomLimit(w.rng)
-	switch w.rng.IntN(7) {
+	switch w.rng.IntN(8) {
 	case 0:
 		checkModelEdge(w.tb, w.ctx, w.g, w.m, x, y)
 		checkModelEdge(w.tb, w.ctx, w.g, w.m, y, x)
+	case 7:
+		checkModelLinks(w.tb, w.ctx, w.g, w.m, x, limit)
+		checkModelLink(w.tb, w.ctx, w.g, w.m, x, y)
 	case 1:
 		checkModelCounts(w.tb, w.ctx, w.g, w.m, []followgraph.UserID{x, w.pick(w.own), x})
 	case 2:

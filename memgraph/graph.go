@@ -78,8 +78,8 @@ type stripe struct {
 	edges   int                    // live edges whose follower is here
 	tombs   map[edge]fg.Version    // versions of unfollowed edges
 	pending map[edge]chan struct{} // edges whose change awaits its hook
-	pendOut map[uint32]int         // follows awaiting their hook, per follower
-	_       [16]byte
+	pendOut map[uint32]int         // follows and requests awaiting their hook, per follower
+	rels    map[uint32]*rels       // the blocks, mutes, requests and settings of users here; nil when none
 }
 
 // node holds one user's edges.
@@ -152,6 +152,10 @@ func New(opts ...Option) *Graph {
 type Stats struct {
 	Users int // users with an internal id: every user ever named by a change
 	Edges int // live follow edges
+
+	// The edges of the other kinds that are on (mutes: expired or not),
+	// and the private accounts.
+	Blocks, Mutes, Requests, Private int
 }
 
 // Stats returns the current size of the graph.
@@ -161,12 +165,28 @@ func (g *Graph) Stats() Stats {
 		st := &g.stripes[i]
 		st.mu.RLock()
 		s.Edges += st.edges
+		for _, r := range st.rels {
+			s.Requests += r.reqOut
+			for _, p := range r.with {
+				s.Blocks += count(p.link(fg.KindBlock).on)
+				s.Mutes += count(p.link(fg.KindMute).on)
+			}
+			s.Private += count(r.private)
+		}
 		st.mu.RUnlock()
 	}
 	return s
 }
 
-// Follow makes user follow target; see followgraph.Graph.
+func count(b bool) int {
+	if b {
+		return 1
+	}
+	return 0
+}
+
+// Follow makes user follow target, or asks to when target is private; see
+// followgraph.Graph.
 func (g *Graph) Follow(ctx context.Context, user, target fg.UserID) (fg.FollowResult, error) {
 	if err := fg.CheckIDs(user, target); err != nil {
 		return fg.FollowResult{}, err
@@ -174,11 +194,42 @@ func (g *Graph) Follow(ctx context.Context, user, target fg.UserID) (fg.FollowRe
 	if user == target {
 		return fg.FollowResult{}, fg.ErrSelfFollow
 	}
-	created, v, err := g.change(ctx, user, target, g.intern(user), g.intern(target), fg.OpFollow)
-	return fg.FollowResult{Created: created, Since: v.Time()}, err
+	u, t := g.intern(user), g.intern(target)
+	w, err := g.change(ctx, u, t, false, func() (write, error) { return g.decideFollow(user, target, u, t) })
+	return w.followResult(), err
 }
 
-// Unfollow makes user stop following target; see followgraph.Graph.
+// decideFollow is Follow's decision under the locks of u and t.
+func (g *Graph) decideFollow(user, target fg.UserID, u, t uint32) (write, error) {
+	at, cur, live := g.find(u, t)
+	w := write{hint: found{at: at, v: cur, live: live, ok: true}}
+	if live {
+		w.since = cur.Millis()
+		return w, nil
+	}
+	su := g.stripe(u)
+	ru, rt := su.relsOf(u), g.stripe(t).relsOf(t)
+	if ru.blocksEither(t) {
+		return write{}, fg.ErrBlocked
+	}
+	op := fg.OpFollow
+	req := ru.link(fg.KindRequest, t)
+	if rt.isPrivate() {
+		if req.on {
+			return write{since: req.since, requested: true}, nil
+		}
+		op, w.requested = fg.OpRequest, true
+	}
+	if g.maxFollowing > 0 && !req.on && g.node(u).out.len()+su.pendOut[u]+ru.requestsOut() >= g.maxFollowing {
+		return write{}, fg.Errorf(fg.EFollowingLimit, "user %d already follows, or asked to follow, the maximum of %d users", user, g.maxFollowing)
+	}
+	w.e = fg.NewEvent(user, target, op, g.tick())
+	w.since = w.e.Version.Millis()
+	return w, nil
+}
+
+// Unfollow makes user stop following target, or withdraws its request;
+// see followgraph.Graph.
 func (g *Graph) Unfollow(ctx context.Context, user, target fg.UserID) (bool, error) {
 	if err := fg.CheckIDs(user, target); err != nil {
 		return false, err
@@ -188,80 +239,123 @@ func (g *Graph) Unfollow(ctx context.Context, user, target fg.UserID) (bool, err
 	if !uok || !tok {
 		return false, nil
 	}
-	removed, _, err := g.change(ctx, user, target, u, t, fg.OpUnfollow)
-	return removed, err
+	w, err := g.change(ctx, u, t, false, func() (write, error) {
+		at, cur, live := g.find(u, t)
+		w := write{hint: found{at: at, v: cur, live: live, ok: true}}
+		switch {
+		case live:
+			w.e = fg.NewEvent(user, target, fg.OpUnfollow, g.tick())
+		case g.stripe(u).relsOf(u).link(fg.KindRequest, t).on:
+			w.e = fg.NewEvent(user, target, fg.OpUnrequest, g.tick())
+		}
+		return w, nil
+	})
+	return w.e.Op != 0, err
 }
 
-// change makes op on user→target (internal ids u, t) unless it would
-// change nothing. It returns whether it changed the edge, and the version
-// of the follow (the new one, or the one already there).
+// write is what a change decided under its users' locks: the event to
+// make (Op 0: none, the edge is as asked already), and the state of the
+// edge it leaves, for the caller's answer.
+type write struct {
+	e         fg.Event
+	since     int64 // when the edge was made, in ms
+	expires   int64 // a mute's expiry in ms; 0: none
+	requested bool  // the edge is a follow request, not a follow
+	hint      found // what find(u, t) returned, while the locks are held
+}
+
+// found is what find returned for the follow e.User→e.Target.
+type found struct {
+	at   pos
+	v    fg.Version
+	live bool
+	ok   bool // the fields above are set
+}
+
+func (w write) followResult() fg.FollowResult {
+	return fg.FollowResult{Created: w.e.Op != 0, Since: fg.Millis(w.since), Requested: w.requested}
+}
+
+// change makes the change that decide, called under the locks of u and t
+// (t == u for a per-user setting), decides on, if any, and returns what
+// decide returned. wide is for changes that also set the edges of the
+// other direction (a block): they wait for pending changes either way.
 //
 // With no hook the change is made under the two stripes' locks. With a
 // hook the edge is marked pending (other changes of it wait), the locks are
 // released while the hook runs, and the change is made only once the hook
 // succeeded: no read sees a change its hook refused.
-func (g *Graph) change(ctx context.Context, user, target fg.UserID, u, t uint32, op fg.Op) (bool, fg.Version, error) {
+func (g *Graph) change(ctx context.Context, u, t uint32, wide bool, decide func() (write, error)) (write, error) {
 	k := edge{u, t}
-	su := g.stripe(u)
+	su, st := g.stripe(u), g.stripe(t)
 	for {
 		g.lock(u, t)
-		if wait, busy := su.pending[k]; busy {
+		wait, busy := su.pending[k]
+		if !busy && wide {
+			wait, busy = st.pending[edge{t, u}]
+		}
+		if busy {
 			g.unlock(u, t)
 			select {
 			case <-wait:
 				continue
 			case <-ctx.Done():
-				return false, 0, fmt.Errorf("memgraph: waiting for a pending change: %w", ctx.Err())
+				return write{}, fmt.Errorf("memgraph: waiting for a pending change: %w", ctx.Err())
 			}
 		}
-		at, cur, live := g.find(u, t)
-		switch {
-		case op == fg.OpFollow && live:
+		w, err := decide()
+		if err != nil || w.e.Op == 0 {
 			g.unlock(u, t)
-			return false, cur, nil
-		case op == fg.OpUnfollow && !live:
-			g.unlock(u, t)
-			return false, 0, nil
-		case op == fg.OpFollow && g.maxFollowing > 0 && g.node(u).out.len()+su.pendOut[u] >= g.maxFollowing:
-			g.unlock(u, t)
-			return false, 0, fg.Errorf(fg.EFollowingLimit, "user %d already follows the maximum of %d users", user, g.maxFollowing)
+			return w, err
 		}
-		e := fg.NewEvent(user, target, op, g.tick())
 		if g.hook == nil {
-			g.applyAt(e, u, t, at, cur, live)
+			g.applyEvent(w.e, u, t, w.hint)
 			g.unlock(u, t)
-			return true, e.Version, nil
+			return w, nil
 		}
-		wait := make(chan struct{})
-		su.setPending(k, wait, op)
+		wait = make(chan struct{})
+		su.setPending(k, wait, w.e.Op)
+		if wide {
+			st.setPending(edge{t, u}, wait, 0)
+		}
 		g.unlock(u, t)
 
-		err := g.hook(ctx, e)
+		err = g.hook(ctx, w.e)
 
 		g.lock(u, t)
-		su.clearPending(k, op)
+		su.clearPending(k, w.e.Op)
+		if wide {
+			st.clearPending(edge{t, u}, 0)
+		}
 		if err == nil {
-			g.applyLocked(e, u, t)
+			g.applyEvent(w.e, u, t, found{})
 		}
 		g.unlock(u, t)
 		close(wait)
-		return err == nil, e.Version, err
+		if err != nil {
+			return write{}, err
+		}
+		return w, nil
 	}
 }
+
+// countsOut reports whether op, while pending, counts toward its user's
+// following limit.
+func countsOut(op fg.Op) bool { return op == fg.OpFollow || op == fg.OpRequest }
 
 func (s *stripe) setPending(k edge, wait chan struct{}, op fg.Op) {
 	if s.pending == nil {
 		s.pending, s.pendOut = make(map[edge]chan struct{}), make(map[uint32]int)
 	}
 	s.pending[k] = wait
-	if op == fg.OpFollow {
+	if countsOut(op) {
 		s.pendOut[k.user]++
 	}
 }
 
 func (s *stripe) clearPending(k edge, op fg.Op) {
 	delete(s.pending, k)
-	if op == fg.OpFollow {
+	if countsOut(op) {
 		if s.pendOut[k.user]--; s.pendOut[k.user] == 0 {
 			delete(s.pendOut, k.user)
 		}
@@ -397,40 +491,68 @@ func (g *Graph) find(u, t uint32) (pos, fg.Version, bool) {
 	return p, 0, false
 }
 
-// applyLocked makes event e's change of u→t unless the edge already has a
-// change of an equal or higher version, and moves the clock past e's
-// version. The caller holds the stripes of u and t.
-func (g *Graph) applyLocked(e fg.Event, u, t uint32) {
-	at, cur, live := g.find(u, t)
-	g.applyAt(e, u, t, at, cur, live)
+// applyEvent makes each effect of e (see followgraph.Event.Effects) whose
+// edge has a lower version than e, and moves the clock past e's version.
+// u and t are the internal ids of e.User and e.Target (t == u for a
+// per-user event); the caller holds their stripes. hint, when set, is what
+// find(u, t) returned under these locks.
+func (g *Graph) applyEvent(e fg.Event, u, t uint32, hint found) {
+	g.observe(e.Version)
+	for ef := range e.Effects {
+		a, b := u, t
+		if ef.User != e.User {
+			a, b = t, u
+		}
+		switch ef.Kind {
+		case fg.KindFollow:
+			if !hint.ok || a != u || b != t {
+				hint.at, hint.v, hint.live = g.find(a, b)
+			}
+			g.setFollow(a, b, ef.On, e.Version, hint.at, hint.v, hint.live)
+			hint.ok = false
+		case fg.KindPrivate:
+			g.stripe(a).relsFor(a).setPrivate(ef.On, e.Version)
+		default:
+			g.setLink(ef.Kind, a, b, ef.On, e)
+		}
+	}
 }
 
-// applyAt is applyLocked given what find(u, t) returned.
-func (g *Graph) applyAt(e fg.Event, u, t uint32, at pos, cur fg.Version, live bool) {
-	g.observe(e.Version)
+// setFollow sets the follow u→t on or off at version v unless it has a
+// version of v or higher; at, cur and live are what find(u, t) returned.
+// The caller holds the stripes of u and t.
+func (g *Graph) setFollow(u, t uint32, on bool, v fg.Version, at pos, cur fg.Version, live bool) {
 	su, k := g.stripe(u), edge{u, t}
 	if !live {
 		cur = su.tombs[k]
 	}
-	if e.Version <= cur {
+	if v <= cur {
 		return
 	}
 	if live {
 		g.unlink(u, t, cur, at)
 		su.edges--
 	}
-	switch e.Op {
-	case fg.OpFollow:
+	if on {
 		delete(su.tombs, k)
-		g.link(u, t, e.Version, at)
+		g.link(u, t, v, at)
 		su.edges++
-	case fg.OpUnfollow:
-		if su.tombs == nil {
-			su.tombs = make(map[edge]fg.Version)
-		}
-		su.tombs[k] = e.Version
-		g.staleTombs()
+		return
 	}
+	if su.tombs == nil {
+		su.tombs = make(map[edge]fg.Version)
+	}
+	su.tombs[k] = v
+	g.staleTombs()
+}
+
+// followVersion returns the version of the follow u→t's last change, live
+// or tombstone (0: none). The caller holds u's stripe.
+func (g *Graph) followVersion(u, t uint32) fg.Version {
+	if v, live := g.lookup(u, t); live {
+		return v
+	}
+	return g.stripe(u).tombs[edge{u, t}]
 }
 
 // The time sequences are ordered by fg.Key (time, user id) ascending, and

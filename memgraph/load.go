@@ -24,18 +24,30 @@ func (g *Graph) Apply(_ context.Context, events []fg.Event) error {
 		}
 	}
 	for _, e := range events {
-		u, t := g.intern(e.User), g.intern(e.Target)
+		u, t := g.internPair(e)
 		g.lock(u, t)
-		g.applyLocked(e, u, t)
+		g.applyEvent(e, u, t, found{})
 		g.unlock(u, t)
 	}
 	return nil
 }
 
+// internPair returns the internal ids of e's user and target; both are
+// the user's for a per-user event.
+func (g *Graph) internPair(e fg.Event) (u, t uint32) {
+	u = g.intern(e.User)
+	if e.PerUser() {
+		return u, u
+	}
+	return u, g.intern(e.Target)
+}
+
 // Load fills an empty graph with events, the way Apply would but in bulk:
 // it sorts instead of searching, builds every sequence full and exactly
 // sized, and uses every core. Events may come in any order, with several
-// versions of one edge; the highest wins. On a graph that is not empty it
+// versions of one edge; the highest wins. Events of the other kinds
+// (blocks, mutes, requests, settings) are applied one by one, as Apply
+// does, once the follows are built. On a graph that is not empty it
 // applies the events in batches instead. An invalid event returns an error
 // and leaves the graph empty.
 func (g *Graph) Load(ctx context.Context, events iter.Seq[fg.Event]) error {
@@ -70,7 +82,7 @@ func (g *Graph) reset() {
 	g.users.Store(0)
 	g.dirMu.Unlock()
 	for i := range g.stripes {
-		g.stripes[i].edges, g.stripes[i].tombs = 0, nil
+		g.stripes[i].edges, g.stripes[i].tombs, g.stripes[i].rels = 0, nil, nil
 	}
 	g.clock.Store(0)
 	g.tombIdx.Store(nil)
@@ -107,10 +119,17 @@ type inRec struct {
 }
 
 func (g *Graph) loadLocked(events iter.Seq[fg.Event]) error {
-	var recs []loadRec
+	var (
+		recs []loadRec
+		rest []fg.Event // of the other kinds
+	)
 	for e := range events {
 		if err := e.Validate(); err != nil {
 			return err
+		}
+		if e.Op.Kind() != fg.KindFollow {
+			rest = append(rest, e)
+			continue
 		}
 		r := loadRec{u: g.intern(e.User), t: g.intern(e.Target), v: uint64(e.Version)}
 		if e.Op == fg.OpUnfollow {
@@ -226,6 +245,11 @@ func (g *Graph) loadLocked(events iter.Seq[fg.Event]) error {
 			nd.bitmaps().in = roaring.BitmapOf(nd.inIDs()...)
 		}
 	})
+	// The other kinds, on the built follows: a block's effects end them.
+	for _, e := range rest {
+		u, t := g.internPair(e)
+		g.applyEvent(e, u, t, found{})
+	}
 	return nil
 }
 

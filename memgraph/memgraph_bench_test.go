@@ -252,6 +252,26 @@ func BenchmarkRelations(b *testing.B) {
 			}
 		}
 	})
+	// The same viewer muting the followed third and blocking ten of the
+	// random ids: every flag is read from its rels.
+	b.Run("100ids/links", func(b *testing.B) {
+		for _, id := range ids[:34] {
+			if _, err := g.Mute(ctx, viewer, id, 0); err != nil {
+				b.Fatal(err)
+			}
+		}
+		for _, id := range ids[90:] {
+			if _, err := g.Block(ctx, viewer, id); err != nil {
+				b.Fatal(err)
+			}
+		}
+		b.ResetTimer()
+		for b.Loop() {
+			if _, err := g.Relations(ctx, viewer, ids); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
 }
 
 func BenchmarkFollowers(b *testing.B) {

@@ -41,6 +41,9 @@ func (g *Graph) Counts(_ context.Context, ids []fg.UserID) ([]fg.Counts, error) 
 			s, n := g.stripe(d), g.node(d)
 			s.mu.RLock()
 			out[i].FollowingCount, out[i].FollowerCount = int64(n.out.len()), int64(n.in.len())
+			if r := s.relsOf(d); r != nil {
+				out[i].FollowRequests = int64(r.reqIn)
+			}
 			s.mu.RUnlock()
 		}
 	}
@@ -78,7 +81,8 @@ func (g *Graph) Followers(_ context.Context, user fg.UserID, req fg.PageRequest)
 }
 
 // Relations returns the relation of viewer to each id. Each direction of
-// each edge is read atomically; the viewer's side in one step.
+// each edge is read atomically; the viewer's side, with every flag (all
+// kept at the viewer), in one step.
 func (g *Graph) Relations(_ context.Context, viewer fg.UserID, ids []fg.UserID) ([]fg.RelationInfo, error) {
 	if err := fg.CheckIDList(ids, fg.MaxRelationIDs, viewer); err != nil {
 		return nil, err
@@ -102,10 +106,18 @@ func (g *Graph) Relations(_ context.Context, viewer fg.UserID, ids []fg.UserID) 
 		}
 	}
 	g.rlock(v, v)
+	rv := g.stripe(v).relsOf(v)
+	var now int64
+	if rv != nil {
+		now = g.now().UnixMilli()
+	}
 	for i, x := range xs {
 		if known[i] {
 			if fv, ok := g.lookup(v, x); ok {
 				out[i].FollowingSince = fv.Time()
+			}
+			if rv != nil {
+				rv.relationFlags(&out[i], x, now)
 			}
 		}
 	}

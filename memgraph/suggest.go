@@ -18,8 +18,9 @@ const (
 	suggestPerFollowee = 1000
 )
 
-// Suggestions returns people user may want to follow; see followgraph.Graph
-// and the bounds above. Each followee's list is read under its own lock,
+// Suggestions returns people user may want to follow, leaving out those
+// user blocks, is blocked by, mutes or asked to follow; see
+// followgraph.Graph and the bounds above. Each followee's list is read under its own lock,
 // so the scores are of follows that existed during the call.
 func (g *Graph) Suggestions(_ context.Context, user fg.UserID, limit int) ([]fg.Suggestion, error) {
 	if err := fg.CheckIDs(user); err != nil {
@@ -45,6 +46,7 @@ func (g *Graph) Suggestions(_ context.Context, user fg.UserID, limit int) ([]fg.
 	for _, f := range via {
 		hint += min(g.followingCount(f), suggestPerFollowee)
 	}
+	now := g.now().UnixMilli()
 	sc := scratchPool.Get().(*scratch)
 	defer scratchPool.Put(sc)
 	cands := slices.Grow(sc.cands[:0], hint)
@@ -77,7 +79,7 @@ func (g *Graph) Suggestions(_ context.Context, user fg.UserID, limit int) ([]fg.
 		if c == u {
 			continue
 		}
-		if g.follows(u, c) {
+		if g.followsOrExcludes(u, c, now) {
 			continue
 		}
 		if best.Len() == size {
@@ -106,6 +108,15 @@ func (g *Graph) Suggestions(_ context.Context, user fg.UserID, limit int) ([]fg.
 		}
 	}
 	return out, nil
+}
+
+// followsOrExcludes reports whether u follows c or leaves c out of its
+// suggestions at ms (see rels.excludes), under u's stripe lock.
+func (g *Graph) followsOrExcludes(u, c uint32, ms int64) bool {
+	g.rlock(u, u)
+	defer g.runlock(u, u)
+	_, ok := g.lookup(u, c)
+	return ok || g.stripe(u).relsOf(u).excludes(c, ms)
 }
 
 // followingCount returns how many users u follows.

@@ -27,8 +27,8 @@ import (
 // until a new tombstone makes it stale; a live write's only cost is an
 // atomic load when an unfollow adds a tombstone.
 
-// Users yields every user with any edge, live or tombstone, once, in the
-// order they first appeared.
+// Users yields every user with any edge, live or tombstone, of any kind,
+// or a setting, once, in the order they first appeared.
 func (g *Graph) Users() iter.Seq[fg.UserID] {
 	return func(yield func(fg.UserID) bool) {
 		tombs := g.tombstones()
@@ -36,7 +36,7 @@ func (g *Graph) Users() iter.Seq[fg.UserID] {
 		for d := range n {
 			s, nd := g.stripe(d), g.node(d)
 			s.mu.RLock()
-			live := nd.out.len() > 0 || nd.in.len() > 0
+			live := nd.out.len() > 0 || nd.in.len() > 0 || s.relsOf(d) != nil
 			s.mu.RUnlock()
 			if (live || len(tombs.outOf(d)) > 0 || len(tombs.inOf(d)) > 0) && !yield(nd.ext) {
 				return
@@ -75,6 +75,48 @@ func (g *Graph) OutEdges(user fg.UserID) iter.Seq[fg.Event] {
 			after = buf[len(buf)-1].id
 		}
 		g.yieldTombs(g.tombstones().outOf(u), func(t uint32) edge { return edge{u, t} }, yield)
+	}
+}
+
+// LinkEvents yields the edges of the other kinds (blocks, mutes, follow
+// requests) that go out of user, each once, as the event of its last
+// change (an off edge as its tombstone's OpUnblock, OpUnmute or
+// OpUnrequest), then its private setting as an OpPrivate or OpPublic
+// event if it was ever set; in no particular order. With OutEdges they
+// are every event that rebuilds user's side of the graph.
+func (g *Graph) LinkEvents(user fg.UserID) iter.Seq[fg.Event] {
+	return func(yield func(fg.Event) bool) {
+		u, ok := g.internal(user)
+		if !ok {
+			return
+		}
+		var events []fg.Event
+		s := g.stripe(u)
+		s.mu.RLock()
+		if r := s.relsOf(u); r != nil {
+			for x, p := range r.with {
+				for i, l := range p.out {
+					if l.v == 0 {
+						continue
+					}
+					k := fg.Kind(i + int(fg.KindBlock))
+					e := fg.NewEvent(user, g.ext(x), fg.OpOf(k, l.on), l.v)
+					if k == fg.KindMute && l.on {
+						e.Since, e.Expires = fg.Millis(l.since), timeOf(l.expires)
+					}
+					events = append(events, e)
+				}
+			}
+			if r.privV != 0 {
+				events = append(events, fg.NewEvent(user, 0, fg.OpOf(fg.KindPrivate, r.private), r.privV))
+			}
+		}
+		s.mu.RUnlock()
+		for _, e := range events {
+			if !yield(e) {
+				return
+			}
+		}
 	}
 }
 
