@@ -9,6 +9,7 @@ import (
 	"time"
 
 	fg "github.com/followgraph/followgraph"
+	"github.com/followgraph/followgraph/memgraph"
 )
 
 // testClock is a clock a test moves.
@@ -318,3 +319,68 @@ func TestRelationships(t *testing.T) {
 }
 
 func errOf[T any](_ T, err error) error { return err }
+
+// TestRebuildLinks rebuilds the other kinds from a memgraph holding them,
+// on a standalone Redis and a Cluster, and reads them back: both sides,
+// the counts, a mute's expiry, the private setting. Rebuilding again
+// writes nothing.
+func TestRebuildLinks(t *testing.T) {
+	ctx := t.Context()
+	clock := newTestClock()
+	ms := clock.ms.Load() - 10_000
+	v := func(i int64) fg.Version { return fg.VersionAt(ms + i) }
+	mute := fg.NewEvent(5, 6, fg.OpMute, v(7))
+	mute.Since, mute.Expires = fg.Millis(ms+6), clock.now().Add(time.Hour)
+	events := []fg.Event{
+		fg.NewEvent(1, 2, fg.OpFollow, v(1)),
+		fg.NewEvent(2, 1, fg.OpFollow, v(1)),
+		fg.NewEvent(1, 2, fg.OpBlock, v(2)), // ends both follows
+		fg.NewEvent(3, 4, fg.OpRequest, v(3)),
+		fg.NewEvent(4, 0, fg.OpPrivate, v(2)),
+		fg.NewEvent(3, 5, fg.OpBlock, v(4)),
+		fg.NewEvent(3, 5, fg.OpUnblock, v(5)),
+		mute,
+	}
+	for _, m := range modes {
+		t.Run(m.name, func(t *testing.T) {
+			src := memgraph.New()
+			must(t, src.Load(ctx, slices.Values(events)))
+			g := newTestGraph(t, m.client(t), WithClock(clock.now))
+			touchSource(g, src)
+			st, err := g.Rebuild(ctx, src, RebuildOptions{})
+			must(t, err)
+			check := func() {
+				t.Helper()
+				rel, err := g.Relations(ctx, 2, []fg.UserID{1})
+				must(t, err)
+				if r := rel[0]; !r.BlockedBy || r.Relation != fg.RelationNone {
+					t.Errorf("Relations(2, 1) = %+v, want blocked by, none", r)
+				}
+				if c := countsOf(t, g, 4); c.FollowRequests != 1 {
+					t.Errorf("Counts(4) = %+v, want 1 request", c)
+				}
+				if s, err := g.Settings(ctx, 4); err != nil || !s.Private {
+					t.Errorf("Settings(4) = %+v, %v; want private", s, err)
+				}
+				rel, err = g.Relations(ctx, 3, []fg.UserID{4, 5})
+				must(t, err)
+				if !rel[0].Requested || rel[1].Blocking {
+					t.Errorf("Relations(3, [4 5]) = %+v, want requested 4, not blocking 5", rel)
+				}
+				l, err := g.Link(ctx, fg.KindMute, 5, 6)
+				must(t, err)
+				if !l.On || !l.Since.Equal(mute.Since) || !l.Expires.Equal(mute.Expires) {
+					t.Errorf("Link(mute, 5, 6) = %+v, want since %v until %v", l, mute.Since, mute.Expires)
+				}
+				_, err = g.Follow(ctx, 2, 1)
+				wantCode(t, err, fg.EBlocked, "Follow(2, 1) after the rebuild")
+			}
+			check()
+			written := st.Written
+			if st, err = g.Rebuild(ctx, src, RebuildOptions{}); err != nil || st.Written != 0 {
+				t.Errorf("Rebuild again = %+v, %v; want nothing written (the first wrote %d)", st, err, written)
+			}
+			check()
+		})
+	}
+}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"iter"
 	"strconv"
 	"time"
 
@@ -351,7 +352,7 @@ func (g *Graph) secondStepOnce(ctx context.Context, e fg.Event, side fg.UserID) 
 			return false, err
 		}
 	}
-	call := g.effectsCall(e, true, side)
+	call := g.effectsCall(e, e.Effects, true, side)
 	res, err := scriptEffects.exec(ctx, g.c, call.Keys, call.Args).ToArray()
 	if err != nil {
 		return false, err
@@ -363,10 +364,11 @@ func (g *Graph) secondStepOnce(ctx context.Context, e fg.Event, side fg.UserID) 
 	return false, nil
 }
 
-// effectsCall returns the call of lua/effects.lua that applies e's effects
-// on the sides of users (one or two of e's users), refusing a follow or
-// request between users one of whom blocks the other when check is set.
-func (g *Graph) effectsCall(e fg.Event, check bool, users ...fg.UserID) rueidis.LuaExec {
+// effectsCall returns the call of lua/effects.lua that applies effects (e's
+// Effects, or some of them) of e on the sides of users (one or two of e's
+// users), refusing a follow or request between users one of whom blocks
+// the other when check is set.
+func (g *Graph) effectsCall(e fg.Event, effects iter.Seq[fg.Effect], check bool, users ...fg.UserID) rueidis.LuaExec {
 	var c rueidis.LuaExec
 	ms := func(t time.Time) string {
 		if t.IsZero() {
@@ -381,7 +383,7 @@ func (g *Graph) effectsCall(e fg.Event, check bool, users ...fg.UserID) rueidis.
 	for i, u := range users {
 		c.Keys = g.userKeys(c.Keys, u)
 		n := len(c.Args)
-		for eff := range e.Effects {
+		for eff := range effects {
 			code := kindLetter[eff.Kind]
 			switch {
 			case eff.Kind == fg.KindPrivate:
@@ -460,11 +462,11 @@ func (g *Graph) Apply(ctx context.Context, events []fg.Event) error {
 	for _, e := range events {
 		users := eventUsers(e)
 		if !g.cluster {
-			calls, owners = append(calls, g.effectsCall(e, false, users...)), append(owners, users)
+			calls, owners = append(calls, g.effectsCall(e, e.Effects, false, users...)), append(owners, users)
 			continue
 		}
 		for _, u := range users {
-			calls, owners = append(calls, g.effectsCall(e, false, u)), append(owners, []fg.UserID{u})
+			calls, owners = append(calls, g.effectsCall(e, e.Effects, false, u)), append(owners, []fg.UserID{u})
 		}
 	}
 	for i, r := range scriptEffects.execMulti(ctx, g.c, calls) {
@@ -491,7 +493,7 @@ func (g *Graph) applySecondSteps(ctx context.Context, events []fg.Event) (int, e
 	var owners []owner
 	for _, e := range events {
 		for _, u := range eventUsers(e) {
-			calls = append(calls, g.effectsCall(e, true, u))
+			calls = append(calls, g.effectsCall(e, e.Effects, true, u))
 			owners = append(owners, owner{e, u})
 		}
 	}
