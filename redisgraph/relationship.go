@@ -122,7 +122,8 @@ func (g *Graph) Settings(ctx context.Context, user fg.UserID) (fg.Settings, erro
 // followgraph.Graph. Turning it off approves the pending requests before
 // it returns, approveChunk at a time, each as Approve does but not charged
 // to user's write rate; when it fails part-way the account is public and
-// the rest pending, and calling it again goes on with them. On a Cluster a
+// the rest pending, and calling it again goes on with them. It stops when
+// the account is made private again meanwhile. On a Cluster a
 // request made while the account turned public may still arrive after;
 // it stays pending until the requester follows again or SetPrivate(false)
 // is repeated.
@@ -138,13 +139,17 @@ func (g *Graph) SetPrivate(ctx context.Context, user fg.UserID, private bool) (f
 		return fg.Settings{}, err
 	}
 	for !private {
-		r, err := g.readOne(ctx, func() rueidis.Completed {
-			return g.c.B().Zrange().Key(g.key(user, kindReqIn)).Min("0").Max(strconv.Itoa(approveChunk - 1)).Build()
+		res, err := g.readChecked(ctx, func() rueidis.Commands {
+			return rueidis.Commands{g.c.B().Hget().Key(g.key(user, kindCounters)).Field("p").Build(),
+				g.c.B().Zrange().Key(g.key(user, kindReqIn)).Min("0").Max(strconv.Itoa(approveChunk - 1)).Build()}
 		})
 		if err != nil {
 			return fg.Settings{}, unavailable("set-private", err)
 		}
-		ids, err := decodeIDs(r)
+		if p, _ := res[0].ToString(); p == "1" {
+			break // made private again meanwhile: what is pending stays so
+		}
+		ids, err := decodeIDs(res[1])
 		if err != nil {
 			return fg.Settings{}, unavailable("set-private", err)
 		}

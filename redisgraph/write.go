@@ -236,7 +236,10 @@ func (g *Graph) edgeChange(ctx context.Context, op string, user, target fg.UserI
 		e.Since, e.Expires = r.since, r.expires
 	}
 	if status == changeNone {
-		if g.cluster && v != 0 && hasOtherSide(e) {
+		// On a Cluster, make sure the other side has the edge's state
+		// too, as change does (an undo that found nothing to undo has
+		// nothing to complete).
+		if g.cluster && v != 0 && hasOtherSide(e) && op != "undo" {
 			g.secondStep(ctx, e, target)
 		}
 		return r, nil

@@ -137,9 +137,11 @@ elseif op == 'undo' then
   local other = 'i'
   if dir == 'i' then other, eu, et = 'o', 't', 'u' end
   local e = state(uk, k .. dir, tm)
-  if not e[2] or e[1] ~= ARGV[13] then return none(e) end
-  eop = 'unfollow'
-  if k == 'r' then eop = 'unrequest' end
+  local word = 'follow'
+  if k == 'r' then word = 'request' end
+  if not e[2] then return none(e, 'un' .. word) end
+  if e[1] ~= ARGV[13] then return none(e, word) end
+  eop = 'un' .. word
   mine, theirs = {{k .. dir, false}}, {{k .. other, false}}
 else
   return redis.error_reply('unknown op ' .. op)

@@ -46,7 +46,7 @@ if check then
     if linking(e) and blocks(users[e[1]], e[3]) then return {BLOCKED} end
   end
 end
-local changed, out = {}, {}
+local changed, touched = {}, {}
 for _, e in ipairs(effects) do
   local uk, code, m, on = users[e[1]], e[2], e[3], e[4]
   local st = state(uk, code, m)
@@ -60,13 +60,16 @@ for _, e in ipairs(effects) do
     set(uk, code, m, v, on, st, mute)
     changed[e[1]] = true
   end
-  if code == 'p' or string.sub(code, 2) == 'o' then out[e[1]] = true end
+  touched[e[1]] = true
 end
 local res = {NONE}
 for u, uk in ipairs(users) do
-  -- Versions of the user's own edges come from the user's clock: it
-  -- must pass those written here by the other user's changes.
-  if out[u] then observe(uk.h, v) end
+  -- The user's clock passes every version on the user's side, those of
+  -- the other user's changes written here too, so that the user's next
+  -- change is newer than all of them: a change is then newer than every
+  -- state its own side knew of the pair (the rules above compare edges
+  -- whose versions come from both users' clocks).
+  if touched[u] then observe(uk.h, v) end
   if changed[u] then
     res[1] = CHANGED
     res[u + 1] = redis.call('HINCRBY', uk.h, 'st', 1)
