@@ -27,7 +27,10 @@ import (
 //	ro, rov   the user's pending follow requests   ri, riv   those to the user
 //
 // A mute's score is its since, not its version's time, so mov holds the
-// version of every mute.
+// version of every mute. rf is a hash of the other users with any edge of
+// these kinds on, either way, to the letters of those edges (b blocks, B
+// blocked by, m mutes, r requested, R requested by): what Relations reads,
+// one HMGET for every kind.
 //
 // The members of the sorted sets are 8-byte big-endian ids, so members with
 // equal scores sort by id, as keyset paging needs. A version hash holds an
@@ -46,12 +49,13 @@ const (
 	kindMuteExp  = "mx"
 	kindReqOut   = "ro"
 	kindReqIn    = "ri"
+	kindFlags    = "rf"
 )
 
 // userKinds are the kinds of a user's keys in the order the scripts take
 // them (lua/lib.lua's userKeys).
 var userKinds = [...]string{kindOut, kindOutVer, kindIn, kindInVer, kindBlockOut, "bov", kindBlockIn, "biv",
-	kindMuteOut, "mov", kindMuteExp, kindReqOut, "rov", kindReqIn, "riv", kindCounters}
+	kindMuteOut, "mov", kindMuteExp, kindReqOut, "rov", kindReqIn, "riv", kindFlags, kindCounters}
 
 // userKeys appends to keys every key of id, in the order of userKinds.
 func (g *Graph) userKeys(keys []string, id fg.UserID) []string {

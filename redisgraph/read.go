@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"slices"
 	"strconv"
+	"strings"
 
 	"github.com/redis/rueidis"
 
@@ -213,9 +214,10 @@ func parseEntries(key string, r rueidis.RedisResult) ([]fg.Entry, error) {
 }
 
 // Relations returns the relation of viewer to each id, from the viewer's
-// own sorted sets: ZMSCORE on each, in chunks of probeChunk ids. The sets
-// of blocks, mutes and requests are probed only when the viewer's counters
-// (read through the client-side cache) say they are not empty.
+// own keys: ZMSCORE on its two follow sets, in chunks of probeChunk ids,
+// and, when the viewer's counters (read through the client-side cache)
+// say it has edges of the other kinds, HMGET of its flags hash (keys.go),
+// all pipelined; a mute's expiry is then read for the muted ids.
 func (g *Graph) Relations(ctx context.Context, viewer fg.UserID, ids []fg.UserID) ([]fg.RelationInfo, error) {
 	if err := fg.CheckIDList(ids, fg.MaxRelationIDs, viewer); err != nil {
 		return nil, err
@@ -232,12 +234,7 @@ func (g *Graph) Relations(ctx context.Context, viewer fg.UserID, ids []fg.UserID
 	for i, id := range ids {
 		members[i] = member(id)
 	}
-	flags := g.flagSets(viewer, cs[0])
-	keys := []string{g.key(viewer, kindOut), g.key(viewer, kindIn)}
-	for _, f := range flags {
-		keys = append(keys, f.key)
-	}
-	scores, err := g.probe(ctx, members, keys...)
+	scores, flags, err := g.probeFlags(ctx, viewer, cs[0].linked(), members, g.key(viewer, kindOut), g.key(viewer, kindIn))
 	if err != nil {
 		return nil, unavailable("relations", err)
 	}
@@ -254,50 +251,101 @@ func (g *Graph) Relations(ctx context.Context, viewer fg.UserID, ids []fg.UserID
 		if followedBy[i] >= 0 {
 			out[i].FollowedBySince = fg.Millis(followedBy[i])
 		}
-	}
-	for k, f := range flags {
-		on := scores[2+k]
-		if f.kind == kindMuteOut {
-			if on, err = g.unexpired(ctx, viewer, members, on); err != nil {
-				return nil, unavailable("relations", err)
-			}
-		}
-		for i, id := range ids {
-			if on[i] >= 0 && id != viewer {
-				*f.flag(&out[i]) = true
-			}
+		if f := flags[i]; f != 0 {
+			r := &out[i]
+			r.Blocking, r.BlockedBy, r.Muting = f&flagBlocking != 0, f&flagBlockedBy != 0, f&flagMuting != 0
+			r.Requested, r.RequestedBy = f&flagRequested != 0, f&flagRequestedBy != 0
 		}
 	}
 	return out, nil
 }
 
-// flagSet is one of a user's sets of edges of the other kinds that
-// Relations probes, with the flag of RelationInfo it sets.
-type flagSet struct {
-	kind, key string
-	flag      func(*fg.RelationInfo) *bool
+// The flags of the other kinds between a user and another, as the user's
+// flags hash holds them (one letter each; keys.go).
+const (
+	flagBlocking = 1 << iota
+	flagBlockedBy
+	flagMuting // a mute not expired
+	flagRequested
+	flagRequestedBy
+)
+
+var flagLetters = [...]struct {
+	letter byte
+	flag   int
+}{{'b', flagBlocking}, {'B', flagBlockedBy}, {'m', flagMuting}, {'r', flagRequested}, {'R', flagRequestedBy}}
+
+// linked reports whether the user has edges of the other kinds, so that
+// its flags hash may hold anything.
+func (c counters) linked() bool {
+	return c.blocks+c.blockedBy+c.mutes+c.requestsOut+c.requestsIn > 0
 }
 
-// flagSets returns the sets of user's edges of the other kinds that hold
-// any, as c counts them.
-func (g *Graph) flagSets(user fg.UserID, c counters) []flagSet {
-	var fs []flagSet
-	for _, f := range []struct {
-		n    int64
-		kind string
-		flag func(*fg.RelationInfo) *bool
-	}{
-		{c.blocks, kindBlockOut, func(r *fg.RelationInfo) *bool { return &r.Blocking }},
-		{c.blockedBy, kindBlockIn, func(r *fg.RelationInfo) *bool { return &r.BlockedBy }},
-		{c.mutes, kindMuteOut, func(r *fg.RelationInfo) *bool { return &r.Muting }},
-		{c.requestsOut, kindReqOut, func(r *fg.RelationInfo) *bool { return &r.Requested }},
-		{c.requestsIn, kindReqIn, func(r *fg.RelationInfo) *bool { return &r.RequestedBy }},
-	} {
-		if f.n > 0 {
-			fs = append(fs, flagSet{f.kind, g.key(user, f.kind), f.flag})
+// probeFlags returns the scores of members in each of keys (as probe) and,
+// when withFlags, the flags of user with each member (0 where none, and
+// without withFlags), with expired mutes left out, in one round trip, and
+// one more for the expiries when any member is muted.
+func (g *Graph) probeFlags(ctx context.Context, user fg.UserID, withFlags bool, members []string, keys ...string) ([][]int64, []int, error) {
+	flags := make([]int, len(members))
+	var flagCmds int
+	res, err := g.readChecked(ctx, func() rueidis.Commands {
+		cmds := probeCmds(g, members, keys)
+		if withFlags {
+			n := len(cmds)
+			for chunk := range slices.Chunk(members, probeChunk) {
+				cmds = append(cmds, g.c.B().Hmget().Key(g.key(user, kindFlags)).Field(chunk...).Build())
+			}
+			flagCmds = len(cmds) - n
+		}
+		return cmds
+	})
+	if err != nil {
+		return nil, nil, err
+	}
+	scores, err := parseProbe(res[:len(res)-flagCmds], len(keys), len(members))
+	if err != nil || flagCmds == 0 {
+		return scores, flags, err
+	}
+	var muted []int
+	i := 0
+	for _, r := range res[len(res)-flagCmds:] {
+		vals, err := r.ToArray()
+		if err != nil {
+			return nil, nil, err
+		}
+		for _, v := range vals {
+			if s, err := v.ToString(); err == nil {
+				for _, l := range flagLetters {
+					if strings.IndexByte(s, l.letter) >= 0 {
+						flags[i] |= l.flag
+					}
+				}
+				if flags[i]&flagMuting != 0 {
+					muted = append(muted, i)
+				}
+			}
+			i++
 		}
 	}
-	return fs
+	if len(muted) == 0 {
+		return scores, flags, nil
+	}
+	on := make([]int64, len(members))
+	for i := range on {
+		on[i] = -1
+	}
+	for _, i := range muted {
+		on[i] = 0
+	}
+	if on, err = g.unexpired(ctx, user, members, on); err != nil {
+		return nil, nil, err
+	}
+	for _, i := range muted {
+		if on[i] < 0 {
+			flags[i] &^= flagMuting
+		}
+	}
+	return scores, flags, nil
 }
 
 // unexpired returns scores, the scores of members in user's mutes (-1
@@ -349,22 +397,31 @@ func (g *Graph) unexpired(ctx context.Context, user fg.UserID, members []string,
 // member in that sorted set, or -1 where it is absent: ZMSCORE in chunks,
 // all pipelined.
 func (g *Graph) probe(ctx context.Context, members []string, keys ...string) ([][]int64, error) {
-	res, err := g.readChecked(ctx, func() rueidis.Commands {
-		var cmds rueidis.Commands
-		for _, key := range keys {
-			for chunk := range slices.Chunk(members, probeChunk) {
-				cmds = append(cmds, g.c.B().Zmscore().Key(key).Member(chunk...).Build())
-			}
-		}
-		return cmds
-	})
+	res, err := g.readChecked(ctx, func() rueidis.Commands { return probeCmds(g, members, keys) })
 	if err != nil {
 		return nil, err
 	}
-	out := make([][]int64, len(keys))
-	perKey := len(res) / len(keys)
+	return parseProbe(res, len(keys), len(members))
+}
+
+// probeCmds returns the ZMSCORE commands of probe.
+func probeCmds(g *Graph, members []string, keys []string) rueidis.Commands {
+	var cmds rueidis.Commands
+	for _, key := range keys {
+		for chunk := range slices.Chunk(members, probeChunk) {
+			cmds = append(cmds, g.c.B().Zmscore().Key(key).Member(chunk...).Build())
+		}
+	}
+	return cmds
+}
+
+// parseProbe reads the replies of probeCmds for keys sorted sets and n
+// members.
+func parseProbe(res []rueidis.RedisResult, keys, n int) ([][]int64, error) {
+	out := make([][]int64, keys)
+	perKey := len(res) / keys
 	for k := range keys {
-		out[k] = make([]int64, 0, len(members))
+		out[k] = make([]int64, 0, n)
 		for _, r := range res[k*perKey : (k+1)*perKey] {
 			vals, err := r.ToArray()
 			if err != nil {

@@ -100,23 +100,13 @@ func (g *Graph) suggest(ctx context.Context, user fg.UserID, size int) ([]fg.Sug
 		return cmp.Compare(a.id, b.id)
 	})
 	// Drop those user follows, has asked to follow, blocks, is blocked by
-	// or mutes, testing the best first, in batches; the sets of the other
-	// kinds only when user's counters say they hold any.
+	// or mutes, testing the best first, in batches; the flags only when
+	// user's counters say it has edges of the other kinds.
 	cs, err := g.readCounters(ctx, []fg.UserID{user})
 	if err != nil {
 		return nil, err
 	}
-	keys := []string{g.key(user, kindOut)}
-	mutes := -1 // the index of the mutes in keys
-	for _, f := range g.flagSets(user, cs[0]) {
-		if f.kind == kindReqIn {
-			continue
-		}
-		if f.kind == kindMuteOut {
-			mutes = len(keys)
-		}
-		keys = append(keys, f.key)
-	}
+	const excluded = flagRequested | flagBlocking | flagBlockedBy | flagMuting
 	out := []fg.Suggestion{}
 	for len(cands) > 0 && len(out) < size {
 		batch := cands[:min(len(cands), 2*(size-len(out))+16)]
@@ -125,23 +115,12 @@ func (g *Graph) suggest(ctx context.Context, user fg.UserID, size int) ([]fg.Sug
 		for i, c := range batch {
 			ms[i] = member(c.id)
 		}
-		scores, err := g.probe(ctx, ms, keys...)
+		scores, flags, err := g.probeFlags(ctx, user, cs[0].linked(), ms, g.key(user, kindOut))
 		if err != nil {
 			return nil, err
 		}
-		if mutes >= 0 {
-			if scores[mutes], err = g.unexpired(ctx, user, ms, scores[mutes]); err != nil {
-				return nil, err
-			}
-		}
-	next:
 		for i, c := range batch {
-			for _, sc := range scores {
-				if sc[i] >= 0 {
-					continue next
-				}
-			}
-			if len(out) < size {
+			if scores[0][i] < 0 && flags[i]&excluded == 0 && len(out) < size {
 				out = append(out, fg.Suggestion{ID: c.id, Score: c.score, Via: c.via})
 			}
 		}

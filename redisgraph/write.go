@@ -195,7 +195,7 @@ func (g *Graph) refused(op string, user fg.UserID, status int64, res []rueidis.R
 // second step was still on its way), the change is undone (undo) and
 // edgeChange returns ErrBlocked.
 func (g *Graph) edgeChange(ctx context.Context, op string, user, target fg.UserID, rate, private string, extra ...string) (changeResult, error) {
-	keys := append(g.userKeys(make([]string, 0, 33), user), g.outbox(user))
+	keys := append(g.userKeys(make([]string, 0, 2*len(userKinds)+1), user), g.outbox(user))
 	if !g.cluster && target != 0 {
 		keys = g.userKeys(keys, target)
 	}

@@ -20,8 +20,8 @@
 -- so that edges t → u, whose versions come from t's clock, take it too
 -- (the other side's step moves t's clock past it: effects.lua).
 --
--- KEYS: 1-16 u's keys (lib.lua's userKeys), 17 the outbox stream of u's
---       slot, and on a standalone Redis also 18-33 t's keys.
+-- KEYS: 1-17 u's keys (lib.lua's userKeys), 18 the outbox stream of u's
+--       slot, and on a standalone Redis also 19-35 t's keys.
 -- ARGV: 1 the op, 2 t as a member, 3 the client's time in ms, 4 the
 --       following limit (0: none), 5 the outbox bound, 6 u and 7 t in
 --       decimal, 8 u's writes per second (0: no limit) and 9 their burst,
@@ -40,7 +40,7 @@
 local NONE, CHANGED, LIMIT, FULL, LOST, RATE, BLOCKED, NOREQUEST = 0, 1, -1, -2, -3, -4, -5, -6
 local op, tm, um, now = ARGV[1], ARGV[2], ARGV[10], tonumber(ARGV[3])
 local uk = userKeys(1)
-local tk = KEYS[18] and userKeys(18)
+local tk = KEYS[NKEYS + 2] and userKeys(NKEYS + 2)
 local hv = redis.call('HMGET', uk.h, 'clk', 'nout', 'nro', 'rk', 'rkt')
 local bucket
 if take then
@@ -148,7 +148,7 @@ else
 end
 
 -- The change is made: first the outbox (see change.lua's XADD).
-if redis.call('XLEN', KEYS[17]) >= tonumber(ARGV[5]) then return {FULL} end
+if redis.call('XLEN', KEYS[NKEYS + 1]) >= tonumber(ARGV[5]) then return {FULL} end
 local v = nextv(hv[1])
 -- The states of the edges of the effects on one side, those not needed
 -- (lib.lua) left out, with v raised past their versions.
@@ -176,7 +176,7 @@ if eop == 'mute' then
   fields[#fields + 1], fields[#fields + 2] = 's', string.format('%d', since)
   fields[#fields + 1], fields[#fields + 2] = 'x', string.format('%d', exp)
 end
-local id = redis.call('XADD', KEYS[17], 'NOMKSTREAM', '*', unpack(fields))
+local id = redis.call('XADD', KEYS[NKEYS + 1], 'NOMKSTREAM', '*', unpack(fields))
 if not id then return {LOST} end
 local mute = {string.format('%d', since), string.format('%d', exp)}
 for i, e in ipairs(mine) do set(uk, e[1], tm, v, e[2], ms[i], mute) end

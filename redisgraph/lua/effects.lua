@@ -9,7 +9,7 @@
 -- has (the follow ended it): so the effects that end an edge of which a
 -- side has no record need leave no tombstone (lib.lua's needed).
 --
--- KEYS: the 16 keys of each user (lib.lua's userKeys), one or two users.
+-- KEYS: the 17 keys of each user (lib.lua's userKeys), one or two users.
 -- ARGV: 1 the version, 2 '1' to refuse (change nothing, return BLOCKED)
 --       when a follow or request would be turned on between two users one
 --       of whom blocks the other, as a live second step must, 3 and 4 a
@@ -22,7 +22,7 @@
 local NONE, CHANGED, BLOCKED = 0, 1, -5
 local v, check, mute, ekind, n1 = ARGV[1], ARGV[2] == '1', {ARGV[3], ARGV[4]}, ARGV[5], tonumber(ARGV[6])
 local users = {userKeys(1)}
-if KEYS[17] then users[2] = userKeys(17) end
+if KEYS[NKEYS + 1] then users[2] = userKeys(NKEYS + 1) end
 local effects = {}
 for i = 7, #ARGV, 3 do
   local u = 1

@@ -16,10 +16,11 @@ local function vnext(v)
 end
 
 -- userKeys returns the keys of one user, given from KEYS[base] in the
--- order of keys.go's userKinds, by kind.
+-- order of keys.go's userKinds (NKEYS of them), by kind.
+local NKEYS = 17
 local function userKeys(base)
   local k = {}
-  for i, kind in ipairs({'out', 'ov', 'in', 'iv', 'bo', 'bov', 'bi', 'biv', 'mo', 'mov', 'mx', 'ro', 'rov', 'ri', 'riv', 'h'}) do
+  for i, kind in ipairs({'out', 'ov', 'in', 'iv', 'bo', 'bov', 'bi', 'biv', 'mo', 'mov', 'mx', 'ro', 'rov', 'ri', 'riv', 'rf', 'h'}) do
     k[kind] = KEYS[base + i - 1]
   end
   return k
@@ -72,6 +73,10 @@ local function needed(code, on, st, ekind)
   return on or st[1] ~= ZERO or string.sub(code, 1, 1) == ekind
 end
 
+-- The letters of the flags of the other kinds in a user's hash rf (keys.go),
+-- by side code: what Relations reads in one HMGET.
+local flagOf = {bo = 'b', bi = 'B', mo = 'm', ro = 'r', ri = 'R'}
+
 -- set writes the edge of side code with member m of the user whose keys
 -- are uk: on or off at version v, over the state st that state returned.
 -- A mute takes its since and expiry (ms; 0: none) from mute; its version
@@ -103,6 +108,12 @@ local function set(uk, code, m, v, on, st, mute)
       redis.call('HINCRBY', h, s[3], -1)
     end
     redis.call('HSET', vh, m, v)
+  end
+  local f = flagOf[code]
+  if f and on ~= st[2] then
+    local cur = string.gsub(redis.call('HGET', uk.rf, m) or '', f, '')
+    if on then cur = cur .. f end
+    if cur == '' then redis.call('HDEL', uk.rf, m) else redis.call('HSET', uk.rf, m, cur) end
   end
   if code == 'mo' then
     if on and mute[2] ~= '0' then redis.call('HSET', uk.mx, m, mute[2]) else redis.call('HDEL', uk.mx, m) end
