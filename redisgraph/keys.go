@@ -27,10 +27,11 @@ import (
 //	ro, rov   the user's pending follow requests   ri, riv   those to the user
 //
 // A mute's score is its since, not its version's time, so mov holds the
-// version of every mute. rf is a hash of the other users with any edge of
-// these kinds on, either way, to the letters of those edges (b blocks, B
-// blocked by, m mutes, r requested, R requested by): what Relations reads,
-// one HMGET for every kind.
+// version of every mute. rf is a sorted set of the other users with any
+// edge of these kinds on, either way, scored with the sum of those edges'
+// bits (read.go's flag constants): what Relations reads, one ZMSCORE for
+// every kind. (A hash would do, but HMGET on a small hash, a listpack of
+// up to 512 entries, scans it for each field.)
 //
 // The members of the sorted sets are 8-byte big-endian ids, so members with
 // equal scores sort by id, as keyset paging needs. A version hash holds an

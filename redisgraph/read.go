@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"slices"
 	"strconv"
-	"strings"
 
 	"github.com/redis/rueidis"
 
@@ -216,7 +215,7 @@ func parseEntries(key string, r rueidis.RedisResult) ([]fg.Entry, error) {
 // Relations returns the relation of viewer to each id, from the viewer's
 // own keys: ZMSCORE on its two follow sets, in chunks of probeChunk ids,
 // and, when the viewer's counters (read through the client-side cache)
-// say it has edges of the other kinds, HMGET of its flags hash (keys.go),
+// say it has edges of the other kinds, ZMSCORE of its flags set (keys.go),
 // all pipelined; a mute's expiry is then read for the muted ids.
 func (g *Graph) Relations(ctx context.Context, viewer fg.UserID, ids []fg.UserID) ([]fg.RelationInfo, error) {
 	if err := fg.CheckIDList(ids, fg.MaxRelationIDs, viewer); err != nil {
@@ -260,8 +259,9 @@ func (g *Graph) Relations(ctx context.Context, viewer fg.UserID, ids []fg.UserID
 	return out, nil
 }
 
-// The flags of the other kinds between a user and another, as the user's
-// flags hash holds them (one letter each; keys.go).
+// The flags of the other kinds between a user and another, the bits of
+// the score of the other in the user's flags set (keys.go, lua/lib.lua's
+// flagOf).
 const (
 	flagBlocking = 1 << iota
 	flagBlockedBy
@@ -269,11 +269,6 @@ const (
 	flagRequested
 	flagRequestedBy
 )
-
-var flagLetters = [...]struct {
-	letter byte
-	flag   int
-}{{'b', flagBlocking}, {'B', flagBlockedBy}, {'m', flagMuting}, {'r', flagRequested}, {'R', flagRequestedBy}}
 
 // linked reports whether the user has edges of the other kinds, so that
 // its flags hash may hold anything.
@@ -283,69 +278,36 @@ func (c counters) linked() bool {
 
 // probeFlags returns the scores of members in each of keys (as probe) and,
 // when withFlags, the flags of user with each member (0 where none, and
-// without withFlags), with expired mutes left out, in one round trip, and
+// without withFlags), with expired mutes left out: in one round trip, and
 // one more for the expiries when any member is muted.
 func (g *Graph) probeFlags(ctx context.Context, user fg.UserID, withFlags bool, members []string, keys ...string) ([][]int64, []int, error) {
 	flags := make([]int, len(members))
-	var flagCmds int
-	res, err := g.readChecked(ctx, func() rueidis.Commands {
-		cmds := probeCmds(g, members, keys)
-		if withFlags {
-			n := len(cmds)
-			for chunk := range slices.Chunk(members, probeChunk) {
-				cmds = append(cmds, g.c.B().Hmget().Key(g.key(user, kindFlags)).Field(chunk...).Build())
-			}
-			flagCmds = len(cmds) - n
-		}
-		return cmds
-	})
-	if err != nil {
-		return nil, nil, err
+	if withFlags {
+		keys = append(keys, g.key(user, kindFlags))
 	}
-	scores, err := parseProbe(res[:len(res)-flagCmds], len(keys), len(members))
-	if err != nil || flagCmds == 0 {
+	scores, err := g.probe(ctx, members, keys...)
+	if err != nil || !withFlags {
 		return scores, flags, err
 	}
-	var muted []int
-	i := 0
-	for _, r := range res[len(res)-flagCmds:] {
-		vals, err := r.ToArray()
-		if err != nil {
+	muted := make([]int64, len(members))
+	any := false
+	for i, f := range scores[len(scores)-1] {
+		flags[i], muted[i] = max(int(f), 0), -1
+		if flags[i]&flagMuting != 0 {
+			muted[i], any = 0, true
+		}
+	}
+	if any {
+		if muted, err = g.unexpired(ctx, user, members, muted); err != nil {
 			return nil, nil, err
 		}
-		for _, v := range vals {
-			if s, err := v.ToString(); err == nil {
-				for _, l := range flagLetters {
-					if strings.IndexByte(s, l.letter) >= 0 {
-						flags[i] |= l.flag
-					}
-				}
-				if flags[i]&flagMuting != 0 {
-					muted = append(muted, i)
-				}
+		for i, f := range flags {
+			if f&flagMuting != 0 && muted[i] < 0 {
+				flags[i] &^= flagMuting
 			}
-			i++
 		}
 	}
-	if len(muted) == 0 {
-		return scores, flags, nil
-	}
-	on := make([]int64, len(members))
-	for i := range on {
-		on[i] = -1
-	}
-	for _, i := range muted {
-		on[i] = 0
-	}
-	if on, err = g.unexpired(ctx, user, members, on); err != nil {
-		return nil, nil, err
-	}
-	for _, i := range muted {
-		if on[i] < 0 {
-			flags[i] &^= flagMuting
-		}
-	}
-	return scores, flags, nil
+	return scores[:len(scores)-1], flags, nil
 }
 
 // unexpired returns scores, the scores of members in user's mutes (-1

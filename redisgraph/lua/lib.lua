@@ -73,9 +73,9 @@ local function needed(code, on, st, ekind)
   return on or st[1] ~= ZERO or string.sub(code, 1, 1) == ekind
 end
 
--- The letters of the flags of the other kinds in a user's hash rf (keys.go),
--- by side code: what Relations reads in one HMGET.
-local flagOf = {bo = 'b', bi = 'B', mo = 'm', ro = 'r', ri = 'R'}
+-- The bits of the flags of the other kinds in a user's sorted set rf
+-- (keys.go), by side code: what Relations reads in one ZMSCORE.
+local flagOf = {bo = 1, bi = 2, mo = 4, ro = 8, ri = 16}
 
 -- set writes the edge of side code with member m of the user whose keys
 -- are uk: on or off at version v, over the state st that state returned.
@@ -111,9 +111,8 @@ local function set(uk, code, m, v, on, st, mute)
   end
   local f = flagOf[code]
   if f and on ~= st[2] then
-    local cur = string.gsub(redis.call('HGET', uk.rf, m) or '', f, '')
-    if on then cur = cur .. f end
-    if cur == '' then redis.call('HDEL', uk.rf, m) else redis.call('HSET', uk.rf, m, cur) end
+    if not on then f = -f end
+    if tonumber(redis.call('ZINCRBY', uk.rf, f, m)) == 0 then redis.call('ZREM', uk.rf, m) end
   end
   if code == 'mo' then
     if on and mute[2] ~= '0' then redis.call('HSET', uk.mx, m, mute[2]) else redis.call('HDEL', uk.mx, m) end
