@@ -155,10 +155,11 @@ func nextStreamID(id string) (string, error) {
 }
 
 // settleOutbox makes sure that the change of each event, taken from the
-// outbox, is complete: on a Cluster it applies again the second step of
-// each (the followee's side), pipelined; on a standalone Redis both sides
-// change in one step and there is nothing to do. Second steps are
-// idempotent and version-conditional, so those already done change
+// outbox, is complete: on a Cluster it applies again the effects of each
+// on both users' sides (applySecondSteps), pipelined, undoing a follow or
+// request that meets a block there; on a standalone Redis both sides
+// change in one step and there is nothing to do. The effects are
+// idempotent and version-conditional, so those already made change
 // nothing, and an old one never undoes a newer change.
 //
 // The outbox is the record of the second steps that may be pending, so a
@@ -260,8 +261,8 @@ func (o *Outbox) Read(ctx context.Context, stream string, n int) ([]fg.Event, st
 }
 
 // Settle completes whatever the changes of events still lack: on a
-// Cluster the followee's side of each (second steps are idempotent and
-// version-conditional); on a standalone Redis nothing.
+// Cluster the other side of each (see settleOutbox); on a standalone
+// Redis nothing.
 func (o *Outbox) Settle(ctx context.Context, events []fg.Event) error {
 	return o.g.settleOutbox(ctx, events)
 }
