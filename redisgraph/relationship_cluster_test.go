@@ -115,6 +115,7 @@ func checkConverged(tb testing.TB, g *testGraph, users []fg.UserID) {
 			tb.Errorf("%s %d→%d stands beside a block between the two", k.kind, k.user, k.target)
 		}
 	}
+	checkFlags(tb, g, users, out)
 	model := modelLinks(tb, g, users)
 	for k := range model {
 		if _, ok := out[k]; !ok {
@@ -250,6 +251,44 @@ func TestClusterRelationshipConvergence(t *testing.T) {
 			for _, e := range es {
 				t.Log(fmt.Sprint(e))
 			}
+		}
+	}
+}
+
+// checkFlags checks each user's flags set (keys.go) against the edges of
+// the other kinds (redisLinks' out, whose sides agree) and its mutes.
+func checkFlags(tb testing.TB, g *testGraph, users []fg.UserID, out map[linkKey]int64) {
+	tb.Helper()
+	ctx := tb.Context()
+	for _, u := range users {
+		want := map[fg.UserID]int{}
+		for k := range out {
+			switch {
+			case k.kind == fg.KindBlock && k.user == u:
+				want[k.target] |= flagBlocking
+			case k.kind == fg.KindBlock && k.target == u:
+				want[k.user] |= flagBlockedBy
+			case k.kind == fg.KindRequest && k.user == u:
+				want[k.target] |= flagRequested
+			case k.kind == fg.KindRequest && k.target == u:
+				want[k.user] |= flagRequestedBy
+			}
+		}
+		mutes, err := g.c.Do(ctx, g.c.B().Zrange().Key(g.key(u, kindMuteOut)).Min("0").Max("-1").Build()).AsStrSlice()
+		must(tb, err)
+		for _, m := range mutes {
+			x, _ := memberID(m)
+			want[x] |= flagMuting
+		}
+		zs, err := g.c.Do(ctx, g.c.B().Zrange().Key(g.key(u, kindFlags)).Min("0").Max("-1").Withscores().Build()).AsZScores()
+		must(tb, err)
+		got := map[fg.UserID]int{}
+		for _, z := range zs {
+			x, _ := memberID(z.Member)
+			got[x] = int(z.Score)
+		}
+		if fmt.Sprint(got) != fmt.Sprint(want) {
+			tb.Errorf("user %d: flags %v, want %v from its sets", u, got, want)
 		}
 	}
 }
