@@ -31,13 +31,21 @@ const (
 	knownTTL = 2 * time.Second
 )
 
-// counters are a user's counters and change stamp, the fields of the hash
-// <prefix>:{id}:h.
+// counters are a user's counters, change stamp and private flag, the
+// fields counterFields of the hash <prefix>:{id}:h.
 type counters struct {
 	following, followers int64
 	stamp                int64
+	requestsIn           int64 // nri: pending requests to the user
+	blocks, blockedBy    int64 // nbo, nbi
+	mutes                int64 // nmo, expired mutes too
+	requestsOut          int64 // nro
+	private              bool
 	fresh                bool // read on the connection that caches the user's keys (see followersPage)
 }
+
+// counterFields are the fields of h that counters holds, in its order.
+var counterFields = []string{"nout", "nin", "st", "nri", "nbo", "nbi", "nmo", "nro", "p"}
 
 // readCounters returns the counters of each id, through the cache. Hits
 // the graph's markers do not vouch for (see guard.go), and misses whose
@@ -49,7 +57,7 @@ func (g *Graph) readCounters(ctx context.Context, ids []fg.UserID) ([]counters, 
 	}
 	cmds := make([]rueidis.CacheableTTL, len(ids))
 	for i, id := range ids {
-		cmds[i] = rueidis.CT(g.c.B().Hmget().Key(g.key(id, kindCounters)).Field("nout", "nin", "st").Cache(), cacheTTL)
+		cmds[i] = rueidis.CT(g.c.B().Hmget().Key(g.key(id, kindCounters)).Field(counterFields...).Cache(), cacheTTL)
 	}
 	missed := g.begin(nil) // the groups of the misses, as they were before
 	for _, id := range ids {
@@ -94,7 +102,7 @@ func (g *Graph) readCounters(ctx context.Context, ids []fg.UserID) ([]counters, 
 	res, err := g.readChecked(ctx, func() rueidis.Commands {
 		direct := make(rueidis.Commands, len(again))
 		for j, i := range again {
-			direct[j] = g.c.B().Hmget().Key(g.key(ids[i], kindCounters)).Field("nout", "nin", "st").Build()
+			direct[j] = g.c.B().Hmget().Key(g.key(ids[i], kindCounters)).Field(counterFields...).Build()
 		}
 		return direct
 	})
@@ -116,8 +124,8 @@ func parseCounters(r rueidis.RedisResult) (counters, error) {
 	if err != nil {
 		return counters{}, err
 	}
-	var n [3]int64
-	for i := range min(len(vals), 3) {
+	var n [9]int64
+	for i := range min(len(vals), len(n)) {
 		if vals[i].IsNil() {
 			continue
 		}
@@ -129,7 +137,8 @@ func parseCounters(r rueidis.RedisResult) (counters, error) {
 			return counters{}, err
 		}
 	}
-	return counters{following: n[0], followers: n[1], stamp: n[2]}, nil
+	return counters{following: n[0], followers: n[1], stamp: n[2], requestsIn: n[3],
+		blocks: n[4], blockedBy: n[5], mutes: n[6], requestsOut: n[7], private: n[8] == 1}, nil
 }
 
 // stamps remembers, for a little while, the change stamps this Graph's

@@ -15,7 +15,23 @@ import (
 //	<prefix>:{<id>}:ov   hash: versions of the user's outgoing edges (see below)
 //	<prefix>:{<id>}:iv   hash: versions of the user's incoming edges, as the followee's side knows them
 //	<prefix>:{<id>}:h    hash: nout, nin (the counters), st (the change stamp), clk (the clock),
-//	                     e ("1" while ov is known to be empty; see lua/change.lua)
+//	                     e ("1" while ov is known to be empty; see lua/change.lua), and the
+//	                     counters of the other kinds below (nbo, nbi, nmo, nro, nri), p ("1"
+//	                     while private) and pv (the version of the private setting)
+//
+// The other kinds of edges are kept the same way, each with its sorted set
+// (score: the time the edge was made) and versions hash:
+//
+//	bo, bov   whom the user blocks             bi, biv   who blocks the user
+//	mo, mov   whom the user mutes, and mx, a hash of the mutes' expiries (ms)
+//	ro, rov   the user's pending follow requests   ri, riv   those to the user
+//
+// A mute's score is its since, not its version's time, so mov holds the
+// version of every mute. rf is a sorted set of the other users with any
+// edge of these kinds on, either way, scored with the sum of those edges'
+// bits (read.go's flag constants): what Relations reads, one ZMSCORE for
+// every kind. (A hash would do, but HMGET on a small hash, a listpack of
+// up to 512 entries, scans it for each field.)
 //
 // The members of the sorted sets are 8-byte big-endian ids, so members with
 // equal scores sort by id, as keyset paging needs. A version hash holds an
@@ -28,7 +44,27 @@ const (
 	kindOutVer   = "ov"
 	kindInVer    = "iv"
 	kindCounters = "h"
+	kindBlockOut = "bo"
+	kindBlockIn  = "bi"
+	kindMuteOut  = "mo"
+	kindMuteExp  = "mx"
+	kindReqOut   = "ro"
+	kindReqIn    = "ri"
+	kindFlags    = "rf"
 )
+
+// userKinds are the kinds of a user's keys in the order the scripts take
+// them (lua/lib.lua's userKeys).
+var userKinds = [...]string{kindOut, kindOutVer, kindIn, kindInVer, kindBlockOut, "bov", kindBlockIn, "biv",
+	kindMuteOut, "mov", kindMuteExp, kindReqOut, "rov", kindReqIn, "riv", kindFlags, kindCounters}
+
+// userKeys appends to keys every key of id, in the order of userKinds.
+func (g *Graph) userKeys(keys []string, id fg.UserID) []string {
+	for _, k := range userKinds {
+		keys = append(keys, g.key(id, k))
+	}
+	return keys
+}
 
 // key returns the key of the given kind of user id.
 func (g *Graph) key(id fg.UserID, kind string) string {

@@ -28,8 +28,10 @@ import (
 // streams that hold events, reads each from its start, settles what it
 // read, publishes it, and only then trims it.
 //
-// A stream entry has the fields u (user, decimal), t (target, decimal),
-// op ("follow" or "unfollow") and v (the version, 16 hex digits).
+// A stream entry has the fields u (user, decimal), t (target, decimal; 0
+// for a setting), op (the op's word: "follow", "block", …) and v (the
+// version, 16 hex digits), and a mute's s and x (its since and expiry, ms;
+// x 0: none).
 
 // outbox returns the key of the outbox stream that takes the events of
 // user's changes.
@@ -95,24 +97,32 @@ func decodeEvent(f map[string]string) (fg.Event, error) {
 	if err != nil {
 		return fg.Event{}, err
 	}
-	target, err := fg.ParseUserID(f["t"])
-	if err != nil {
-		return fg.Event{}, err
-	}
-	var op fg.Op
-	switch f["op"] {
-	case "follow":
-		op = fg.OpFollow
-	case "unfollow":
-		op = fg.OpUnfollow
-	default:
+	op, ok := fg.ParseOp(f["op"])
+	if !ok {
 		return fg.Event{}, fmt.Errorf("unknown op %q", f["op"])
+	}
+	var target fg.UserID
+	if op.Kind() != fg.KindPrivate {
+		if target, err = fg.ParseUserID(f["t"]); err != nil {
+			return fg.Event{}, err
+		}
 	}
 	v, err := strconv.ParseUint(f["v"], 16, 64)
 	if err != nil {
 		return fg.Event{}, fmt.Errorf("version %q: %w", f["v"], err)
 	}
 	e := fg.NewEvent(user, target, op, fg.Version(v))
+	if op == fg.OpMute {
+		since, err1 := strconv.ParseInt(f["s"], 10, 64)
+		expires, err2 := strconv.ParseInt(f["x"], 10, 64)
+		if err := errors.Join(err1, err2); err != nil {
+			return fg.Event{}, fmt.Errorf("mute %s: %w", e.ID(), err)
+		}
+		e.Since = fg.Millis(since)
+		if expires != 0 {
+			e.Expires = fg.Millis(expires)
+		}
+	}
 	return e, e.Validate()
 }
 
@@ -145,10 +155,11 @@ func nextStreamID(id string) (string, error) {
 }
 
 // settleOutbox makes sure that the change of each event, taken from the
-// outbox, is complete: on a Cluster it applies again the second step of
-// each (the followee's side), pipelined; on a standalone Redis both sides
-// change in one step and there is nothing to do. Second steps are
-// idempotent and version-conditional, so those already done change
+// outbox, is complete: on a Cluster it applies again the effects of each
+// on both users' sides (applySecondSteps), pipelined, undoing a follow or
+// request that meets a block there; on a standalone Redis both sides
+// change in one step and there is nothing to do. The effects are
+// idempotent and version-conditional, so those already made change
 // nothing, and an old one never undoes a newer change.
 //
 // The outbox is the record of the second steps that may be pending, so a
@@ -250,8 +261,8 @@ func (o *Outbox) Read(ctx context.Context, stream string, n int) ([]fg.Event, st
 }
 
 // Settle completes whatever the changes of events still lack: on a
-// Cluster the followee's side of each (second steps are idempotent and
-// version-conditional); on a standalone Redis nothing.
+// Cluster the other side of each (see settleOutbox); on a standalone
+// Redis nothing.
 func (o *Outbox) Settle(ctx context.Context, events []fg.Event) error {
 	return o.g.settleOutbox(ctx, events)
 }

@@ -54,7 +54,7 @@ func (g *Graph) Counts(ctx context.Context, ids []fg.UserID) ([]fg.Counts, error
 	}
 	out := make([]fg.Counts, len(ids))
 	for i, id := range ids {
-		out[i] = fg.Counts{ID: id, FollowingCount: cs[i].following, FollowerCount: cs[i].followers}
+		out[i] = fg.Counts{ID: id, FollowingCount: cs[i].following, FollowerCount: cs[i].followers, FollowRequests: cs[i].requestsIn}
 	}
 	return out, nil
 }
@@ -213,7 +213,10 @@ func parseEntries(key string, r rueidis.RedisResult) ([]fg.Entry, error) {
 }
 
 // Relations returns the relation of viewer to each id, from the viewer's
-// own two sorted sets: ZMSCORE on each, in chunks of probeChunk ids.
+// own keys: ZMSCORE on its two follow sets, in chunks of probeChunk ids,
+// and, when the viewer's counters (read through the client-side cache)
+// say it has edges of the other kinds, ZMSCORE of its flags set (keys.go),
+// all pipelined; a mute's expiry is then read for the muted ids.
 func (g *Graph) Relations(ctx context.Context, viewer fg.UserID, ids []fg.UserID) ([]fg.RelationInfo, error) {
 	if err := fg.CheckIDList(ids, fg.MaxRelationIDs, viewer); err != nil {
 		return nil, err
@@ -222,11 +225,15 @@ func (g *Graph) Relations(ctx context.Context, viewer fg.UserID, ids []fg.UserID
 	if len(ids) == 0 {
 		return out, nil
 	}
+	cs, err := g.readCounters(ctx, []fg.UserID{viewer})
+	if err != nil {
+		return nil, unavailable("relations", err)
+	}
 	members := make([]string, len(ids))
 	for i, id := range ids {
 		members[i] = member(id)
 	}
-	scores, err := g.probe(ctx, members, g.key(viewer, kindOut), g.key(viewer, kindIn))
+	scores, flags, err := g.probeFlags(ctx, viewer, cs[0].linked(), members, g.key(viewer, kindOut), g.key(viewer, kindIn))
 	if err != nil {
 		return nil, unavailable("relations", err)
 	}
@@ -243,6 +250,107 @@ func (g *Graph) Relations(ctx context.Context, viewer fg.UserID, ids []fg.UserID
 		if followedBy[i] >= 0 {
 			out[i].FollowedBySince = fg.Millis(followedBy[i])
 		}
+		if f := flags[i]; f != 0 {
+			r := &out[i]
+			r.Blocking, r.BlockedBy, r.Muting = f&flagBlocking != 0, f&flagBlockedBy != 0, f&flagMuting != 0
+			r.Requested, r.RequestedBy = f&flagRequested != 0, f&flagRequestedBy != 0
+		}
+	}
+	return out, nil
+}
+
+// The flags of the other kinds between a user and another, the bits of
+// the score of the other in the user's flags set (keys.go, lua/lib.lua's
+// flagOf).
+const (
+	flagBlocking = 1 << iota
+	flagBlockedBy
+	flagMuting // a mute not expired
+	flagRequested
+	flagRequestedBy
+)
+
+// linked reports whether the user has edges of the other kinds, so that
+// its flags hash may hold anything.
+func (c counters) linked() bool {
+	return c.blocks+c.blockedBy+c.mutes+c.requestsOut+c.requestsIn > 0
+}
+
+// probeFlags returns the scores of members in each of keys (as probe) and,
+// when withFlags, the flags of user with each member (0 where none, and
+// without withFlags), with expired mutes left out: in one round trip, and
+// one more for the expiries when any member is muted.
+func (g *Graph) probeFlags(ctx context.Context, user fg.UserID, withFlags bool, members []string, keys ...string) ([][]int64, []int, error) {
+	flags := make([]int, len(members))
+	if withFlags {
+		keys = append(keys, g.key(user, kindFlags))
+	}
+	scores, err := g.probe(ctx, members, keys...)
+	if err != nil || !withFlags {
+		return scores, flags, err
+	}
+	muted := make([]int64, len(members))
+	any := false
+	for i, f := range scores[len(scores)-1] {
+		flags[i], muted[i] = max(int(f), 0), -1
+		if flags[i]&flagMuting != 0 {
+			muted[i], any = 0, true
+		}
+	}
+	if any {
+		if muted, err = g.unexpired(ctx, user, members, muted); err != nil {
+			return nil, nil, err
+		}
+		for i, f := range flags {
+			if f&flagMuting != 0 && muted[i] < 0 {
+				flags[i] &^= flagMuting
+			}
+		}
+	}
+	return scores[:len(scores)-1], flags, nil
+}
+
+// unexpired returns scores, the scores of members in user's mutes (-1
+// where absent), with -1 also where the mute has expired by the engine's
+// clock.
+func (g *Graph) unexpired(ctx context.Context, user fg.UserID, members []string, scores []int64) ([]int64, error) {
+	var muted []int
+	for i, s := range scores {
+		if s >= 0 {
+			muted = append(muted, i)
+		}
+	}
+	if len(muted) == 0 {
+		return scores, nil
+	}
+	res, err := g.readChecked(ctx, func() rueidis.Commands {
+		var cmds rueidis.Commands
+		for chunk := range slices.Chunk(muted, probeChunk) {
+			ms := make([]string, len(chunk))
+			for j, i := range chunk {
+				ms[j] = members[i]
+			}
+			cmds = append(cmds, g.c.B().Hmget().Key(g.key(user, kindMuteExp)).Field(ms...).Build())
+		}
+		return cmds
+	})
+	if err != nil {
+		return nil, err
+	}
+	now := g.now().UnixMilli()
+	out := slices.Clone(scores)
+	k := 0
+	for _, r := range res {
+		vals, err := r.ToArray()
+		if err != nil {
+			return nil, err
+		}
+		for _, v := range vals {
+			if x, err := v.AsInt64(); err == nil && x <= now {
+				out[muted[k]] = -1
+			}
+			k++
+		}
 	}
 	return out, nil
 }
@@ -251,22 +359,31 @@ func (g *Graph) Relations(ctx context.Context, viewer fg.UserID, ids []fg.UserID
 // member in that sorted set, or -1 where it is absent: ZMSCORE in chunks,
 // all pipelined.
 func (g *Graph) probe(ctx context.Context, members []string, keys ...string) ([][]int64, error) {
-	res, err := g.readChecked(ctx, func() rueidis.Commands {
-		var cmds rueidis.Commands
-		for _, key := range keys {
-			for chunk := range slices.Chunk(members, probeChunk) {
-				cmds = append(cmds, g.c.B().Zmscore().Key(key).Member(chunk...).Build())
-			}
-		}
-		return cmds
-	})
+	res, err := g.readChecked(ctx, func() rueidis.Commands { return probeCmds(g, members, keys) })
 	if err != nil {
 		return nil, err
 	}
-	out := make([][]int64, len(keys))
-	perKey := len(res) / len(keys)
+	return parseProbe(res, len(keys), len(members))
+}
+
+// probeCmds returns the ZMSCORE commands of probe.
+func probeCmds(g *Graph, members []string, keys []string) rueidis.Commands {
+	var cmds rueidis.Commands
+	for _, key := range keys {
+		for chunk := range slices.Chunk(members, probeChunk) {
+			cmds = append(cmds, g.c.B().Zmscore().Key(key).Member(chunk...).Build())
+		}
+	}
+	return cmds
+}
+
+// parseProbe reads the replies of probeCmds for keys sorted sets and n
+// members.
+func parseProbe(res []rueidis.RedisResult, keys, n int) ([][]int64, error) {
+	out := make([][]int64, keys)
+	perKey := len(res) / keys
 	for k := range keys {
-		out[k] = make([]int64, 0, len(members))
+		out[k] = make([]int64, 0, n)
 		for _, r := range res[k*perKey : (k+1)*perKey] {
 			vals, err := r.ToArray()
 			if err != nil {

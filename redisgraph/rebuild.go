@@ -20,14 +20,20 @@ import (
 // build it: the durable store plus the event log's tail, loaded into a
 // memgraph.Graph, which implements Source. Each edge is given as the event
 // of its last change: OpFollow for a live edge, OpUnfollow for an
-// unfollowed one (a tombstone), with the edge's version.
+// unfollowed one (a tombstone), with the edge's version, and so for the
+// other kinds (OpBlock or OpUnblock, …; a mute's with its since and
+// expiry).
 type Source interface {
-	// Users yields every user with any edge, live or tombstone, once.
+	// Users yields every user with any edge of any kind, live or
+	// tombstone, or a setting, once.
 	Users() iter.Seq[fg.UserID]
-	// OutEdges yields each edge user → x once.
+	// OutEdges yields each follow edge user → x once.
 	OutEdges(user fg.UserID) iter.Seq[fg.Event]
-	// InEdges yields each edge x → user once.
+	// InEdges yields each follow edge x → user once.
 	InEdges(user fg.UserID) iter.Seq[fg.Event]
+	// LinkEvents yields each edge of the other kinds user → x once, and
+	// user's private setting (Target 0) if it was ever set.
+	LinkEvents(user fg.UserID) iter.Seq[fg.Event]
 }
 
 // Side is one side of a user's edges in Redis: a sorted set, its versions
@@ -163,7 +169,63 @@ func (g *Graph) Rebuild(ctx context.Context, src Source, opts RebuildOptions) (R
 			return st, err
 		}
 	}
-	return st, nil
+	return st, g.rebuildLinks(ctx, src, &st)
+}
+
+// linkBatch is how many calls of lua/effects.lua rebuildLinks pipelines.
+const linkBatch = 256
+
+// rebuildLinks writes every edge of the other kinds of src, and every
+// setting, into both sides (a mute and a setting have one): the edge each
+// event of src.LinkEvents is about, as lua/effects.lua applies it, over an
+// older version only, with the counters moved as the edges change and the
+// users' clocks raised. What the change did to other edges (a block's end
+// of the follows) src gives as those edges' own states. These are far
+// fewer than follows: one call per event, pipelined linkBatch at a time.
+func (g *Graph) rebuildLinks(ctx context.Context, src Source, st *RebuildStats) error {
+	var calls []rueidis.LuaExec
+	flush := func() error {
+		for _, r := range scriptEffects.execMulti(ctx, g.c, calls) {
+			res, err := r.ToArray()
+			if err != nil {
+				return unavailable("rebuild", err)
+			}
+			if n, _ := res[0].AsInt64(); n == changeMade {
+				st.Written++
+			}
+		}
+		st.Calls += int64(len(calls))
+		calls = calls[:0]
+		return nil
+	}
+	for u := range src.Users() {
+		for e := range src.LinkEvents(u) {
+			if err := e.Validate(); err != nil || e.User != u || e.Op.Kind() == fg.KindFollow {
+				return fmt.Errorf("redisgraph: rebuild: the source gave %+v as a link of user %d", e, u)
+			}
+			own := func(yield func(fg.Effect) bool) {
+				for eff := range e.Effects {
+					yield(eff)
+					return
+				}
+			}
+			st.Edges++
+			users := eventUsers(e)
+			if !g.cluster {
+				calls = append(calls, g.effectsCall(e, own, false, users...))
+			} else {
+				for _, x := range users {
+					calls = append(calls, g.effectsCall(e, own, false, x))
+				}
+			}
+			if len(calls) >= linkBatch {
+				if err := flush(); err != nil {
+					return err
+				}
+			}
+		}
+	}
+	return flush()
 }
 
 // rebuildSide writes side s of every user of src: one goroutine walks src

@@ -3,7 +3,8 @@
 // deployments of more than one API node.
 //
 // Each user's keys share the user's id as hash tag, so they live in one
-// slot (keys.go). Follows and unfollows are Lua scripts that decide the
+// slot (keys.go). Blocks, mutes, follow requests and the private setting
+// are edges of other kinds on the same keys and scripts (relationship.go). Follows and unfollows are Lua scripts that decide the
 // change on the follower's side, assign its version from the follower's
 // clock, and write the change event into an outbox stream in the same
 // atomic step (write.go, lua/). On a standalone Redis the followee's side

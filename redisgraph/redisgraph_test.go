@@ -1,6 +1,8 @@
 package redisgraph
 
 import (
+	"math/rand/v2"
+	"sync"
 	"testing"
 
 	fg "github.com/followgraph/followgraph"
@@ -22,4 +24,26 @@ func TestConformance(t *testing.T) {
 			})
 		})
 	}
+}
+
+// TestConformanceSecondStepFaults runs the conformance suite on a Cluster
+// whose second steps fail at random, each at most one attempt short of
+// all of them, so that every write is complete when it returns, through
+// the retries, as the suite expects.
+func TestConformanceSecondStepFaults(t *testing.T) {
+	c := clusterClient(t)
+	graphtest.Run(t, func(tb testing.TB, o graphtest.Options) fg.Graph {
+		var mu sync.Mutex
+		failed := map[string]int{}
+		return newTestGraph(tb, c, WithClock(o.Now), WithMaxFollowing(o.MaxFollowing), WithHook(o.Hook),
+			withSecondStepFault(func(e fg.Event) error {
+				mu.Lock()
+				defer mu.Unlock()
+				if failed[e.ID()] < secondStepAttempts-1 && rand.IntN(2) == 0 {
+					failed[e.ID()]++
+					return errInjected
+				}
+				return nil
+			}))
+	})
 }

@@ -16,10 +16,12 @@ var (
 	luaLib string
 	//go:embed lua/change.lua
 	luaChange string
-	//go:embed lua/second.lua
-	luaSecond string
-	//go:embed lua/apply.lua
-	luaApply string
+	//go:embed lua/live.lua
+	luaLive string
+	//go:embed lua/edge.lua
+	luaEdge string
+	//go:embed lua/effects.lua
+	luaEffects string
 	//go:embed lua/ties.lua
 	luaTies string
 	//go:embed lua/bulk.lua
@@ -28,20 +30,21 @@ var (
 	luaCensus string
 )
 
-// The scripts. The write scripts share lua/version.lua, and all but the
-// live writes' lua/lib.lua; each file says what it takes and returns.
+// The scripts. The write scripts share lua/version.lua, all but the plain
+// follow's lua/lib.lua, and the live ones lua/live.lua; each file says
+// what it takes and returns.
 var (
-	scriptChange = newScript(luaVersion+luaChange, false)        // a live follow or unfollow
-	scriptSecond = newScript(luaVersion+luaLib+luaSecond, false) // the followee's side, on a Cluster
-	scriptApply  = newScript(luaVersion+luaLib+luaApply, false)  // Apply of one event
-	scriptTies   = newScript(luaTies, true)                      // the entries after a cursor in its millisecond
-	scriptBulk   = newScript(luaVersion+luaLib+luaBulk, false)   // many edges of one side: Rebuild, repairs
-	scriptCensus = newScript(luaCensus, true)                    // a user's counters and set sizes, for Reconcile
+	scriptChange  = newScript(luaVersion+luaLive+luaChange, false)      // a live follow or unfollow
+	scriptEdge    = newScript(luaVersion+luaLib+luaLive+luaEdge, false) // a live change of any kind
+	scriptEffects = newScript(luaVersion+luaLib+luaEffects, false)      // an event's effects: second steps, Apply
+	scriptTies    = newScript(luaTies, true)                            // the entries after a cursor in its millisecond
+	scriptBulk    = newScript(luaVersion+luaLib+luaBulk, false)         // many edges of one side: Rebuild, repairs
+	scriptCensus  = newScript(luaCensus, true)                          // a user's counters and set sizes, for Reconcile
 )
 
 // allScripts are those loadScripts loads: these, and the small ones of
 // the outbox's streams and leases (init.go, lease.go).
-var allScripts = []*script{scriptChange, scriptSecond, scriptApply, scriptTies, scriptBulk, scriptCensus,
+var allScripts = []*script{scriptChange, scriptEdge, scriptEffects, scriptTies, scriptBulk, scriptCensus,
 	scriptCreateStream, scriptMarkIntact, scriptLease, scriptRelease}
 
 // script is a Lua script run by EVALSHA (EVALSHA_RO when read-only), and

@@ -6,12 +6,18 @@ import (
 	"testing"
 )
 
-// TestChangeStatus: lua/change.lua names its statuses with the values of
-// write.go's constants.
+// TestChangeStatus: lua/change.lua, lua/edge.lua and lua/effects.lua name
+// their statuses with the values of write.go's constants.
 func TestChangeStatus(t *testing.T) {
-	want := fmt.Sprintf("\nlocal NONE, CHANGED, LIMIT, FULL, LOST, RATE = %d, %d, %d, %d, %d, %d\n",
-		changeNone, changeMade, changeLimit, changeOutboxFull, changeDataLost, changeRateLimited)
-	if !strings.Contains(luaChange, want) {
-		t.Errorf("lua/change.lua does not define its statuses as write.go does:%s", want)
+	for _, s := range []struct{ name, src, want string }{
+		{"change.lua", luaChange, fmt.Sprintf("\nlocal NONE, CHANGED, LIMIT, FULL, LOST, RATE, SLOW = %d, %d, %d, %d, %d, %d, %d\n",
+			changeNone, changeMade, changeLimit, changeOutboxFull, changeDataLost, changeRateLimited, changeSlow)},
+		{"edge.lua", luaEdge, fmt.Sprintf("\nlocal NONE, CHANGED, LIMIT, FULL, LOST, RATE, BLOCKED, NOREQUEST = %d, %d, %d, %d, %d, %d, %d, %d\n",
+			changeNone, changeMade, changeLimit, changeOutboxFull, changeDataLost, changeRateLimited, changeBlocked, changeNoRequest)},
+		{"effects.lua", luaEffects, fmt.Sprintf("\nlocal NONE, CHANGED, BLOCKED = %d, %d, %d\n", changeNone, changeMade, changeBlocked)},
+	} {
+		if !strings.Contains(s.src, s.want) {
+			t.Errorf("lua/%s does not define its statuses as write.go does:%s", s.name, s.want)
+		}
 	}
 }

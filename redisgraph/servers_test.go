@@ -157,6 +157,21 @@ func (g *testGraph) Unfollow(ctx context.Context, user, target fg.UserID) (bool,
 	return g.Graph.Unfollow(ctx, user, target)
 }
 
+func (g *testGraph) Block(ctx context.Context, user, target fg.UserID) (fg.LinkResult, error) {
+	g.touch(user, target)
+	return g.Graph.Block(ctx, user, target)
+}
+
+func (g *testGraph) Mute(ctx context.Context, user, target fg.UserID, d time.Duration) (fg.LinkResult, error) {
+	g.touch(user)
+	return g.Graph.Mute(ctx, user, target, d)
+}
+
+func (g *testGraph) SetPrivate(ctx context.Context, user fg.UserID, private bool) (fg.Settings, error) {
+	g.touch(user)
+	return g.Graph.SetPrivate(ctx, user, private)
+}
+
 func (g *testGraph) Apply(ctx context.Context, events []fg.Event) error {
 	for _, e := range events {
 		g.touch(e.User, e.Target)
@@ -171,11 +186,7 @@ func (g *testGraph) deleteKeys(tb testing.TB) {
 	defer g.mu.Unlock()
 	var cmds rueidis.Commands
 	for u := range g.users {
-		var keys []string
-		for _, kind := range []string{kindOut, kindIn, kindOutVer, kindInVer, kindCounters} {
-			keys = append(keys, g.key(u, kind))
-		}
-		cmds = append(cmds, g.c.B().Unlink().Key(keys...).Build())
+		cmds = append(cmds, g.c.B().Unlink().Key(g.userKeys(nil, u)...).Build())
 	}
 	for i, key := range g.outboxKeys() {
 		cmds = append(cmds, g.c.B().Unlink().Key(key).Build(), g.c.B().Unlink().Key(g.markerKey(i)).Build())

@@ -99,7 +99,14 @@ func (g *Graph) suggest(ctx context.Context, user fg.UserID, size int) ([]fg.Sug
 		}
 		return cmp.Compare(a.id, b.id)
 	})
-	// Drop those user follows, testing the best first, in batches.
+	// Drop those user follows, has asked to follow, blocks, is blocked by
+	// or mutes, testing the best first, in batches; the flags only when
+	// user's counters say it has edges of the other kinds.
+	cs, err := g.readCounters(ctx, []fg.UserID{user})
+	if err != nil {
+		return nil, err
+	}
+	const excluded = flagRequested | flagBlocking | flagBlockedBy | flagMuting
 	out := []fg.Suggestion{}
 	for len(cands) > 0 && len(out) < size {
 		batch := cands[:min(len(cands), 2*(size-len(out))+16)]
@@ -108,12 +115,12 @@ func (g *Graph) suggest(ctx context.Context, user fg.UserID, size int) ([]fg.Sug
 		for i, c := range batch {
 			ms[i] = member(c.id)
 		}
-		scores, err := g.probe(ctx, ms, g.key(user, kindOut))
+		scores, flags, err := g.probeFlags(ctx, user, cs[0].linked(), ms, g.key(user, kindOut))
 		if err != nil {
 			return nil, err
 		}
 		for i, c := range batch {
-			if scores[0][i] < 0 && len(out) < size {
+			if scores[0][i] < 0 && flags[i]&excluded == 0 && len(out) < size {
 				out = append(out, fg.Suggestion{ID: c.id, Score: c.score, Via: c.via})
 			}
 		}

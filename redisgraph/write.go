@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"iter"
 	"strconv"
 	"time"
 
@@ -21,7 +22,8 @@ const (
 	secondStepTimeout  = 5 * time.Second
 )
 
-// The status lua/change.lua returns first, as its locals name them.
+// The status lua/change.lua and lua/edge.lua return first, as their locals
+// name them.
 const (
 	// changeNone (NONE): nothing to change, the edge is already in the
 	// op's state; the reply also holds the edge's version.
@@ -40,29 +42,48 @@ const (
 	// rate (WithWriteRate); the reply also holds the ms until a token is
 	// there.
 	changeRateLimited = -4
+	// changeBlocked (BLOCKED): refused, one of the two blocks the other;
+	// from lua/effects.lua, a second step that would have made a follow or
+	// a request between them.
+	changeBlocked = -5
+	// changeNoRequest (NOREQUEST): an approval found no request.
+	changeNoRequest = -6
+	// changeSlow (SLOW, lua/change.lua only): a change for lua/edge.lua.
+	changeSlow = -7
 )
 
-// Follow makes user follow target; see followgraph.Graph. The change, its
-// version and its event in the outbox are one atomic step on the
-// follower's slot. It returns EUnavailable, having changed nothing, when
-// the outbox is full or Redis cannot be reached (a write whose reply was
-// lost may have been made; a retry is idempotent).
+// Follow makes user follow target, or asks to when target is private; see
+// followgraph.Graph. The change, its version and its event in the outbox
+// are one atomic step on the follower's slot. It returns EUnavailable,
+// having changed nothing, when the outbox is full or Redis cannot be
+// reached (a write whose reply was lost may have been made; a retry is
+// idempotent). On a Cluster, whether target is private is read before
+// that step, through the client-side cache: a follow racing with target's
+// SetPrivate(true) may be made as a follow, as if just before it.
 func (g *Graph) Follow(ctx context.Context, user, target fg.UserID) (fg.FollowResult, error) {
-	if err := fg.CheckIDs(user, target); err != nil {
+	if err := fg.CheckLinkIDs(user, target); err != nil {
 		return fg.FollowResult{}, err
 	}
-	if user == target {
-		return fg.FollowResult{}, fg.ErrSelfFollow
+	private := ""
+	if g.cluster {
+		cs, err := g.readCounters(ctx, []fg.UserID{target})
+		if err != nil {
+			return fg.FollowResult{}, unavailable("follow", err)
+		}
+		private = "0"
+		if cs[0].private {
+			private = "1"
+		}
 	}
-	changed, v, err := g.change(ctx, user, target, fg.OpFollow)
+	r, err := g.change(ctx, user, target, fg.OpFollow, private)
 	if err != nil {
 		return fg.FollowResult{}, err
 	}
-	return fg.FollowResult{Created: changed, Since: v.Time()}, nil
+	return fg.FollowResult{Created: r.changed, Since: r.since, Requested: r.op == fg.OpRequest}, nil
 }
 
-// Unfollow makes user stop following target; see followgraph.Graph and
-// Follow.
+// Unfollow makes user stop following target, or withdraws user's pending
+// request to target; see followgraph.Graph and Follow.
 func (g *Graph) Unfollow(ctx context.Context, user, target fg.UserID) (bool, error) {
 	if err := fg.CheckIDs(user, target); err != nil {
 		return false, err
@@ -70,80 +91,226 @@ func (g *Graph) Unfollow(ctx context.Context, user, target fg.UserID) (bool, err
 	if user == target {
 		return false, nil
 	}
-	changed, _, err := g.change(ctx, user, target, fg.OpUnfollow)
-	return changed, err
+	r, err := g.change(ctx, user, target, fg.OpUnfollow, "0")
+	return r.changed, err
 }
 
-// change makes op on user→target unless it would change nothing (see
-// lua/change.lua). It returns whether it changed the edge, and the edge's
-// version: the new one, or the one already there.
-//
-// On a Cluster the followee's side follows in a second step. When there
-// was nothing to change, the second step is still run with the edge's
-// version, so that a write repeated after a failed second step completes it.
-func (g *Graph) change(ctx context.Context, user, target fg.UserID, op fg.Op) (bool, fg.Version, error) {
+// changeResult is what a live change did.
+type changeResult struct {
+	changed        bool
+	v              fg.Version // the new version, or the one already there (0: none)
+	op             fg.Op      // the op of the event, or of the edge found when nothing changed
+	since, expires time.Time  // of the edge when on (expires: a mute's, zero for none)
+}
+
+// change makes a follow or unfollow of user→target by lua/change.lua, or,
+// when that says the change is more than the plain follow or unfollow, by
+// lua/edge.lua; private is as edgeChange takes it.
+func (g *Graph) change(ctx context.Context, user, target fg.UserID, op fg.Op, private string) (changeResult, error) {
 	if g.gate != nil {
 		if err := g.gate(ctx); err != nil {
-			return false, 0, fmt.Errorf("redisgraph: %s: %w", op, err)
+			return changeResult{}, fmt.Errorf("redisgraph: %s: %w", op, err)
 		}
 	}
-	now := max(g.now().UnixMilli(), 0)
 	keys := []string{g.key(user, kindOut), g.key(user, kindOutVer), g.key(user, kindCounters), g.outbox(user)}
-	args := []string{op.String(), member(target), strconv.FormatInt(now, 10),
-		strconv.Itoa(g.maxFollowing), strconv.Itoa(g.outboxLimit), user.String(), target.String(),
-		g.writeRate, g.writeBurst}
+	args := g.liveArgs(op.String(), user, target, g.writeRate, private)
 	if !g.cluster {
 		keys = append(keys, g.key(target, kindIn), g.key(target, kindInVer), g.key(target, kindCounters))
-		args = append(args, member(user))
 	}
 	res, err := scriptChange.exec(ctx, g.c, keys, args).ToArray()
 	if err != nil {
-		return false, 0, unavailable(op.String(), err)
+		return changeResult{}, unavailable(op.String(), err)
 	}
 	status, err := res[0].AsInt64()
 	if err != nil {
-		return false, 0, unavailable(op.String(), err)
+		return changeResult{}, unavailable(op.String(), err)
 	}
-	switch status {
-	case changeLimit:
-		return false, 0, fg.Errorf(fg.EFollowingLimit, "user %d already follows the maximum of %d users", user, g.maxFollowing)
-	case changeOutboxFull:
-		return false, 0, fmt.Errorf("redisgraph: %s: %w", op, &fg.Error{Code: fg.EUnavailable,
-			Message: "the outbox is full: changes wait for the relay to catch up"})
-	case changeDataLost:
-		return false, 0, fmt.Errorf("redisgraph: %s: %w", op, errDataLost)
-	case changeRateLimited:
-		ms, _ := res[1].AsInt64()
-		return false, 0, fg.RateLimited(user, time.Duration(max(ms, 1))*time.Millisecond)
+	if status == changeSlow {
+		return g.edgeChange(ctx, op.String(), user, target, g.writeRate, private)
+	}
+	if err := g.refused(op.String(), user, status, res); err != nil {
+		return changeResult{}, err
 	}
 	v, err := parseVersion(res[1])
 	if err != nil {
-		return false, 0, unavailable(op.String(), err)
+		return changeResult{}, unavailable(op.String(), err)
+	}
+	r := changeResult{changed: status == changeMade, v: v, op: op}
+	if op == fg.OpFollow {
+		r.since = v.Time()
 	}
 	if status == changeNone {
 		// The edge is already in op's state. On a Cluster, make sure its
 		// other side is too.
 		if g.cluster && v != 0 {
-			g.secondStep(ctx, fg.NewEvent(user, target, op, v))
+			g.secondStep(ctx, fg.NewEvent(user, target, op, v), target)
 		}
-		return false, v, nil
+		return r, nil
 	}
 	id, _ := res[2].ToString()
 	g.noteStamps(res[3:], user, target)
-	e := fg.NewEvent(user, target, op, v)
-	settled := true
-	if g.cluster {
-		settled = g.secondStep(ctx, e)
+	return r, g.complete(ctx, user, id, fg.NewEvent(user, target, op, v))
+}
+
+// liveArgs returns the arguments lua/change.lua and lua/edge.lua take, up
+// to the target's private flag (see edgeChange); rate is g.writeRate, or
+// "0" for a change not charged to the user's rate.
+func (g *Graph) liveArgs(op string, user, target fg.UserID, rate, private string) []string {
+	now := max(g.now().UnixMilli(), 0)
+	return []string{op, member(target), strconv.FormatInt(now, 10),
+		strconv.Itoa(g.maxFollowing), strconv.Itoa(g.outboxLimit), user.String(), target.String(),
+		rate, g.writeBurst, member(user), private}
+}
+
+// refused returns the error of a script's status that refused the change
+// (nil for NONE and CHANGED).
+func (g *Graph) refused(op string, user fg.UserID, status int64, res []rueidis.RedisMessage) error {
+	switch status {
+	case changeLimit:
+		return fg.Errorf(fg.EFollowingLimit, "user %d already follows, or asked to follow, the maximum of %d users", user, g.maxFollowing)
+	case changeOutboxFull:
+		return fmt.Errorf("redisgraph: %s: %w", op, &fg.Error{Code: fg.EUnavailable,
+			Message: "the outbox is full: changes wait for the relay to catch up"})
+	case changeDataLost:
+		return fmt.Errorf("redisgraph: %s: %w", op, errDataLost)
+	case changeRateLimited:
+		ms, _ := res[1].AsInt64()
+		return fg.RateLimited(user, time.Duration(max(ms, 1))*time.Millisecond)
+	case changeBlocked:
+		return fg.ErrBlocked
+	case changeNoRequest:
+		return fg.Errorf(fg.ENoRequest, "no follow request to approve")
+	case changeNone, changeMade:
+		return nil
 	}
-	if g.hook != nil {
-		if err := g.hook(ctx, e); err != nil {
-			return false, 0, fmt.Errorf("redisgraph: %s: %w: %w", op, errUnacknowledged, err)
-		}
-		if settled && id != "" {
-			g.dropFromOutbox(user, id)
-		}
+	return unavailable(op, fmt.Errorf("unknown status %d", status))
+}
+
+// edgeChange makes op (see lua/edge.lua) of user with target. private is
+// "1" or "0" when the caller knows whether target is private (on a
+// Cluster, where the script cannot read it), "" to let the script read
+// it; extra are the script's last arguments (a mute's duration, an undo's
+// edge). On a Cluster the change's other side follows in a second step;
+// if that step meets a block (a follow or request made while a block's
+// second step was still on its way), the change is undone (undo) and
+// edgeChange returns ErrBlocked.
+func (g *Graph) edgeChange(ctx context.Context, op string, user, target fg.UserID, rate, private string, extra ...string) (changeResult, error) {
+	keys := append(g.userKeys(make([]string, 0, 2*len(userKinds)+1), user), g.outbox(user))
+	if !g.cluster && target != 0 {
+		keys = g.userKeys(keys, target)
 	}
-	return true, v, nil
+	args := append(g.liveArgs(op, user, target, rate, private), "0", "", "")
+	copy(args[11:], extra)
+	res, err := scriptEdge.exec(ctx, g.c, keys, args).ToArray()
+	if err != nil {
+		return changeResult{}, unavailable(op, err)
+	}
+	status, err := res[0].AsInt64()
+	if err != nil {
+		return changeResult{}, unavailable(op, err)
+	}
+	if err := g.refused(op, user, status, res); err != nil {
+		return changeResult{}, err
+	}
+	var r changeResult
+	word, err1 := res[2].ToString()
+	since, err2 := res[3].AsInt64()
+	expires, err3 := res[4].AsInt64()
+	v, err4 := parseVersion(res[1])
+	eop, ok := fg.ParseOp(word)
+	if err := errors.Join(err1, err2, err3, err4); err != nil || !ok {
+		return changeResult{}, unavailable(op, fmt.Errorf("reply %v: %w", res, err))
+	}
+	r = changeResult{changed: status == changeMade, v: v, op: eop}
+	if since > 0 {
+		r.since = fg.Millis(since)
+	}
+	if expires > 0 {
+		r.expires = fg.Millis(expires)
+	}
+	e := fg.NewEvent(user, target, eop, v)
+	if op == "approve" || op == "remove" || (op == "undo" && extra[2] == "i") {
+		e.User, e.Target = target, user
+	}
+	if eop == fg.OpMute {
+		e.Since, e.Expires = r.since, r.expires
+	}
+	if status == changeNone {
+		// On a Cluster, make sure the other side has the edge's state
+		// too, as change does (an undo that found nothing to undo has
+		// nothing to complete).
+		if g.cluster && v != 0 && hasOtherSide(e) && op != "undo" {
+			g.secondStep(ctx, e, target)
+		}
+		return r, nil
+	}
+	id, _ := res[5].ToString()
+	g.noteStamps(res[6:], user, target)
+	return r, g.complete(ctx, user, id, e)
+}
+
+// hasOtherSide reports whether e changes edges on the side of its target
+// too (mutes and settings do not).
+func hasOtherSide(e fg.Event) bool { k := e.Op.Kind(); return k != fg.KindMute && k != fg.KindPrivate }
+
+// complete completes a change made on first's side, whose event e is entry
+// id of first's outbox stream: on a Cluster the second step on the other
+// user's side (undoing the change if that step meets a block: then it
+// returns ErrBlocked), then the hook and the delete of the outbox entry.
+func (g *Graph) complete(ctx context.Context, first fg.UserID, id string, e fg.Event) error {
+	other := e.Target
+	if other == first {
+		other = e.User
+	}
+	settled, blocked := true, false
+	if g.cluster && hasOtherSide(e) {
+		settled, blocked = g.secondStep(ctx, e, other)
+	}
+	if err := g.acknowledge(ctx, first, id, e, settled); err != nil {
+		return err
+	}
+	if !blocked {
+		return nil
+	}
+	if err := g.undo(ctx, e, first); err != nil {
+		return err
+	}
+	return fg.ErrBlocked
+}
+
+// acknowledge passes e to the hook and, once it took it and the change is
+// settled, drops its outbox entry id of first's stream.
+func (g *Graph) acknowledge(ctx context.Context, first fg.UserID, id string, e fg.Event, settled bool) error {
+	if g.hook == nil {
+		return nil
+	}
+	if err := g.hook(ctx, e); err != nil {
+		return fmt.Errorf("redisgraph: %s: %w: %w", e.Op, errUnacknowledged, err)
+	}
+	if settled && id != "" {
+		g.dropFromOutbox(first, id)
+	}
+	return nil
+}
+
+// undo ends, on the side of first, the follow or request that e turned on
+// at e.Version, if it is still so: e's second step met a block on the
+// other side (see edgeChange). The undo is a change of its own, with its
+// event (an unfollow or unrequest at a newer version), second step and
+// hook, so the log and the durable store converge on it too.
+func (g *Graph) undo(ctx context.Context, e fg.Event, first fg.UserID) error {
+	other, dir := e.Target, "o"
+	if first != e.User {
+		other, dir = e.User, "i"
+	}
+	kind := "f"
+	if e.Op == fg.OpRequest {
+		kind = "r"
+	}
+	if _, err := g.edgeChange(ctx, "undo", first, other, "0", "0", kind, versionHex(e.Version), dir); err != nil {
+		return fmt.Errorf("redisgraph: undoing %s %s: %w", e.Op, e.ID(), err)
+	}
+	return nil
 }
 
 // errUnacknowledged is the error of a change made whose hook failed: it is
@@ -152,55 +319,116 @@ func (g *Graph) change(ctx context.Context, user, target fg.UserID, op fg.Op) (b
 var errUnacknowledged = &fg.Error{Code: fg.EUnavailable,
 	Message: "the write is made but the event log did not acknowledge it: it may take effect; retry (writes are idempotent)"}
 
-// secondStep applies e on the followee's side (Cluster only), retrying
-// with backoff, and reports whether it is done; after the last attempt
-// fails it counts the step as deferred and leaves it to the outbox
-// (Outbox.Settle, Repair). It goes on
-// when ctx is cancelled: the first step is done, and the caller hanging up
-// must not leave the second undone.
-func (g *Graph) secondStep(ctx context.Context, e fg.Event) (done bool) {
+// secondStep applies e on the side of user side (Cluster only), retrying
+// with backoff, and reports whether it is done, and whether it was refused
+// because one of the two blocks the other (see lua/effects.lua); after the
+// last attempt fails it counts the step as deferred and leaves it to the
+// outbox (Outbox.Settle, Repair). It goes on when ctx is cancelled: the
+// first step is done, and the caller hanging up must not leave the second
+// undone.
+func (g *Graph) secondStep(ctx context.Context, e fg.Event, side fg.UserID) (done, blocked bool) {
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), secondStepTimeout)
 	defer cancel()
 	wait := secondStepBackoff
 	for attempt := 1; ; attempt++ {
-		err := g.secondStepOnce(ctx, e)
+		blocked, err := g.secondStepOnce(ctx, e, side)
 		if err == nil {
-			return true
+			return true, blocked
 		}
 		if attempt == secondStepAttempts {
 			g.deferred.Inc()
-			return false
+			return false, false
 		}
 		select {
 		case <-time.After(wait):
 		case <-ctx.Done():
 			g.deferred.Inc()
-			return false
+			return false, false
 		}
 		wait *= 2
 	}
 }
 
-func (g *Graph) secondStepOnce(ctx context.Context, e fg.Event) error {
+func (g *Graph) secondStepOnce(ctx context.Context, e fg.Event, side fg.UserID) (blocked bool, err error) {
 	if g.secondStepFault != nil {
 		if err := g.secondStepFault(e); err != nil {
-			return err
+			return false, err
 		}
 	}
-	res, err := scriptSecond.exec(ctx, g.c, g.secondKeys(e.Target), secondArgs(e)).ToArray()
+	call := g.effectsCall(e, e.Effects, true, side)
+	res, err := scriptEffects.exec(ctx, g.c, call.Keys, call.Args).ToArray()
 	if err != nil {
-		return err
+		return false, err
 	}
-	g.noteStamps(res[1:], e.Target)
-	return nil
+	if n, _ := res[0].AsInt64(); n == changeBlocked {
+		return true, nil
+	}
+	g.noteStamps(res[1:], side)
+	return false, nil
 }
 
-func (g *Graph) secondKeys(target fg.UserID) []string {
-	return []string{g.key(target, kindIn), g.key(target, kindInVer), g.key(target, kindCounters)}
+// effectsCall returns the call of lua/effects.lua that applies effects (e's
+// Effects, or some of them) of e on the sides of users (one or two of e's
+// users), refusing a follow or request between users one of whom blocks
+// the other when check is set.
+func (g *Graph) effectsCall(e fg.Event, effects iter.Seq[fg.Effect], check bool, users ...fg.UserID) rueidis.LuaExec {
+	var c rueidis.LuaExec
+	ms := func(t time.Time) string {
+		if t.IsZero() {
+			return "0"
+		}
+		return strconv.FormatInt(t.UnixMilli(), 10)
+	}
+	c.Args = []string{versionHex(e.Version), "0", ms(e.Since), ms(e.Expires), kindLetter[e.Op.Kind()], ""}
+	if check {
+		c.Args[1] = "1"
+	}
+	for i, u := range users {
+		c.Keys = g.userKeys(c.Keys, u)
+		n := len(c.Args)
+		for eff := range effects {
+			code := kindLetter[eff.Kind]
+			switch {
+			case eff.Kind == fg.KindPrivate:
+				if u != eff.User {
+					continue
+				}
+			case u == eff.User:
+				code += "o"
+			case u == eff.Target && eff.Kind != fg.KindMute:
+				code += "i"
+			default:
+				continue
+			}
+			other := ""
+			if eff.Kind != fg.KindPrivate {
+				other = member(eff.User)
+				if u == eff.User {
+					other = member(eff.Target)
+				}
+			}
+			on := "0"
+			if eff.On {
+				on = "1"
+			}
+			c.Args = append(c.Args, code, other, on)
+		}
+		if i == 0 {
+			c.Args[5] = strconv.Itoa((len(c.Args) - n) / 3)
+		}
+	}
+	return c
 }
 
-func secondArgs(e fg.Event) []string {
-	return []string{member(e.User), versionHex(e.Version), e.Op.String()}
+// kindLetter is each kind's letter in the side codes of the scripts.
+var kindLetter = [...]string{fg.KindFollow: "f", fg.KindBlock: "b", fg.KindMute: "m", fg.KindRequest: "r", fg.KindPrivate: "p"}
+
+// eventUsers returns the users whose sides e changes.
+func eventUsers(e fg.Event) []fg.UserID {
+	if hasOtherSide(e) {
+		return []fg.UserID{e.User, e.Target}
+	}
+	return []fg.UserID{e.User}
 }
 
 // noteStamps notes the stamps a write script returned, one for each of ids
@@ -213,13 +441,16 @@ func (g *Graph) noteStamps(stamps []rueidis.RedisMessage, ids ...fg.UserID) {
 	}
 }
 
-// Apply makes each event's change unless its edge already has a change of
-// an equal or higher version; see followgraph.Applier. It writes no outbox
-// events and is not subject to the following limit. The events are
-// validated first; an invalid one fails the batch before anything is
-// written. The changes are pipelined; when Redis fails midway, some may
-// have been made (Apply is idempotent: retry the batch). On a Cluster each
-// event is applied to the follower's side, then to the followee's.
+// Apply makes each effect of each event (followgraph.Event.Effects) unless
+// its edge already has a change of an equal or higher version; see
+// followgraph.Applier. It writes no outbox events, is not subject to the
+// following limit and checks no block (the log holds what was decided).
+// The events are validated first; an invalid one fails the batch before
+// anything is written. The changes are pipelined; when Redis fails
+// midway, some may have been made (Apply is idempotent: retry the batch).
+// On a standalone Redis both users' sides of an event change in one
+// step; on a Cluster each event is applied to the user's side, then to
+// the target's.
 func (g *Graph) Apply(ctx context.Context, events []fg.Event) error {
 	for _, e := range events {
 		if err := e.Validate(); err != nil {
@@ -229,52 +460,69 @@ func (g *Graph) Apply(ctx context.Context, events []fg.Event) error {
 	if len(events) == 0 {
 		return nil
 	}
-	calls := make([]rueidis.LuaExec, len(events))
-	for i, e := range events {
-		calls[i] = rueidis.LuaExec{
-			Keys: []string{g.key(e.User, kindOut), g.key(e.User, kindOutVer), g.key(e.User, kindCounters)},
-			Args: []string{member(e.Target), versionHex(e.Version), e.Op.String()},
-		}
+	var calls []rueidis.LuaExec
+	var owners [][]fg.UserID // the users of each call, for their stamps
+	for _, e := range events {
+		users := eventUsers(e)
 		if !g.cluster {
-			calls[i].Keys = append(calls[i].Keys, g.secondKeys(e.Target)...)
-			calls[i].Args = append(calls[i].Args, member(e.User))
+			calls, owners = append(calls, g.effectsCall(e, e.Effects, false, users...)), append(owners, users)
+			continue
+		}
+		for _, u := range users {
+			calls, owners = append(calls, g.effectsCall(e, e.Effects, false, u)), append(owners, []fg.UserID{u})
 		}
 	}
-	for i, r := range scriptApply.execMulti(ctx, g.c, calls) {
+	for i, r := range scriptEffects.execMulti(ctx, g.c, calls) {
 		res, err := r.ToArray()
 		if err != nil {
 			return unavailable("apply", err)
 		}
-		g.noteStamps(res, events[i].User, events[i].Target)
-	}
-	if !g.cluster {
-		return nil
-	}
-	if _, err := g.applySecondSteps(ctx, events); err != nil {
-		return unavailable("apply", err)
+		g.noteStamps(res[1:], owners[i]...)
 	}
 	return nil
 }
 
-// applySecondSteps applies the followee's side of each event, pipelined,
-// and returns how many changed anything.
+// applySecondSteps settles events taken from the outbox: it applies the
+// effects of each again on both users' sides (Cluster only), pipelined;
+// the side a change was made on has it already, and changes nothing. It
+// returns how many changed anything. A follow or request whose side meets
+// a block is undone on the other side (see edgeChange).
 func (g *Graph) applySecondSteps(ctx context.Context, events []fg.Event) (int, error) {
-	calls := make([]rueidis.LuaExec, len(events))
-	for i, e := range events {
-		calls[i] = rueidis.LuaExec{Keys: g.secondKeys(e.Target), Args: secondArgs(e)}
+	var calls []rueidis.LuaExec
+	type owner struct {
+		e    fg.Event
+		side fg.UserID
+	}
+	var owners []owner
+	for _, e := range events {
+		for _, u := range eventUsers(e) {
+			calls = append(calls, g.effectsCall(e, e.Effects, true, u))
+			owners = append(owners, owner{e, u})
+		}
 	}
 	changed := 0
 	var errs []error
-	for i, r := range scriptSecond.execMulti(ctx, g.c, calls) {
+	for i, r := range scriptEffects.execMulti(ctx, g.c, calls) {
 		res, err := r.ToArray()
 		if err != nil {
 			errs = append(errs, err)
 			continue
 		}
-		if n, _ := res[0].AsInt64(); n == 1 {
+		o := owners[i]
+		switch n, _ := res[0].AsInt64(); n {
+		case changeMade:
 			changed++
+		case changeBlocked:
+			first := o.e.User
+			if first == o.side {
+				first = o.e.Target
+			}
+			if err := g.undo(ctx, o.e, first); err != nil {
+				errs = append(errs, err)
+			}
+			continue
 		}
-		g.noteStamps(res[1:], events[i].Target)
+		g.noteStamps(res[1:], o.side)
 	}
 	return changed, errors.Join(errs...)
 }

@@ -1,23 +1,31 @@
--- A live follow or unfollow of user u → target t, decided on u's side.
+-- A live follow or unfollow of user u → target t, decided on u's side,
+-- when it is only that: a follow by a user with blocks either way or
+-- follow requests out, or of a private target, and an unfollow that finds
+-- no follow but requests out, are edge.lua's (status SLOW, having changed
+-- nothing), so that the plain follow pays for the other kinds only three
+-- more fields of the HMGET it made already, and on a standalone Redis
+-- one HGET of t's private flag.
 --
 -- KEYS: 1 out(u), 2 ov(u), 3 h(u), 4 the outbox stream of u's slot, and on
 --       a standalone Redis also 5 in(t), 6 iv(t), 7 h(t).
 -- ARGV: 1 'follow' or 'unfollow', 2 t as a member, 3 the client's time in
 --       ms (decimal), 4 the following limit (0: none), 5 the outbox bound,
 --       6 u and 7 t in decimal, 8 u's writes per second (0: no limit) and
---       9 their burst, and with the extra keys 10 u as a member.
+--       9 their burst, 10 u as a member (for the extra keys), 11 '1' when the
+--       caller knows t is private (a Cluster: see write.go's follow).
 --
 -- Returns a status first (the locals below, write.go's change* constants):
 -- {NONE, version}: nothing to change, version the edge's (ZERO if none);
 -- {LIMIT}: the following limit is reached; {FULL}: the outbox is full;
 -- {LOST}: the outbox stream does not exist (Redis lost its data);
 -- {RATE, ms}: u is over its write rate, a token is there in ms;
+-- {SLOW}: a change for edge.lua;
 -- {CHANGED, version, the event's outbox entry id, u's stamp[, t's stamp]}:
 -- changed, as the event in the outbox says. Nothing is changed unless the
 -- status is CHANGED.
 --
 -- This is the script of every live write, so it makes as few calls into
--- Redis as it can (lib.lua's apply does the same work in more): u's
+-- Redis as it can (lib.lua's set does the same work in more): u's
 -- counters hash is read by one HMGET and written by one HSET; the new
 -- version is above every version of the edge (every version of an edge
 -- u → t goes through u's clock), so it is not compared with the edge's;
@@ -28,30 +36,16 @@
 -- empty: field e is '1' only while ov(u) is known to be empty (a user
 -- without a clock has never had a change or an Apply of an edge of theirs,
 -- so has an empty ov too); every write to ov(u) removes it or sets it to
--- '0' (this script, and apply.lua through lib.lua's apply).
-local NONE, CHANGED, LIMIT, FULL, LOST, RATE = 0, 1, -1, -2, -3, -4
+-- '0' (this script, and the others through lib.lua's set).
+local NONE, CHANGED, LIMIT, FULL, LOST, RATE, SLOW = 0, 1, -1, -2, -3, -4, -7
 local op, m, out, ov, h = ARGV[1], ARGV[2], KEYS[1], KEYS[2], KEYS[3]
 local follow = op == 'follow'
--- u's write rate: a token bucket in h(u)'s fields rk (tokens) and rkt (the
--- ms they were counted at), shared by every node. Every write is charged,
--- those that change nothing too. take, set only with a rate, returns the
--- bucket's new state, or nil and the ms until a token is there.
-local take
-if tonumber(ARGV[8]) > 0 then
-  local rate, burst = tonumber(ARGV[8]), tonumber(ARGV[9])
-  take = function(tokens, at)
-    local now = tonumber(ARGV[3])
-    at = tonumber(at or '0')
-    if at > now then now = at end -- a node whose clock is behind: never back
-    tokens = math.min(burst, tonumber(tokens or burst) + (now - at) * rate / 1000)
-    if tokens < 1 then return nil, math.ceil((1 - tokens) * 1000 / rate) end
-    return {'rk', tostring(tokens - 1), 'rkt', string.format('%d', now)}
-  end
-end
 local s = redis.call('ZSCORE', out, m)
 if follow == (s ~= false) then
   -- Nothing to change, as far as this Redis knows: unless it lost the
-  -- graph (see the XADD below), when the edge may well be there.
+  -- graph (see the XADD below), when the edge may well be there, or, for
+  -- an unfollow, u has requests out, one of which it may withdraw.
+  if not follow and tonumber(redis.call('HGET', h, 'nro') or '0') > 0 then return {SLOW} end
   if redis.call('EXISTS', KEYS[4]) == 0 then return {LOST} end
   if take then
     local b = redis.call('HMGET', h, 'rk', 'rkt')
@@ -66,12 +60,20 @@ if follow == (s ~= false) then
 end
 local hv, bucket
 if take then
-  hv = redis.call('HMGET', h, 'clk', 'nout', 'st', 'e', 'rk', 'rkt')
-  local wait
-  bucket, wait = take(hv[5], hv[6])
-  if not bucket then return {RATE, wait} end
+  hv = redis.call('HMGET', h, 'clk', 'nout', 'st', 'e', 'nbo', 'nbi', 'nro', 'rk', 'rkt')
 else
-  hv = redis.call('HMGET', h, 'clk', 'nout', 'st', 'e')
+  hv = redis.call('HMGET', h, 'clk', 'nout', 'st', 'e', 'nbo', 'nbi', 'nro')
+end
+-- A follow by a user with blocks either way or requests out, or of a
+-- private target, is edge.lua's: its checks and effects are not here.
+if follow and (hv[5] and hv[5] ~= '0' or hv[6] and hv[6] ~= '0' or hv[7] and hv[7] ~= '0' or
+    ARGV[11] == '1' or (KEYS[7] and redis.call('HGET', KEYS[7], 'p') == '1')) then
+  return {SLOW}
+end
+if take then
+  local wait
+  bucket, wait = take(hv[8], hv[9])
+  if not bucket then return {RATE, wait} end
 end
 local empty = not hv[1] or hv[4] == '1'
 local n = tonumber(hv[2] or '0')
@@ -80,19 +82,8 @@ if follow then
   if max > 0 and n >= max then return {LIMIT} end
 end
 if redis.call('XLEN', KEYS[4]) >= tonumber(ARGV[5]) then return {FULL} end
--- The version: the client's time (counter 0) unless u's clock is already
--- there, else one past the clock.
-local score = ARGV[3]
-local ms, c = tonumber(score), 0
-if hv[1] then
-  local lms = vms(hv[1])
-  if lms >= ms then
-    ms, c = lms, vctr(hv[1]) + 1
-    if c == 1048576 then ms, c = ms + 1, 0 end
-    score = string.format('%d', ms)
-  end
-end
-local v = vfmt(ms, c)
+local v = nextv(hv[1])
+local score, c = string.format('%d', vms(v)), vctr(v)
 -- The event, before anything changes: NOMKSTREAM adds it only to an
 -- existing outbox stream. The streams are created once for a deployment
 -- and never deleted (trimming keeps them), so a missing one means Redis

@@ -1,6 +1,6 @@
--- Shared by second.lua and apply.lua, after version.lua. (change.lua, the
--- script of every live follow and unfollow, does the same work inline,
--- with fewer calls into Redis.)
+-- Shared by effects.lua, edge.lua and bulk.lua, after version.lua.
+-- (change.lua, the script of every live follow and unfollow, does the
+-- work of set below inline, with fewer calls into Redis.)
 
 local function vless(a, b)
   local am, bm = vms(a), vms(b)
@@ -8,45 +8,116 @@ local function vless(a, b)
   return vctr(a) < vctr(b)
 end
 
--- edge returns the version of the edge stored as member m of sorted set z,
--- whose versions hash is vh (ZERO when the edge never existed), whether
--- the edge is live, and whether vh holds its version.
-local function edge(z, vh, m)
-  local s = redis.call('ZSCORE', z, m)
-  local v = redis.call('HGET', vh, m)
-  if v then return v, s ~= false, true end
-  if s then return vfmt(tonumber(s), 0), true, false end
-  return ZERO, false, false
+-- vnext returns the version right after v.
+local function vnext(v)
+  local ms, c = vms(v), vctr(v) + 1
+  if c == 1048576 then ms, c = ms + 1, 0 end
+  return vfmt(ms, c)
 end
 
--- apply makes op ('follow' or 'unfollow') at version v on the edge stored
--- as member m of sorted set z, unless the edge has a version of at least
--- v. vh is the versions hash, h the counters hash and cf the name of the
--- counter of z in it. ef, if given, is the field of h that says vh is
--- empty (see change.lua), which a write to vh removes. It returns the new
--- change stamp of h's user, or false when it changed nothing.
-local function apply(z, vh, h, cf, m, v, op, ef)
-  local cur, live, stored = edge(z, vh, m)
-  if not vless(cur, v) then return false end
+-- userKeys returns the keys of one user, given from KEYS[base] in the
+-- order of keys.go's userKinds (NKEYS of them), by kind.
+local NKEYS = 17
+local function userKeys(base)
+  local k = {}
+  for i, kind in ipairs({'out', 'ov', 'in', 'iv', 'bo', 'bov', 'bi', 'biv', 'mo', 'mov', 'mx', 'ro', 'rov', 'ri', 'riv', 'rf', 'h'}) do
+    k[kind] = KEYS[base + i - 1]
+  end
+  return k
+end
+
+-- The sides of a user's edges, by code (a kind's letter, then o for the
+-- user's outgoing edges of that kind, i for the incoming ones): the
+-- sorted set, its versions hash, the counter in h, and, for the follows
+-- out only, the field of h that says the versions hash is empty (see
+-- change.lua), which a write to it removes. 'p' is the private setting:
+-- fields p ('1' while private) and pv (its version) of h.
+local sides = {
+  fo = {'out', 'ov', 'nout', 'e'}, fi = {'in', 'iv', 'nin'},
+  bo = {'bo', 'bov', 'nbo'}, bi = {'bi', 'biv', 'nbi'},
+  mo = {'mo', 'mov', 'nmo'},
+  ro = {'ro', 'rov', 'nro'}, ri = {'ri', 'riv', 'nri'},
+}
+
+-- state returns what side code of the user whose keys are uk holds of
+-- member m, as {the edge's version (ZERO when it never existed), whether
+-- it is on, whether the versions hash holds the version, the score (ms)
+-- of an edge that is on}. A mute past its expiry is on as stored (see
+-- expired).
+local function state(uk, code, m)
+  if code == 'p' then
+    local hv = redis.call('HMGET', uk.h, 'pv', 'p')
+    return {hv[1] or ZERO, hv[2] == '1', hv[1] ~= false}
+  end
+  local s = sides[code]
+  local z = redis.call('ZSCORE', uk[s[1]], m)
+  local v = redis.call('HGET', uk[s[2]], m)
+  if v then return {v, z ~= false, true, z} end
+  if z then return {vfmt(tonumber(z), 0), true, false, z} end
+  return {ZERO, false, false}
+end
+
+-- expiry returns the expiry (ms) of the user's mute of m: 0 for none.
+local function expiry(uk, m) return tonumber(redis.call('HGET', uk.mx, m) or '0') end
+
+-- needed reports whether an effect (side code, on) of an event of kind
+-- ekind (a kind's letter) must be written over the edge's state st, given
+-- that st's version is older than the event's: not when it turns off an
+-- edge of another kind (a follow's end of the request, a block's end of
+-- the follows) of which the side has no record at all, so that a follow
+-- does not leave a tombstone of a request that never was. No event of an
+-- older version can then bring that edge back: effects.lua does not turn
+-- on a follow or request older than a block between the two, or a request
+-- older than the follow of its direction.
+local function needed(code, on, st, ekind)
+  return on or st[1] ~= ZERO or string.sub(code, 1, 1) == ekind
+end
+
+-- The bits of the flags of the other kinds in a user's sorted set rf
+-- (keys.go), by side code: what Relations reads in one ZMSCORE.
+local flagOf = {bo = 1, bi = 2, mo = 4, ro = 8, ri = 16}
+
+-- set writes the edge of side code with member m of the user whose keys
+-- are uk: on or off at version v, over the state st that state returned.
+-- A mute takes its since and expiry (ms; 0: none) from mute; its version
+-- is always stored, as its score is its since, not its version's time.
+-- It does not move the stamp: the caller does, once.
+local function set(uk, code, m, v, on, st, mute)
+  local h = uk.h
+  if code == 'p' then
+    redis.call('HSET', h, 'pv', v, 'p', on and '1' or '0')
+    return
+  end
+  local s = sides[code]
+  local z, vh = uk[s[1]], uk[s[2]]
   local wrote = true
-  if op == 'follow' then
-    redis.call('ZADD', z, string.format('%d', vms(v)), m)
-    if not live then redis.call('HINCRBY', h, cf, 1) end
-    if vctr(v) ~= 0 then
+  if on then
+    local score = string.format('%d', vms(v))
+    if code == 'mo' then score = mute[1] end
+    redis.call('ZADD', z, score, m)
+    if not st[2] then redis.call('HINCRBY', h, s[3], 1) end
+    if code == 'mo' or vctr(v) ~= 0 then
       redis.call('HSET', vh, m, v)
     else
       wrote = false
-      if stored then redis.call('HDEL', vh, m) end
+      if st[3] then redis.call('HDEL', vh, m) end
     end
   else
-    if live then
+    if st[2] then
       redis.call('ZREM', z, m)
-      redis.call('HINCRBY', h, cf, -1)
+      redis.call('HINCRBY', h, s[3], -1)
     end
     redis.call('HSET', vh, m, v)
   end
-  if wrote and ef then redis.call('HDEL', h, ef) end
-  return redis.call('HINCRBY', h, 'st', 1)
+  local f = flagOf[code]
+  if f and on ~= st[2] then
+    if not on then f = -f end
+    if tonumber(redis.call('ZINCRBY', uk.rf, f, m)) == 0 then redis.call('ZREM', uk.rf, m) end
+  end
+  if code == 'mo' then
+    if on and mute[2] ~= '0' then redis.call('HSET', uk.mx, m, mute[2]) else redis.call('HDEL', uk.mx, m) end
+  end
+  if wrote and s[4] then redis.call('HDEL', h, s[4]) end
 end
 
 -- observe moves the clock of the user whose counters hash is h to at least v.

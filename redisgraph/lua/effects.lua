@@ -1,0 +1,80 @@
+-- The effects of one event on the sides of one or two users, each only
+-- over an older version of its edge (followgraph.Event.Effects): Apply, the
+-- second step of a change on a Cluster (the other user's side), and the
+-- settling of the outbox. Writes no outbox event.
+--
+-- An effect that turns on a follow or a request is not written when a
+-- block between the two, either way, has a version at least the event's
+-- (the block ended it), nor a request when the follow of its direction
+-- has (the follow ended it): so the effects that end an edge of which a
+-- side has no record need leave no tombstone (lib.lua's needed).
+--
+-- KEYS: the 17 keys of each user (lib.lua's userKeys), one or two users.
+-- ARGV: 1 the version, 2 '1' to refuse (change nothing, return BLOCKED)
+--       when a follow or request would be turned on between two users one
+--       of whom blocks the other, as a live second step must, 3 and 4 a
+--       mute's since and expiry (ms; expiry 0: none), 5 the letter of the
+--       event's kind, 6 how many effects are the first user's, then each
+--       effect as three values: its side code (lib.lua's sides, or 'p'),
+--       the other user as a member ('' for 'p'), '1' for on or '0' for off.
+--
+-- Returns {CHANGED (1) or NONE (0), each user's stamp}, or {BLOCKED}.
+local NONE, CHANGED, BLOCKED = 0, 1, -5
+local v, check, mute, ekind, n1 = ARGV[1], ARGV[2] == '1', {ARGV[3], ARGV[4]}, ARGV[5], tonumber(ARGV[6])
+local users = {userKeys(1)}
+if KEYS[NKEYS + 1] then users[2] = userKeys(NKEYS + 1) end
+local effects = {}
+for i = 7, #ARGV, 3 do
+  local u = 1
+  if (i - 7) / 3 >= n1 then u = 2 end
+  effects[#effects + 1] = {u, ARGV[i], ARGV[i + 1], ARGV[i + 2] == '1'}
+end
+
+-- blocks returns whether a block between the user whose keys are uk and m
+-- is on, either way, and the newest version of the two blocks' edges.
+local function blocks(uk, m)
+  if redis.call('EXISTS', uk.bo, uk.bi, uk.bov, uk.biv) == 0 then return false, ZERO end
+  local a, b = state(uk, 'bo', m), state(uk, 'bi', m)
+  if vless(a[1], b[1]) then return a[2] or b[2], b[1] end
+  return a[2] or b[2], a[1]
+end
+
+-- A follow or a request turned on.
+local function linking(e) local k = string.sub(e[2], 1, 1) return e[4] and (k == 'f' or k == 'r') end
+if check then
+  for _, e in ipairs(effects) do
+    if linking(e) and blocks(users[e[1]], e[3]) then return {BLOCKED} end
+  end
+end
+local changed, touched = {}, {}
+for _, e in ipairs(effects) do
+  local uk, code, m, on = users[e[1]], e[2], e[3], e[4]
+  local st = state(uk, code, m)
+  local write = vless(st[1], v) and needed(code, on, st, ekind)
+  if write and linking(e) then
+    local _, newest = blocks(uk, m)
+    write = vless(newest, v)
+    if write and string.sub(code, 1, 1) == 'r' then write = vless(state(uk, 'f' .. string.sub(code, 2), m)[1], v) end
+  end
+  if write then
+    set(uk, code, m, v, on, st, mute)
+    changed[e[1]] = true
+  end
+  touched[e[1]] = true
+end
+local res = {NONE}
+for u, uk in ipairs(users) do
+  -- The user's clock passes every version on the user's side, those of
+  -- the other user's changes written here too, so that the user's next
+  -- change is newer than all of them: a change is then newer than every
+  -- state its own side knew of the pair (the rules above compare edges
+  -- whose versions come from both users' clocks).
+  if touched[u] then observe(uk.h, v) end
+  if changed[u] then
+    res[1] = CHANGED
+    res[u + 1] = redis.call('HINCRBY', uk.h, 'st', 1)
+  else
+    res[u + 1] = stamp(uk.h)
+  end
+end
+return res
