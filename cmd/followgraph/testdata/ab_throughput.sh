@@ -9,6 +9,10 @@
 # shared VM's neighbours) falls on both alike. Prints each pair's rates
 # and NEW/OLD ratio, then the median and quartiles of the ratios.
 #
+# BENCH names the binary whose bench drives both (default NEW): OLD's, to
+# drive both with the mix OLD knows when NEW's mix has requests OLD does
+# not serve (issue 15's blocks and follow requests).
+#
 # OLD_SERVE and NEW_SERVE add flags to each side's serve, OLD_BENCH and
 # NEW_BENCH to the bench run against it, and OLD_SCHEME and NEW_SCHEME
 # (http or https) say how it is reached: the same binary with and without
@@ -31,7 +35,7 @@ rate() { # rate PORT SEED: the requests/s of one run against the server at PORT
 	local scheme=$old_scheme extra=${OLD_BENCH:-}
 	if [ "$1" = 18092 ]; then scheme=$new_scheme extra=${NEW_BENCH:-}; fi
 	# shellcheck disable=SC2086
-	"$new" bench --url "$scheme://127.0.0.1:$1" --mix "$mix" --concurrency 64 --duration "${secs}s" --seed "$2" --json $extra >"$work/b.json"
+	"${BENCH:-$new}" bench --url "$scheme://127.0.0.1:$1" --mix "$mix" --concurrency 64 --duration "${secs}s" --seed "$2" --json $extra >"$work/b.json"
 	python3 -c '
 import json, sys
 t = json.load(open(sys.argv[1]))["total"]
