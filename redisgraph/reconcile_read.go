@@ -126,25 +126,10 @@ func (red *redisUser) parseCensus(u fg.UserID, r rueidis.RedisResult) error {
 // readFlags reads the flags set key whole by ZSCAN, from the reply of its
 // first step.
 func (g *Graph) readFlags(ctx context.Context, key string, first rueidis.RedisResult) (map[fg.UserID]int, error) {
-	flags := map[fg.UserID]int{}
-	scan, err := first.AsScanEntry()
-	for {
-		if err != nil {
-			return nil, err
-		}
-		for j := 0; j+1 < len(scan.Elements); j += 2 {
-			id, ok := memberID(scan.Elements[j])
-			f, err := strconv.Atoi(scan.Elements[j+1])
-			if !ok || err != nil {
-				return nil, fmt.Errorf("entry %q of %s is not an id and flags", scan.Elements[j:j+2], key)
-			}
-			flags[id] = f
-		}
-		if scan.Cursor == 0 {
-			return flags, nil
-		}
-		scan, err = g.c.Do(ctx, g.c.B().Zscan().Key(key).Cursor(scan.Cursor).Count(rangeChunk).Build()).AsScanEntry()
+	next := func(cursor uint64) rueidis.Completed {
+		return g.c.B().Zscan().Key(key).Cursor(cursor).Count(rangeChunk).Build()
 	}
+	return scanAll(ctx, g, key, "flags", first, next, strconv.Atoi)
 }
 
 // readSide reads one side whole, by other user: the live members of the
@@ -190,7 +175,18 @@ func (g *Graph) readSide(ctx context.Context, set, versions string, first, scan 
 // readVersions reads the versions hash key whole by HSCAN, from the reply
 // of its first step.
 func (g *Graph) readVersions(ctx context.Context, key string, first rueidis.RedisResult) (map[fg.UserID]fg.Version, error) {
-	versions := map[fg.UserID]fg.Version{}
+	next := func(cursor uint64) rueidis.Completed {
+		return g.c.B().Hscan().Key(key).Cursor(cursor).Count(rangeChunk).Build()
+	}
+	return scanAll(ctx, g, key, "a version", first, next, parseVersionString)
+}
+
+// scanAll reads key whole by the scan whose first step replied first and
+// whose next steps next builds: each entry a member and a value, which
+// parse reads (what names the value in the error of a bad entry).
+func scanAll[V any](ctx context.Context, g *Graph, key, what string, first rueidis.RedisResult,
+	next func(cursor uint64) rueidis.Completed, parse func(string) (V, error)) (map[fg.UserID]V, error) {
+	values := map[fg.UserID]V{}
 	scan, err := first.AsScanEntry()
 	for {
 		if err != nil {
@@ -198,15 +194,15 @@ func (g *Graph) readVersions(ctx context.Context, key string, first rueidis.Redi
 		}
 		for j := 0; j+1 < len(scan.Elements); j += 2 {
 			id, ok := memberID(scan.Elements[j])
-			v, err := parseVersionString(scan.Elements[j+1])
+			v, err := parse(scan.Elements[j+1])
 			if !ok || err != nil {
-				return nil, fmt.Errorf("entry %q of %s is not an id and a version", scan.Elements[j:j+2], key)
+				return nil, fmt.Errorf("entry %q of %s is not an id and %s", scan.Elements[j:j+2], key, what)
 			}
-			versions[id] = v
+			values[id] = v
 		}
 		if scan.Cursor == 0 {
-			return versions, nil
+			return values, nil
 		}
-		scan, err = g.c.Do(ctx, g.c.B().Hscan().Key(key).Cursor(scan.Cursor).Count(rangeChunk).Build()).AsScanEntry()
+		scan, err = g.c.Do(ctx, next(scan.Cursor)).AsScanEntry()
 	}
 }
