@@ -226,9 +226,13 @@ func (c *opsConfig) reconcile(ctx context.Context, out io.Writer, opts redisgrap
 	for s, c := range bySide {
 		sides = append(sides, fmt.Sprintf("%s %d", s, c))
 	}
-	slices.Sort(sides)
-	fmt.Fprintf(out, "differences: %d (%s; by side: %s); fixed %d; %d users, %d edge sides compared in %s\n",
-		n, strings.Join(kinds, ", "), strings.Join(sides, ", "), st.Fixed, st.Users, st.Edges, time.Since(start).Round(time.Millisecond))
+	summary := strings.Join(kinds, ", ")
+	if len(sides) > 0 {
+		slices.Sort(sides)
+		summary += "; by side: " + strings.Join(sides, ", ")
+	}
+	fmt.Fprintf(out, "differences: %d (%s); fixed %d; %d users, %d edge sides compared in %s\n",
+		n, summary, st.Fixed, st.Users, st.Edges, time.Since(start).Round(time.Millisecond))
 	if n > st.Fixed {
 		return fmt.Errorf("%d differences remain", n-st.Fixed)
 	}
