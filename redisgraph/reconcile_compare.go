@@ -77,9 +77,9 @@ func (r *reconciler) compareSide(u fg.UserID, s Side, red *redisUser, i int, flo
 	}
 	if s == SideFollowing {
 		// The clock must be at least the greatest version of u's edges, of
-		// every kind, in the expected graph. (Not Redis's: a legitimate change ticks the
-		// clock, so a state in Redis above the clock is garbage, and may
-		// be far in the future.)
+		// every kind, in the expected graph. (Not Redis's: a legitimate
+		// change ticks the clock, so a state in Redis above the clock is
+		// garbage, and may be far in the future.)
 		c.clock = max(maxVersion(exp), floor)
 		if red.clock < c.clock {
 			c.addExtra(Diff{User: u, Side: s, Kind: DiffClock, Expected: EdgeState{Version: c.clock}, Found: EdgeState{Version: red.clock}})
