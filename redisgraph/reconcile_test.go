@@ -366,7 +366,7 @@ func TestReconcileLinks(t *testing.T) {
 					c.B().Hdel().Key(g.key(1, "mov")).Field(member(3)).Build(),
 					c.B().Zrem().Key(g.key(1, kindReqIn)).Member(member(6)).Build(),
 					c.B().Zadd().Key(g.key(1, kindFlags)).ScoreMember().ScoreMember(flagMuting, member(9)).Build(),
-					c.B().Hdel().Key(g.key(1, kindCounters)).Field("p", "pv").Build())
+					c.B().Hdel().Key(g.key(1, kindCounters)).Field("p", "pv", "clk").Build())
 			}
 			damage()
 			want := map[diffKey]bool{
@@ -379,6 +379,7 @@ func TestReconcileLinks(t *testing.T) {
 				{1, 0, SideRequestsIn, DiffCounter}: true,
 				{1, 9, SideFollowing, DiffFlags}:    true,
 				{1, 0, SidePrivate, DiffMissing}:    true,
+				{1, 0, SideFollowing, DiffClock}:    true,
 			}
 			for _, opts := range []ReconcileOptions{{}, {Fix: true, Horizon: time.Now()}} {
 				st, diffs := reconcile(t, g, src, opts)
@@ -394,6 +395,11 @@ func TestReconcileLinks(t *testing.T) {
 				}
 				if opts.Fix && st.Fixed != st.Differences() {
 					t.Errorf("Reconcile with Fix = %+v: not all fixed", st)
+				}
+				// The clock must pass every version on 1's keys: the last,
+				// 7's request to 1, from 7's clock.
+				if d := diffs[diffKey{1, 0, SideFollowing, DiffClock}]; d.Expected.Version != at(11) {
+					t.Errorf("Fix %v: %v; want the clock at least %016x", opts.Fix, d, uint64(at(11)))
 				}
 			}
 			if st, diffs := reconcile(t, g, src, ReconcileOptions{Horizon: time.Now()}); st.Differences() != 0 {
