@@ -37,20 +37,32 @@ type Source interface {
 }
 
 // Side is one side of a user's edges in Redis: a sorted set, its versions
-// hash and its counter.
+// hash and its counter; or the user's private setting.
 type Side uint8
 
 const (
-	SideFollowing Side = iota + 1 // whom the user follows: out, ov, nout
-	SideFollowers                 // who follows the user: in, iv, nin
+	SideFollowing  Side = iota + 1 // whom the user follows: out, ov, nout
+	SideFollowers                  // who follows the user: in, iv, nin
+	SideBlocks                     // whom the user blocks: bo, bov, nbo
+	SideBlockedBy                  // who blocks the user: bi, biv, nbi
+	SideMutes                      // whom the user mutes: mo, mov (and mx), nmo
+	SideRequests                   // the user's pending follow requests: ro, rov, nro
+	SideRequestsIn                 // the pending follow requests to the user: ri, riv, nri
+	SidePrivate                    // the user's private setting: p and pv in h
 )
 
-// String returns "following" or "followers", as the lists are named.
+var sideNames = [...]string{SideFollowing: fg.ListFollowing, SideFollowers: fg.ListFollowers,
+	SideBlocks: fg.ListBlocks, SideBlockedBy: "blocked_by", SideMutes: fg.ListMutes,
+	SideRequests: "requests", SideRequestsIn: fg.ListFollowRequests, SidePrivate: "private"}
+
+// String returns the side's name: "following" or "followers", as the
+// lists are named, and so "blocks", "blocked_by", "mutes", "requests",
+// "follow-requests" and "private".
 func (s Side) String() string {
-	if s == SideFollowing {
-		return fg.ListFollowing
+	if int(s) < len(sideNames) && sideNames[s] != "" {
+		return sideNames[s]
 	}
-	return fg.ListFollowers
+	return fmt.Sprintf("side(%d)", uint8(s))
 }
 
 // sideKeys returns the keys of side s of user u, as scriptBulk takes them.
@@ -365,7 +377,7 @@ func newBulkEdge(other fg.UserID, st EdgeState) bulkEdge {
 }
 
 // stateOf returns the state of an edge whose last change is e.
-func stateOf(e fg.Event) EdgeState { return EdgeState{e.Version, e.Op == fg.OpFollow} }
+func stateOf(e fg.Event) EdgeState { return EdgeState{e.Version, e.Op.On()} }
 
 // bulkArgs returns scriptBulk's arguments for the edges es of side s:
 // horizon is "" for Rebuild, else a repair's horizon (16 hex digits); clk

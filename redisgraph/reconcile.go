@@ -13,11 +13,12 @@ import (
 	fg "github.com/followgraph/followgraph"
 )
 
-// Reconcile is in six files: this one runs it (the options, a pool of
+// Reconcile is in seven files: this one runs it (the options, a pool of
 // workers fed with the users to compare, the stats); reconcile_scan.go
 // finds the users only Redis has; reconcile_read.go reads a user whole;
-// reconcile_compare.go compares them with the expected graph;
-// reconcile_repair.go writes the repairs; reconcile_diff.go is the
+// reconcile_compare.go compares the follows with the expected graph, and
+// reconcile_links.go the other kinds; reconcile_repair.go writes the
+// repairs of the follows; reconcile_diff.go is the
 // differences it reports.
 
 // ReconcileOptions tunes Reconcile.
@@ -66,16 +67,20 @@ func (s ReconcileStats) Differences() int64 {
 // Reconcile compares Redis with src, the graph Redis is expected to hold,
 // and reports each difference; with opts.Fix it repairs them. It compares
 // every user of src and every user that has keys under the prefix in
-// Redis (found by SCAN, on every master of a Cluster): both sides of each
-// (the members and their versions, hence follow times, and tombstones),
-// the counters against the sizes of their sets, and the clock against the
-// versions of the user's edges.
+// Redis (found by SCAN, on every master of a Cluster): every side of each,
+// of every kind, both ways (the members and their versions, hence the
+// edges' times, and tombstones), the private setting, the counters
+// against the sizes of their sets, the flags set (rf) against the edges
+// of the other kinds, and the clock against the versions of the user's
+// edges. A tombstone that Redis need not hold is no difference (see
+// DiffTombstone).
 //
 // Repairs are version-aware: a repair writes src's state of the edge only
 // where Redis does not hold a newer one (see ReconcileOptions.Horizon), in
-// one atomic step that reads the edge again (lua/bulk.lua), so a change
+// one atomic step that reads the edge again (lua/bulk.lua for follows,
+// lua/links.lua with lua/lib.lua's set for the other kinds), so a change
 // the service makes meanwhile is never undone; the counters are then set
-// to the sizes of the sets, and the clock raised.
+// to the sizes of the sets, the flags to the edges, and the clock raised.
 //
 // Redis is read in bounded commands (ZRANGE of 1000 entries at a time by
 // keyset, as the lists are read; HSCAN; one small script for the counters),
@@ -86,7 +91,7 @@ func (s ReconcileStats) Differences() int64 {
 //
 // It returns EUnavailable when Redis fails, with the stats so far.
 func (g *Graph) Reconcile(ctx context.Context, src Source, opts ReconcileOptions) (ReconcileStats, error) {
-	r := &reconciler{g: g, src: src, opts: opts, stats: ReconcileStats{Diffs: map[DiffKind]int64{}}}
+	r := &reconciler{g: g, src: src, in: inLinks(src), opts: opts, stats: ReconcileStats{Diffs: map[DiffKind]int64{}}}
 	if r.opts.Concurrency <= 0 {
 		r.opts.Concurrency = 8
 	}
@@ -112,6 +117,7 @@ func (g *Graph) Reconcile(ctx context.Context, src Source, opts ReconcileOptions
 type reconciler struct {
 	g       *Graph
 	src     Source
+	in      map[fg.UserID][]fg.Event // src's blocks and requests by the user they are to
 	opts    ReconcileOptions
 	horizon fg.Version
 	limit   *rate.Limiter // nil: no bound

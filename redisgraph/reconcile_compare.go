@@ -15,9 +15,18 @@ func (r *reconciler) user(ctx context.Context, u fg.UserID) error {
 		return unavailable("reconcile: read", err)
 	}
 	r.users.Add(1)
-	var diffs []Diff
+	// The other kinds first: their versions count toward the clock, which
+	// the following side's repair raises.
+	l := r.compareLinks(u, &red)
+	r.edges.Add(l.edges)
+	if r.opts.Fix && (len(l.repairs) > 0 || len(l.extra) > 0) {
+		if err := r.repairLinks(ctx, u, &l); err != nil {
+			return err
+		}
+	}
+	diffs := l.diffs
 	for i, s := range []Side{SideFollowing, SideFollowers} {
-		c := r.compareSide(u, s, red, i)
+		c := r.compareSide(u, s, &red, i, l.clock)
 		r.edges.Add(c.edges)
 		if r.opts.Fix && (len(c.repairs) > 0 || len(c.extra) > 0) {
 			if err := r.repair(ctx, u, s, &c); err != nil {
@@ -43,8 +52,8 @@ type sideCheck struct {
 // compareSide compares side s (the i-th of red.sides) of user u in Redis,
 // red, with the expected graph: each edge, then the counter against the
 // size of the set and, on the following side, the clock against the
-// versions of the edges.
-func (r *reconciler) compareSide(u fg.UserID, s Side, red redisUser, i int) sideCheck {
+// versions of the edges and floor (that of the edges of the other kinds).
+func (r *reconciler) compareSide(u fg.UserID, s Side, red *redisUser, i int, floor fg.Version) sideCheck {
 	exp := expectedSide(r.src, u, s)
 	c := sideCheck{}
 	// The live edges the side holds once repaired: the count the counter
@@ -53,6 +62,9 @@ func (r *reconciler) compareSide(u fg.UserID, s Side, red redisUser, i int) side
 	for want, have := range pairs(exp, red.sides[i]) {
 		c.edges++
 		kind := classify(want.EdgeState, have.EdgeState, r.horizon)
+		if kind == DiffTombstone && red.ends(s, want.other, want.Version) {
+			kind = 0
+		}
 		if settled(kind, want, have).Live {
 			live++
 		}
@@ -64,11 +76,11 @@ func (r *reconciler) compareSide(u fg.UserID, s Side, red redisUser, i int) side
 		c.addExtra(Diff{User: u, Side: s, Kind: DiffCounter, ExpectedCount: live, FoundCount: red.counters[i]})
 	}
 	if s == SideFollowing {
-		// The clock must be at least the greatest version of u's edges in
-		// the expected graph. (Not Redis's: a legitimate change ticks the
-		// clock, so a state in Redis above the clock is garbage, and may
-		// be far in the future.)
-		c.clock = maxVersion(exp)
+		// The clock must be at least the greatest version of u's edges, of
+		// every kind, in the expected graph. (Not Redis's: a legitimate
+		// change ticks the clock, so a state in Redis above the clock is
+		// garbage, and may be far in the future.)
+		c.clock = max(maxVersion(exp), floor)
 		if red.clock < c.clock {
 			c.addExtra(Diff{User: u, Side: s, Kind: DiffClock, Expected: EdgeState{Version: c.clock}, Found: EdgeState{Version: red.clock}})
 		}

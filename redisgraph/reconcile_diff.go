@@ -19,11 +19,17 @@ const (
 	// times, or only the counter part).
 	DiffSince
 	// DiffTombstone: neither has the edge live, but Redis lacks the
-	// expected tombstone or holds an older one, so that an older follow
-	// replayed late could bring the edge back on that side.
+	// expected tombstone or holds an older one, so that an older change
+	// replayed late could bring the edge back on that side. Not reported
+	// where Redis holds an edge that keeps such a change from turning the
+	// edge on, as lua/effects.lua applies changes: a block between the
+	// two, either way, on or off, of a version at least the tombstone's
+	// (a block's end of the follows and requests writes no tombstone where
+	// the side had no record of them), or for a request the follow of its
+	// direction.
 	DiffTombstone
-	// DiffCounter: a counter (nout, nin) is not the size of the set it
-	// counts.
+	// DiffCounter: a counter (nout, nin, nbo, nbi, nmo, nro, nri) is not
+	// the size of the set it counts.
 	DiffCounter
 	// DiffClock: the user's clock is behind the expected version of one
 	// of their edges, so a change could get a version below the edge's.
@@ -32,10 +38,14 @@ const (
 	// graph's and than the horizon: a change the expected graph has not
 	// seen. Reported, never repaired, and not counted as a difference.
 	DiffAhead
+	// DiffFlags: the user's flags with another user (the flags set, rf)
+	// are not those of the edges of the other kinds between them that
+	// Redis holds once repaired.
+	DiffFlags
 )
 
 var diffKinds = [...]string{DiffMissing: "missing", DiffExtra: "extra", DiffSince: "since",
-	DiffTombstone: "tombstone", DiffCounter: "counter", DiffClock: "clock", DiffAhead: "ahead"}
+	DiffTombstone: "tombstone", DiffCounter: "counter", DiffClock: "clock", DiffAhead: "ahead", DiffFlags: "flags"}
 
 func (k DiffKind) String() string {
 	if int(k) < len(diffKinds) && diffKinds[k] != "" {
@@ -44,8 +54,9 @@ func (k DiffKind) String() string {
 	return fmt.Sprintf("diff(%d)", uint8(k))
 }
 
-// EdgeState is what one copy holds of an edge: the version of its last
-// change (0: no record of the edge at all) and whether it is live.
+// EdgeState is what one copy holds of an edge, or of a private setting:
+// the version of its last change (0: no record of it at all) and whether
+// it is live (on; private).
 type EdgeState struct {
 	Version fg.Version
 	Live    bool
@@ -56,25 +67,26 @@ func (s EdgeState) String() string {
 	case s.Version == 0:
 		return "none"
 	case s.Live:
-		return fmt.Sprintf("following since %s (version %016x)", s.Version.Time().Format(fg.TimeFormat), uint64(s.Version))
+		return fmt.Sprintf("on since %s (version %016x)", s.Version.Time().Format(fg.TimeFormat), uint64(s.Version))
 	}
-	return fmt.Sprintf("unfollowed at %s (version %016x)", s.Version.Time().Format(fg.TimeFormat), uint64(s.Version))
+	return fmt.Sprintf("off at %s (version %016x)", s.Version.Time().Format(fg.TimeFormat), uint64(s.Version))
 }
 
 // Diff is one difference between Redis and the expected graph, on one
 // side of one user's keys.
 type Diff struct {
 	User  fg.UserID
-	Side  Side // SideFollowing for DiffClock
+	Side  Side // the side of the edge or counter; SideFollowing for DiffClock and DiffFlags
 	Kind  DiffKind
-	Other fg.UserID // the edge's other user; 0 for DiffCounter and DiffClock
+	Other fg.UserID // the edge's other user; 0 for DiffCounter, DiffClock and SidePrivate
 
 	// The edge in the expected graph and in Redis (the edge kinds); for
 	// DiffClock, the greatest expected version of the user's edges (on
 	// their following side) and the clock.
 	Expected, Found EdgeState
 	// The counter the side should have once repaired, and the one Redis
-	// holds (DiffCounter).
+	// holds (DiffCounter); the flags, bits of read.go's flag constants
+	// (DiffFlags).
 	ExpectedCount, FoundCount int64
 
 	// Fixed is whether Reconcile repaired it: false without Fix, for
@@ -89,6 +101,8 @@ func (d Diff) String() string {
 	switch d.Kind {
 	case DiffCounter:
 		fmt.Fprintf(&b, ": counter: expected %d, found %d", d.ExpectedCount, d.FoundCount)
+	case DiffFlags:
+		fmt.Fprintf(&b, " %d: flags: expected %05b, found %05b", d.Other, d.ExpectedCount, d.FoundCount)
 	case DiffClock:
 		fmt.Fprintf(&b, ": clock: expected at least %016x, found %016x", uint64(d.Expected.Version), uint64(d.Found.Version))
 	default:

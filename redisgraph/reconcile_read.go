@@ -21,22 +21,34 @@ type edgeRec struct {
 // byOther orders edgeRecs by the other user.
 func byOther(a, b edgeRec) int { return cmp.Compare(a.other, b.other) }
 
-// redisUser is what Redis holds of a user: both sides and the census.
+// redisUser is what Redis holds of a user: both sides of the follows,
+// the sides of the other kinds, the private setting, the flags and the
+// census.
 type redisUser struct {
 	sides          [2][]edgeRec // SideFollowing, SideFollowers; by other user
 	card, counters [2]int64     // the sizes of the sets, and the counters (nout, nin)
 	clock          fg.Version
+
+	links                  [len(linkSides)][]edgeRec // by linkSides, by other user
+	linkCard, linkCounters [len(linkSides)]int64
+	private                EdgeState
+	flags                  map[fg.UserID]int // rf: the flags with each other user
 }
 
-// readUser reads both sides of u, with their versions, and the census:
-// first the census, the first 1000 entries of each set and a first HSCAN
-// of each versions hash in one round trip, then what is left of each in
-// bounded steps.
+// readUser reads every side of u, with their versions, the flags and the
+// census: first the census, the first 1000 entries of each set and a
+// first HSCAN of each versions hash (and ZSCAN of the flags) in one round
+// trip, then what is left of each in bounded steps.
 func (g *Graph) readUser(ctx context.Context, u fg.UserID) (redisUser, error) {
 	var red redisUser
-	keys := [2][]string{g.sideKeys(u, SideFollowing), g.sideKeys(u, SideFollowers)} // set, versions hash, h
+	keys := [][]string{g.sideKeys(u, SideFollowing), g.sideKeys(u, SideFollowers)} // set, versions hash
 	censusKeys := []string{keys[0][0], keys[1][0], keys[0][2]}
-	cmds := rueidis.Commands{scriptCensus.cmd(g.c, censusKeys, nil)}
+	for _, l := range linkSides {
+		keys = append(keys, []string{g.key(u, l.set), g.key(u, l.versions)})
+		censusKeys = append(censusKeys, g.key(u, l.set))
+	}
+	flags := g.key(u, kindFlags)
+	cmds := rueidis.Commands{scriptCensus.cmd(g.c, censusKeys, nil), g.c.B().Zscan().Key(flags).Cursor(0).Count(rangeChunk).Build()}
 	for _, k := range keys {
 		cmds = append(cmds,
 			g.c.B().Zrange().Key(k[0]).Min("0").Max(strconv.Itoa(rangeChunk-1)).Rev().Withscores().Build(),
@@ -46,12 +58,20 @@ func (g *Graph) readUser(ctx context.Context, u fg.UserID) (redisUser, error) {
 	if err := red.parseCensus(u, scriptCensus.fix(ctx, g.c, res[0], censusKeys, nil)); err != nil {
 		return red, err
 	}
+	var err error
+	if red.flags, err = g.readFlags(ctx, flags, res[1]); err != nil {
+		return red, err
+	}
 	for i, k := range keys {
-		side, err := g.readSide(ctx, k[0], k[1], res[1+2*i], res[2+2*i])
+		side, err := g.readSide(ctx, k[0], k[1], res[2+2*i], res[3+2*i])
 		if err != nil {
 			return red, err
 		}
-		red.sides[i] = side
+		if i < 2 {
+			red.sides[i] = side
+		} else {
+			red.links[i-2] = side
+		}
 	}
 	return red, nil
 }
@@ -59,18 +79,33 @@ func (g *Graph) readUser(ctx context.Context, u fg.UserID) (redisUser, error) {
 // parseCensus reads the reply of scriptCensus for user u into red.
 func (red *redisUser) parseCensus(u fg.UserID, r rueidis.RedisResult) error {
 	census, err := r.ToArray()
-	if err == nil && len(census) < 5 {
+	if err == nil && len(census) < 7+2*len(linkSides) {
 		err = fmt.Errorf("census script returned %d values", len(census))
 	}
 	if err != nil {
 		return err
 	}
+	counter := func(m rueidis.RedisMessage) (int64, error) {
+		s, err := m.ToString()
+		if err != nil {
+			return 0, nil // no such field
+		}
+		n, err := strconv.ParseInt(s, 10, 64)
+		if err != nil {
+			return 0, fmt.Errorf("counter %q of user %d: %w", s, u, err)
+		}
+		return n, nil
+	}
 	for i := range 2 {
 		red.card[i], _ = census[i].AsInt64()
-		if s, err := census[2+i].ToString(); err == nil {
-			if red.counters[i], err = strconv.ParseInt(s, 10, 64); err != nil {
-				return fmt.Errorf("counter %q of user %d: %w", s, u, err)
-			}
+		if red.counters[i], err = counter(census[2+i]); err != nil {
+			return err
+		}
+	}
+	for i := range linkSides {
+		red.linkCard[i], _ = census[7+2*i].AsInt64()
+		if red.linkCounters[i], err = counter(census[8+2*i]); err != nil {
+			return err
 		}
 	}
 	if s, err := census[4].ToString(); err == nil {
@@ -78,7 +113,23 @@ func (red *redisUser) parseCensus(u fg.UserID, r rueidis.RedisResult) error {
 			return fmt.Errorf("clock of user %d: %w", u, err)
 		}
 	}
+	if s, err := census[6].ToString(); err == nil {
+		if red.private.Version, err = parseVersionString(s); err != nil {
+			return fmt.Errorf("private setting of user %d: %w", u, err)
+		}
+		p, _ := census[5].ToString()
+		red.private.Live = p == "1"
+	}
 	return nil
+}
+
+// readFlags reads the flags set key whole by ZSCAN, from the reply of its
+// first step.
+func (g *Graph) readFlags(ctx context.Context, key string, first rueidis.RedisResult) (map[fg.UserID]int, error) {
+	next := func(cursor uint64) rueidis.Completed {
+		return g.c.B().Zscan().Key(key).Cursor(cursor).Count(rangeChunk).Build()
+	}
+	return scanAll(ctx, g, key, "flags", first, next, strconv.Atoi)
 }
 
 // readSide reads one side whole, by other user: the live members of the
@@ -124,7 +175,18 @@ func (g *Graph) readSide(ctx context.Context, set, versions string, first, scan 
 // readVersions reads the versions hash key whole by HSCAN, from the reply
 // of its first step.
 func (g *Graph) readVersions(ctx context.Context, key string, first rueidis.RedisResult) (map[fg.UserID]fg.Version, error) {
-	versions := map[fg.UserID]fg.Version{}
+	next := func(cursor uint64) rueidis.Completed {
+		return g.c.B().Hscan().Key(key).Cursor(cursor).Count(rangeChunk).Build()
+	}
+	return scanAll(ctx, g, key, "a version", first, next, parseVersionString)
+}
+
+// scanAll reads key whole by the scan whose first step replied first and
+// whose next steps next builds: each entry a member and a value, which
+// parse reads (what names the value in the error of a bad entry).
+func scanAll[V any](ctx context.Context, g *Graph, key, what string, first rueidis.RedisResult,
+	next func(cursor uint64) rueidis.Completed, parse func(string) (V, error)) (map[fg.UserID]V, error) {
+	values := map[fg.UserID]V{}
 	scan, err := first.AsScanEntry()
 	for {
 		if err != nil {
@@ -132,15 +194,15 @@ func (g *Graph) readVersions(ctx context.Context, key string, first rueidis.Redi
 		}
 		for j := 0; j+1 < len(scan.Elements); j += 2 {
 			id, ok := memberID(scan.Elements[j])
-			v, err := parseVersionString(scan.Elements[j+1])
+			v, err := parse(scan.Elements[j+1])
 			if !ok || err != nil {
-				return nil, fmt.Errorf("entry %q of %s is not an id and a version", scan.Elements[j:j+2], key)
+				return nil, fmt.Errorf("entry %q of %s is not an id and %s", scan.Elements[j:j+2], key, what)
 			}
-			versions[id] = v
+			values[id] = v
 		}
 		if scan.Cursor == 0 {
-			return versions, nil
+			return values, nil
 		}
-		scan, err = g.c.Do(ctx, g.c.B().Hscan().Key(key).Cursor(scan.Cursor).Count(rangeChunk).Build()).AsScanEntry()
+		scan, err = g.c.Do(ctx, next(scan.Cursor)).AsScanEntry()
 	}
 }

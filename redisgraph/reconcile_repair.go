@@ -19,24 +19,12 @@ type repairEdge struct {
 }
 
 // repair writes the expected states of the edges of side s of user u that
-// differ (c.repairs), in calls of up to r.chunk edges, each waiting for as
-// many tokens; the last call also sets the counter and raises the clock to
-// c.clock, fixing c.extra (a token each). It marks in c.diffs what it
-// fixed.
+// differ (c.repairs), in calls of up to r.chunk edges; the last call also
+// sets the counter and raises the clock to c.clock, fixing c.extra. It
+// marks in c.diffs what it fixed.
 func (r *reconciler) repair(ctx context.Context, u fg.UserID, s Side, c *sideCheck) error {
-	repairs := c.repairs
-	for first := true; first || len(repairs) > 0; first = false {
-		n := min(len(repairs), r.chunk)
-		call := repairs[:n]
-		repairs = repairs[n:]
-		last := len(repairs) == 0
-		tokens := n
-		if last {
-			tokens += len(c.extra)
-		}
-		if err := waitTokens(ctx, r.limit, tokens); err != nil {
-			return err
-		}
+	return r.chunked(ctx, len(c.repairs), len(c.extra), func(lo, hi int, last bool) error {
+		call := c.repairs[lo:hi]
 		flags, err := r.repairCall(ctx, u, s, call, c.clock)
 		if err != nil {
 			return err
@@ -49,8 +37,32 @@ func (r *reconciler) repair(ctx context.Context, u fg.UserID, s Side, c *sideChe
 				c.diffs[k].Fixed = true
 			}
 		}
+		return nil
+	})
+}
+
+// chunked calls write with the bounds of each chunk of up to r.chunk of n
+// repairs, and at least once (the last call, last true, also makes the
+// extra repairs of the user's census), each after waiting for a token per
+// repair it makes. It returns the first error.
+func (r *reconciler) chunked(ctx context.Context, n, extra int, write func(lo, hi int, last bool) error) error {
+	for lo := 0; ; lo += r.chunk {
+		hi := min(n, lo+r.chunk)
+		last := hi == n
+		tokens := hi - lo
+		if last {
+			tokens += extra
+		}
+		if err := waitTokens(ctx, r.limit, tokens); err != nil {
+			return err
+		}
+		if err := write(lo, hi, last); err != nil {
+			return err
+		}
+		if last {
+			return nil
+		}
 	}
-	return nil
 }
 
 // waitTokens waits until limit grants n tokens (none when limit is nil),

@@ -1,6 +1,7 @@
 package redisgraph
 
 import (
+	"context"
 	"fmt"
 	"slices"
 	"strings"
@@ -297,6 +298,136 @@ func TestReconcileRate(t *testing.T) {
 			}
 			if st, _ := reconcile(t, g, src, ReconcileOptions{}); st.Differences() != 0 {
 				t.Errorf("Reconcile after = %+v", st)
+			}
+		})
+	}
+}
+
+// TestReconcileLinks reconciles the other kinds: a Redis and a memgraph
+// that applied the same events agree, with no tombstone difference where
+// a block ended follows and requests Redis had no record of; then a block
+// lost on one side, a mute lost, a request lost on the side it is to, a
+// wrong counter, a stale flag and a lost private flag are each reported
+// and repaired, after which Redis answers as the source and a second
+// reconcile finds nothing.
+func TestReconcileLinks(t *testing.T) {
+	for _, m := range modes {
+		t.Run(m.name, func(t *testing.T) {
+			ctx := t.Context()
+			v := fg.VersionAt(sourceEpoch)
+			at := func(i int) fg.Version { return v + fg.Version(i)<<fg.VersionCounterBits }
+			mute := fg.NewEvent(1, 3, fg.OpMute, at(6))
+			mute.Since, mute.Expires = at(6).Time(), time.UnixMilli(time.Now().Add(time.Hour).UnixMilli())
+			mute4 := fg.NewEvent(1, 4, fg.OpMute, at(8))
+			mute4.Since = at(8).Time()
+			events := []fg.Event{
+				fg.NewEvent(1, 2, fg.OpFollow, at(1)),
+				fg.NewEvent(2, 1, fg.OpFollow, at(2)),
+				fg.NewEvent(3, 1, fg.OpFollow, at(3)),
+				fg.NewEvent(1, 2, fg.OpBlock, at(4)),   // ends the follows between 1 and 2
+				fg.NewEvent(10, 1, fg.OpBlock, at(5)),  // ends follows and requests that never were
+				fg.NewEvent(5, 1, fg.OpBlock, at(5)+1), // and so, then unblocked
+				fg.NewEvent(5, 1, fg.OpUnblock, at(7)),
+				mute,
+				mute4,
+				fg.NewEvent(1, 0, fg.OpPrivate, at(9)),
+				fg.NewEvent(6, 1, fg.OpRequest, at(10)),
+				fg.NewEvent(7, 1, fg.OpRequest, at(11)),
+				fg.NewEvent(8, 1, fg.OpFollow, at(12)), // ends a request that never was
+			}
+			src := memgraph.New()
+			c := m.client(t)
+			g := newTestGraph(t, c)
+			for _, a := range []interface {
+				Apply(context.Context, []fg.Event) error
+			}{src, g} {
+				if err := a.Apply(ctx, events); err != nil {
+					t.Fatal(err)
+				}
+			}
+			touchSource(g, src)
+			users := slices.Collect(src.Users())
+			if st, diffs := reconcile(t, g, src, ReconcileOptions{}); st.Differences() != 0 || st.Edges == 0 {
+				t.Fatalf("Reconcile of the same events = %+v, %v; want no difference", st, diffs)
+			}
+
+			do := func(cmds ...rueidis.Completed) {
+				t.Helper()
+				for _, r := range c.DoMulti(ctx, cmds...) {
+					if err := r.Error(); err != nil {
+						t.Fatal(err)
+					}
+				}
+			}
+			damage := func() {
+				do(c.B().Zrem().Key(g.key(2, kindBlockIn)).Member(member(1)).Build(),
+					c.B().Hset().Key(g.key(1, kindCounters)).FieldValue().FieldValue("nbo", "99").Build(),
+					c.B().Zrem().Key(g.key(1, kindMuteOut)).Member(member(3)).Build(),
+					c.B().Hdel().Key(g.key(1, "mov")).Field(member(3)).Build(),
+					c.B().Zrem().Key(g.key(1, kindReqIn)).Member(member(6)).Build(),
+					c.B().Zadd().Key(g.key(1, kindFlags)).ScoreMember().ScoreMember(flagMuting, member(9)).Build(),
+					c.B().Hdel().Key(g.key(1, kindCounters)).Field("p", "pv", "clk").Build())
+			}
+			damage()
+			want := map[diffKey]bool{
+				{2, 1, SideBlockedBy, DiffMissing}:  true,
+				{2, 0, SideBlockedBy, DiffCounter}:  true,
+				{1, 0, SideBlocks, DiffCounter}:     true,
+				{1, 3, SideMutes, DiffMissing}:      true,
+				{1, 0, SideMutes, DiffCounter}:      true,
+				{1, 6, SideRequestsIn, DiffMissing}: true,
+				{1, 0, SideRequestsIn, DiffCounter}: true,
+				{1, 9, SideFollowing, DiffFlags}:    true,
+				{1, 0, SidePrivate, DiffMissing}:    true,
+				{1, 0, SideFollowing, DiffClock}:    true,
+			}
+			for _, opts := range []ReconcileOptions{{}, {Fix: true, Horizon: time.Now()}} {
+				st, diffs := reconcile(t, g, src, opts)
+				for k := range want {
+					if d, ok := diffs[k]; !ok || d.Fixed != opts.Fix {
+						t.Errorf("Fix %v: %v: reported %v (fixed %v), want it reported", opts.Fix, k, ok, d.Fixed)
+					}
+				}
+				for k, d := range diffs {
+					if !want[k] {
+						t.Errorf("Fix %v: unexpected difference %v", opts.Fix, d)
+					}
+				}
+				if opts.Fix && st.Fixed != st.Differences() {
+					t.Errorf("Reconcile with Fix = %+v: not all fixed", st)
+				}
+				// The clock must pass every version on 1's keys: the last,
+				// 7's request to 1, from 7's clock.
+				if d := diffs[diffKey{1, 0, SideFollowing, DiffClock}]; d.Expected.Version != at(11) {
+					t.Errorf("Fix %v: %v; want the clock at least %016x", opts.Fix, d, uint64(at(11)))
+				}
+			}
+			if st, diffs := reconcile(t, g, src, ReconcileOptions{Horizon: time.Now()}); st.Differences() != 0 {
+				t.Errorf("Reconcile after the repairs = %+v, %v; want no difference", st, diffs)
+			}
+			checkSame(t, src, g, users)
+			for _, u := range users {
+				wr, err := src.Relations(ctx, u, users)
+				if err != nil {
+					t.Fatal(err)
+				}
+				gr, err := g.Relations(ctx, u, users)
+				if err != nil {
+					t.Fatal(err)
+				}
+				if !slices.Equal(wr, gr) {
+					t.Errorf("Relations(%d) = %+v, want %+v", u, gr, wr)
+				}
+			}
+			for _, u := range []fg.UserID{1, 2} {
+				ws, _ := src.Settings(ctx, u)
+				gs, err := g.Settings(ctx, u)
+				if err != nil || gs != ws {
+					t.Errorf("Settings(%d) = %+v, %v; want %+v", u, gs, err, ws)
+				}
+			}
+			if l, err := g.Link(ctx, fg.KindMute, 1, 3); err != nil || !l.On || !l.Since.Equal(mute.Since) || !l.Expires.Equal(mute.Expires) {
+				t.Errorf("Link(mute, 1, 3) after the repair = %+v, %v; want the mute of %+v", l, err, mute)
 			}
 		})
 	}

@@ -28,6 +28,8 @@ var (
 	luaBulk string
 	//go:embed lua/census.lua
 	luaCensus string
+	//go:embed lua/links.lua
+	luaLinks string
 )
 
 // The scripts. The write scripts share lua/version.lua, all but the plain
@@ -40,11 +42,12 @@ var (
 	scriptTies    = newScript(luaTies, true)                            // the entries after a cursor in its millisecond
 	scriptBulk    = newScript(luaVersion+luaLib+luaBulk, false)         // many edges of one side: Rebuild, repairs
 	scriptCensus  = newScript(luaCensus, true)                          // a user's counters and set sizes, for Reconcile
+	scriptLinks   = newScript(luaVersion+luaLib+luaLinks, false)        // Reconcile's repairs of the other kinds
 )
 
 // allScripts are those loadScripts loads: these, and the small ones of
 // the outbox's streams and leases (init.go, lease.go).
-var allScripts = []*script{scriptChange, scriptEdge, scriptEffects, scriptTies, scriptBulk, scriptCensus,
+var allScripts = []*script{scriptChange, scriptEdge, scriptEffects, scriptTies, scriptBulk, scriptCensus, scriptLinks,
 	scriptCreateStream, scriptMarkIntact, scriptLease, scriptRelease}
 
 // script is a Lua script run by EVALSHA (EVALSHA_RO when read-only), and

@@ -373,13 +373,7 @@ func (g *Graph) secondStepOnce(ctx context.Context, e fg.Event, side fg.UserID) 
 // the other when check is set.
 func (g *Graph) effectsCall(e fg.Event, effects iter.Seq[fg.Effect], check bool, users ...fg.UserID) rueidis.LuaExec {
 	var c rueidis.LuaExec
-	ms := func(t time.Time) string {
-		if t.IsZero() {
-			return "0"
-		}
-		return strconv.FormatInt(t.UnixMilli(), 10)
-	}
-	c.Args = []string{versionHex(e.Version), "0", ms(e.Since), ms(e.Expires), kindLetter[e.Op.Kind()], ""}
+	c.Args = []string{versionHex(e.Version), "0", millis(e.Since), millis(e.Expires), kindLetter[e.Op.Kind()], ""}
 	if check {
 		c.Args[1] = "1"
 	}

@@ -162,10 +162,11 @@ func newReconcile() *cobra.Command {
 		Use:   "reconcile",
 		Short: "Compare the hot copy in Redis with the durable store and the log; repair with --fix",
 		Long: `Compare the hot copy in Redis with the durable store plus the event log's
-tail: both sides of every edge (members, follow times, unfollowed edges), the
-counters and each user's clock. Prints each difference (up to --show), then
-"differences: N" (not counting states newer than the store: changes made since,
-reported as ahead). With --fix it repairs them, rate-limited (--rate), never
+tail: both sides of every edge of every kind, follows, blocks, mutes and follow
+requests (members, times, ended edges), each private setting, the counters, the
+flags of the other kinds and each user's clock. Prints each difference (up to
+--show), then "differences: N" (not counting states newer than the store:
+changes made since, reported as ahead), by kind of difference and by side. With --fix it repairs them, rate-limited (--rate), never
 undoing a change the service makes meanwhile. Exits 1 when differences remain.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
@@ -199,8 +200,13 @@ func (c *opsConfig) reconcile(ctx context.Context, out io.Writer, opts redisgrap
 		opts.Horizon = read.Add(-horizon)
 	}
 	shown := 0
+	bySide := map[string]int{} // Report is called from one goroutine at a time
 	opts.Report = func(d redisgraph.Diff) {
-		if d.Kind != redisgraph.DiffAhead && shown < show {
+		if d.Kind == redisgraph.DiffAhead {
+			return
+		}
+		bySide[d.Side.String()]++
+		if shown < show {
 			shown++
 			fmt.Fprintln(out, d)
 		}
@@ -216,8 +222,17 @@ func (c *opsConfig) reconcile(ctx context.Context, out io.Writer, opts redisgrap
 		kinds = append(kinds, fmt.Sprintf("%s %d", k, c))
 	}
 	slices.Sort(kinds)
+	var sides []string
+	for s, c := range bySide {
+		sides = append(sides, fmt.Sprintf("%s %d", s, c))
+	}
+	summary := strings.Join(kinds, ", ")
+	if len(sides) > 0 {
+		slices.Sort(sides)
+		summary += "; by side: " + strings.Join(sides, ", ")
+	}
 	fmt.Fprintf(out, "differences: %d (%s); fixed %d; %d users, %d edge sides compared in %s\n",
-		n, strings.Join(kinds, ", "), st.Fixed, st.Users, st.Edges, time.Since(start).Round(time.Millisecond))
+		n, summary, st.Fixed, st.Users, st.Edges, time.Since(start).Round(time.Millisecond))
 	if n > st.Fixed {
 		return fmt.Errorf("%d differences remain", n-st.Fixed)
 	}

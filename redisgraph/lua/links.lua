@@ -1,0 +1,69 @@
+-- Reconcile's repairs of the other kinds on one user's keys: each edge
+-- (or the private setting) is set to the expected state where Redis does
+-- not hold a state newer than both that state and the horizon (as
+-- bulk.lua's repairs), with lib.lua's set, the write the rest uses; then
+-- the flags in rf of the members given are set from the edges, and each
+-- counter to the size of its set.
+--
+-- KEYS: the 17 keys of the user (lib.lua's userKeys).
+-- ARGV: 1 the horizon (a version), 2 the number of edges, then each edge as six
+--       values: its side code (lib.lua's sides, or 'p'), the other user
+--       as a member ('' for 'p'), the state: '1' on, '0' off or 'n' no
+--       record, its version ('' for 'n'), a mute's since and expiry (ms;
+--       expiry 0: none); then the members whose flags to set.
+--
+-- Returns {the user's stamp, a string of one character per edge: '1'
+-- where it was written}.
+local uk = userKeys(1)
+local horizon, n = ARGV[1], tonumber(ARGV[2])
+local flags, written = {}, false
+local members = {}
+for i = 0, n - 1 do
+  local b = 3 + 6 * i
+  local code, m, want, v = ARGV[b], ARGV[b + 1], ARGV[b + 2], ARGV[b + 3]
+  local st = state(uk, code, m)
+  if want == 'n' then v = ZERO end
+  local differs = st[2] ~= (want == '1') or vless(st[1], v) or vless(v, st[1])
+  local write = differs and (not vless(v, st[1]) or not vless(horizon, st[1]))
+  if write and want == 'n' then
+    if code == 'p' then
+      redis.call('HDEL', uk.h, 'p', 'pv')
+    else
+      local s = sides[code]
+      redis.call('ZREM', uk[s[1]], m)
+      redis.call('HDEL', uk[s[2]], m)
+      if code == 'mo' then redis.call('HDEL', uk.mx, m) end
+    end
+  elseif write then
+    set(uk, code, m, v, want == '1', st, {ARGV[b + 4], ARGV[b + 5]})
+  end
+  written = written or write
+  flags[#flags + 1] = write and '1' or '0'
+  if m ~= '' then members[#members + 1] = m end
+end
+for i = 3 + 6 * n, #ARGV do members[#members + 1] = ARGV[i] end
+
+-- The flags of each member from the edges it has on, as set keeps them.
+for _, m in ipairs(members) do
+  local f = 0
+  for code, bit in pairs(flagOf) do
+    if redis.call('ZSCORE', uk[sides[code][1]], m) then f = f + bit end
+  end
+  local had = tonumber(redis.call('ZSCORE', uk.rf, m) or '0')
+  if f ~= had then
+    written = true
+    if f == 0 then redis.call('ZREM', uk.rf, m) else redis.call('ZADD', uk.rf, f, m) end
+  end
+end
+-- Each counter is its set's size.
+for _, code in ipairs({'bo', 'bi', 'mo', 'ro', 'ri'}) do
+  local s = sides[code]
+  local card = redis.call('ZCARD', uk[s[1]])
+  if tonumber(redis.call('HGET', uk.h, s[3]) or '0') ~= card then
+    redis.call('HSET', uk.h, s[3], card)
+    written = true
+  end
+end
+local st = stamp(uk.h)
+if written then st = redis.call('HINCRBY', uk.h, 'st', 1) end
+return {st, table.concat(flags)}
