@@ -13,38 +13,50 @@ import (
 // query string; up to followgraph.MaxRelationIDs go in the body of a POST.
 const maxQueryIDs = 1000
 
-func (s *Server) follow(ctx context.Context, r *http.Request, b []byte) ([]byte, error) {
-	const op = "follow"
-	user, target, err := s.writeIDs(op, r, "target", true)
-	if err != nil {
-		return b, err
+// pairWrite returns the handler of a write of the pair of the path's
+// {user} and its wildcard other, the shape every such write shares: the
+// ids (user equal to other refused with ErrSelfFollow when refuseSelf),
+// user's write rate, the change, its metric (change, "created" or
+// "removed", when do reports it changed something), and its answer.
+func pairWrite[R any](s *Server, op, other string, refuseSelf bool, change string,
+	do func(ctx context.Context, user, other followgraph.UserID) (R, bool, error),
+	answer func(b []byte, user, other followgraph.UserID, res R) []byte) apiFunc {
+	return func(ctx context.Context, r *http.Request, b []byte) ([]byte, error) {
+		user, target, err := s.writeIDs(op, r, other, refuseSelf)
+		if err != nil {
+			return b, err
+		}
+		if err := s.allowWrite(user); err != nil {
+			return b, s.writeFailed(op, err)
+		}
+		res, changed, err := do(ctx, user, target)
+		if err != nil {
+			return b, s.writeFailed(op, err)
+		}
+		s.metrics.write(op, outcome(changed, change))
+		return answer(b, user, target, res), nil
 	}
-	if err := s.allowWrite(user); err != nil {
-		return b, s.writeFailed(op, err)
-	}
-	res, err := s.g.Follow(ctx, user, target)
-	if err != nil {
-		return b, s.writeFailed(op, err)
-	}
-	s.metrics.write(op, outcome(res.Created, "created"))
-	return appendFollow(b, user, target, res), nil
 }
 
-func (s *Server) unfollow(ctx context.Context, r *http.Request, b []byte) ([]byte, error) {
-	const op = "unfollow"
-	user, target, err := s.writeIDs(op, r, "target", false)
-	if err != nil {
-		return b, err
+// removal adapts a Graph method that reports whether it removed an edge
+// to pairWrite.
+func removal(f func(ctx context.Context, user, other followgraph.UserID) (bool, error)) func(context.Context, followgraph.UserID, followgraph.UserID) (bool, bool, error) {
+	return func(ctx context.Context, user, other followgraph.UserID) (bool, bool, error) {
+		removed, err := f(ctx, user, other)
+		return removed, removed, err
 	}
-	if err := s.allowWrite(user); err != nil {
-		return b, s.writeFailed(op, err)
-	}
-	removed, err := s.g.Unfollow(ctx, user, target)
-	if err != nil {
-		return b, s.writeFailed(op, err)
-	}
-	s.metrics.write(op, outcome(removed, "removed"))
-	return appendUnfollow(b, user, target, removed), nil
+}
+
+func (s *Server) follow() apiFunc {
+	return pairWrite(s, "follow", "target", true, "created",
+		func(ctx context.Context, user, target followgraph.UserID) (followgraph.FollowResult, bool, error) {
+			res, err := s.g.Follow(ctx, user, target)
+			return res, res.Created, err
+		}, appendFollow)
+}
+
+func (s *Server) unfollow() apiFunc {
+	return pairWrite(s, "unfollow", "target", false, "removed", removal(s.g.Unfollow), appendUnfollow)
 }
 
 func outcome(changed bool, change string) string {

@@ -13,18 +13,18 @@ import (
 // its metrics, as for a follow.
 
 func (s *Server) relationshipRoutes() {
-	s.handle("PUT /v1/users/{user}/blocks/{target}", s.block)
-	s.handle("DELETE /v1/users/{user}/blocks/{target}", s.unblock)
+	s.handle("PUT /v1/users/{user}/blocks/{target}", s.block())
+	s.handle("DELETE /v1/users/{user}/blocks/{target}", s.unblock())
 	s.handle("GET /v1/users/{user}/blocks/{target}", s.link(followgraph.KindBlock, blockFields))
 	s.handle("GET /v1/users/{user}/blocks", s.links(followgraph.ListBlocks))
 	s.handle("PUT /v1/users/{user}/mutes/{target}", s.mute)
-	s.handle("DELETE /v1/users/{user}/mutes/{target}", s.unmute)
+	s.handle("DELETE /v1/users/{user}/mutes/{target}", s.unmute())
 	s.handle("GET /v1/users/{user}/mutes/{target}", s.link(followgraph.KindMute, muteFields))
 	s.handle("GET /v1/users/{user}/mutes", s.links(followgraph.ListMutes))
 	s.handle("GET /v1/users/{user}/follow-requests", s.links(followgraph.ListFollowRequests))
 	s.handle("GET /v1/users/{user}/follow-requests/{requester}", s.request)
-	s.handle("PUT /v1/users/{user}/followers/{follower}", s.approve)
-	s.handle("DELETE /v1/users/{user}/followers/{follower}", s.removeFollower)
+	s.handle("PUT /v1/users/{user}/followers/{follower}", s.approve())
+	s.handle("DELETE /v1/users/{user}/followers/{follower}", s.removeFollower())
 	s.handle("GET /v1/users/{user}/settings", s.settings)
 	s.route("PUT /v1/users/{user}/settings", s.setSettings, true, accessOwner)
 }
@@ -43,38 +43,33 @@ func (s *Server) writeIDs(op string, r *http.Request, other string, refuseSelf b
 	return ids[0], ids[1], nil
 }
 
-func (s *Server) block(ctx context.Context, r *http.Request, b []byte) ([]byte, error) {
-	const op = "block"
-	user, target, err := s.writeIDs(op, r, "target", true)
-	if err != nil {
-		return b, err
-	}
-	if err := s.allowWrite(user); err != nil {
-		return b, s.writeFailed(op, err)
-	}
-	res, err := s.g.Block(ctx, user, target)
-	if err != nil {
-		return b, s.writeFailed(op, err)
-	}
-	s.metrics.write(op, outcome(res.Created, "created"))
-	return appendLinkMade(b, blockFields, user, target, res), nil
+func (s *Server) block() apiFunc {
+	return pairWrite(s, "block", "target", true, "created", made(s.g.Block), linkMade(blockFields))
 }
 
-func (s *Server) unblock(ctx context.Context, r *http.Request, b []byte) ([]byte, error) {
-	const op = "unblock"
-	user, target, err := s.writeIDs(op, r, "target", false)
-	if err != nil {
-		return b, err
+func (s *Server) unblock() apiFunc {
+	return pairWrite(s, "unblock", "target", false, "removed", removal(s.g.Unblock), linkRemoved(blockFields))
+}
+
+// made adapts a Graph method that makes an edge of another kind to
+// pairWrite.
+func made(f func(ctx context.Context, user, other followgraph.UserID) (followgraph.LinkResult, error)) func(context.Context, followgraph.UserID, followgraph.UserID) (followgraph.LinkResult, bool, error) {
+	return func(ctx context.Context, user, other followgraph.UserID) (followgraph.LinkResult, bool, error) {
+		res, err := f(ctx, user, other)
+		return res, res.Created, err
 	}
-	if err := s.allowWrite(user); err != nil {
-		return b, s.writeFailed(op, err)
+}
+
+func linkMade(f linkFields) func([]byte, followgraph.UserID, followgraph.UserID, followgraph.LinkResult) []byte {
+	return func(b []byte, user, target followgraph.UserID, res followgraph.LinkResult) []byte {
+		return appendLinkMade(b, f, user, target, res)
 	}
-	removed, err := s.g.Unblock(ctx, user, target)
-	if err != nil {
-		return b, s.writeFailed(op, err)
+}
+
+func linkRemoved(f linkFields) func([]byte, followgraph.UserID, followgraph.UserID, bool) []byte {
+	return func(b []byte, user, target followgraph.UserID, removed bool) []byte {
+		return appendLinkRemoved(b, f, user, target, removed)
 	}
-	s.metrics.write(op, outcome(removed, "removed"))
-	return appendLinkRemoved(b, blockFields, user, target, removed), nil
 }
 
 // mute reads the optional body {"duration_seconds": N} before it takes a
@@ -105,57 +100,22 @@ func (s *Server) mute(ctx context.Context, r *http.Request, b []byte) ([]byte, e
 	return appendLinkMade(b, muteFields, user, target, res), nil
 }
 
-func (s *Server) unmute(ctx context.Context, r *http.Request, b []byte) ([]byte, error) {
-	const op = "unmute"
-	user, target, err := s.writeIDs(op, r, "target", false)
-	if err != nil {
-		return b, err
-	}
-	if err := s.allowWrite(user); err != nil {
-		return b, s.writeFailed(op, err)
-	}
-	removed, err := s.g.Unmute(ctx, user, target)
-	if err != nil {
-		return b, s.writeFailed(op, err)
-	}
-	s.metrics.write(op, outcome(removed, "removed"))
-	return appendLinkRemoved(b, muteFields, user, target, removed), nil
+func (s *Server) unmute() apiFunc {
+	return pairWrite(s, "unmute", "target", false, "removed", removal(s.g.Unmute), linkRemoved(muteFields))
 }
 
 // approve approves the pending follow request of the path's {follower}
 // to {user}; a user's request to itself is self_follow, as a follow is.
-func (s *Server) approve(ctx context.Context, r *http.Request, b []byte) ([]byte, error) {
-	const op = "approve"
-	user, follower, err := s.writeIDs(op, r, "follower", true)
-	if err != nil {
-		return b, err
-	}
-	if err := s.allowWrite(user); err != nil {
-		return b, s.writeFailed(op, err)
-	}
-	res, err := s.g.Approve(ctx, user, follower)
-	if err != nil {
-		return b, s.writeFailed(op, err)
-	}
-	s.metrics.write(op, outcome(res.Created, "created"))
-	return appendApprove(b, user, follower, res), nil
+func (s *Server) approve() apiFunc {
+	return pairWrite(s, "approve", "follower", true, "created",
+		func(ctx context.Context, user, follower followgraph.UserID) (followgraph.FollowResult, bool, error) {
+			res, err := s.g.Approve(ctx, user, follower)
+			return res, res.Created, err
+		}, appendApprove)
 }
 
-func (s *Server) removeFollower(ctx context.Context, r *http.Request, b []byte) ([]byte, error) {
-	const op = "remove_follower"
-	user, follower, err := s.writeIDs(op, r, "follower", false)
-	if err != nil {
-		return b, err
-	}
-	if err := s.allowWrite(user); err != nil {
-		return b, s.writeFailed(op, err)
-	}
-	removed, err := s.g.RemoveFollower(ctx, user, follower)
-	if err != nil {
-		return b, s.writeFailed(op, err)
-	}
-	s.metrics.write(op, outcome(removed, "removed"))
-	return appendRemoveFollower(b, user, follower, removed), nil
+func (s *Server) removeFollower() apiFunc {
+	return pairWrite(s, "remove_follower", "follower", false, "removed", removal(s.g.RemoveFollower), appendRemoveFollower)
 }
 
 // link answers the state of the edge of kind from the path's {user} to

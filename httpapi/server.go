@@ -150,8 +150,8 @@ func NewServer(g followgraph.Graph, opts ...Option) *Server {
 }
 
 func (s *Server) routes() {
-	s.handle("PUT /v1/users/{user}/following/{target}", s.follow)
-	s.handle("DELETE /v1/users/{user}/following/{target}", s.unfollow)
+	s.handle("PUT /v1/users/{user}/following/{target}", s.follow())
+	s.handle("DELETE /v1/users/{user}/following/{target}", s.unfollow())
 	s.handle("GET /v1/users/{user}/following/{target}", s.isFollowing)
 	s.handle("GET /v1/users/{user}", s.counts)
 	s.handle("GET /v1/users", s.countsOf)
