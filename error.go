@@ -18,6 +18,8 @@ const (
 	EForbidden        = "forbidden"
 	EBlocked          = "blocked"
 	ENoRequest        = "no_request"
+	EUserInactive     = "user_inactive"
+	ETargetInactive   = "target_inactive"
 	EFollowingLimit   = "following_limit"
 	ETooLarge         = "too_large"
 	ERateLimited      = "rate_limited"

@@ -55,8 +55,8 @@ func (op Op) String() string {
 // each edge the effect of the highest version, gives the same state as the
 // live graph.
 //
-// OpPrivate and OpPublic change a setting of User, not an edge: their
-// Target is 0.
+// OpPrivate, OpPublic and OpState change a setting of User, not an edge:
+// their Target is 0.
 type Event struct {
 	User    UserID
 	Target  UserID
@@ -67,6 +67,9 @@ type Event struct {
 	// new mute, the original time when a mute's expiry is changed) and
 	// when it ends (zero: never). Zero for every other op.
 	Since, Expires time.Time
+	// State is an OpState's new account state; StateActive (zero) for
+	// every other op.
+	State State
 }
 
 // NewEvent returns the event of op on user→target at version v.
@@ -85,7 +88,7 @@ func (e Event) ID() string {
 
 // PerUser reports whether e changes a setting of its user rather than an
 // edge (its Target is then 0).
-func (e Event) PerUser() bool { return e.Op.Kind() == KindPrivate }
+func (e Event) PerUser() bool { k := e.Op.Kind(); return k == KindPrivate || k == KindState }
 
 // Validate returns an error unless e could have been produced by an engine:
 // valid and distinct ids (a valid User and Target 0 for a per-user op), a
@@ -115,6 +118,13 @@ func (e Event) Validate() error {
 		}
 	} else if !e.Since.IsZero() || !e.Expires.IsZero() {
 		return Errorf(EInvalidArgument, "event %s: only a mute has a since or an expiry", e.ID())
+	}
+	if e.Op == OpState {
+		if !e.State.Valid() {
+			return Errorf(EInvalidArgument, "event %s: unknown state %d", e.ID(), e.State)
+		}
+	} else if e.State != StateActive {
+		return Errorf(EInvalidArgument, "event %s: only a state event has a state", e.ID())
 	}
 	if e.Version == 0 {
 		return Errorf(EInvalidArgument, "event %s: zero version", e.ID())

@@ -61,6 +61,9 @@ type Counts struct {
 	FollowingCount int64
 	FollowerCount  int64
 	FollowRequests int64 // pending follow requests to the user
+	// State is the user's account state: a user who is not active has
+	// no edges in its counts (all three are 0).
+	State State
 }
 
 // Entry is one user in a list, with the time of the follow that put it there.
@@ -218,6 +221,26 @@ type Graph interface {
 	// may finish after SetPrivate returns (the engine documents how), and
 	// repeating SetPrivate(false) goes on with whatever is left.
 	SetPrivate(ctx context.Context, user UserID, private bool) (Settings, error)
+
+	// State returns user's account state (a user never set is active,
+	// with a zero Since), with Pending what its job has left.
+	State(ctx context.Context, user UserID) (AccountState, error)
+
+	// SetState sets user's account state (state.go): the state holds at
+	// once, new writes obey it at once, and the job of its edges runs in
+	// the background (JobRunner). Setting the state user already has
+	// changes nothing and returns it. A deleted user's state is final:
+	// any other is ErrTargetInactive. An invalid state is EInvalidArgument.
+	//
+	// Every write by a user who is not active is ErrUserInactive; a
+	// follow or request of one is ErrTargetInactive, and so is a block
+	// or mute of a deleted one. A read about a user who is not active
+	// answers as for a user with no edges (Counts with its State); what
+	// others' reads show of it is what its job has changed so far. Other
+	// writes that touch a hidden user's stored edges (unfollow, unblock,
+	// unmute, block, mute, remove a follower, approve) apply to them as
+	// stored, so what comes back on StateActive is what remains.
+	SetState(ctx context.Context, user UserID, s State) (AccountState, error)
 
 	// IsFollowing reports whether user follows target, and since when.
 	IsFollowing(ctx context.Context, user, target UserID) (Edge, error)

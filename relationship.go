@@ -21,6 +21,9 @@ const (
 	// KindPrivate is not an edge but a user's setting, changed by the same
 	// mechanism: its "edge" has Target 0.
 	KindPrivate
+	// KindState is a user's account state (state.go), a setting as
+	// KindPrivate is, with Target 0; its Event carries the state.
+	KindState
 )
 
 // String returns the kind's word: "follow", "block", "mute", "request" or
@@ -37,6 +40,8 @@ func (k Kind) String() string {
 		return "request"
 	case KindPrivate:
 		return "private"
+	case KindState:
+		return "state"
 	}
 	return fmt.Sprintf("kind(%d)", uint8(k))
 }
@@ -52,6 +57,9 @@ const (
 	OpUnrequest Op = 8 // a follow request withdrawn or rejected (an approval is an OpFollow)
 	OpPrivate   Op = 9 // the user's account made private
 	OpPublic    Op = 10
+	// OpState sets the user's account state to the event's State. It has
+	// no "off" op: every state, active too, is a value of it.
+	OpState Op = 11
 )
 
 // opWords are the ops' words, which also name them in event-log subjects.
@@ -61,6 +69,7 @@ var opWords = [...]string{
 	OpMute: "mute", OpUnmute: "unmute",
 	OpRequest: "request", OpUnrequest: "unrequest",
 	OpPrivate: "private", OpPublic: "public",
+	OpState: "state",
 }
 
 // ParseOp returns the op named word (see Op.String).
@@ -74,25 +83,27 @@ func ParseOp(word string) (Op, bool) {
 }
 
 // Valid reports whether op is one of the ops above.
-func (op Op) Valid() bool { return op >= OpFollow && op <= OpPublic }
+func (op Op) Valid() bool { return op >= OpFollow && op <= OpState }
 
 // Kind returns the kind op changes.
 func (op Op) Kind() Kind { return Kind((op - 1) / 2) }
 
 // On reports whether op turns its kind on (follow, block, mute, request,
-// private) rather than off.
+// private) rather than off. OpState is on: its event says the state.
 func (op Op) On() bool { return op%2 == 1 }
 
-// OpOf returns the op that turns kind k on or off.
+// OpOf returns the op that turns kind k on or off (KindState: OpState,
+// whatever on is).
 func OpOf(k Kind, on bool) Op {
-	if on {
+	if on || k == KindState {
 		return Op(2*k + 1)
 	}
 	return Op(2*k + 2)
 }
 
 // Effect is one edge as an event leaves it: the edge of Kind from User to
-// Target (Target 0 for KindPrivate), on or off, at the event's version.
+// Target (Target 0 for KindPrivate and KindState), on or off, at the
+// event's version. A KindState effect is on unless the state is active.
 type Effect struct {
 	Kind         Kind
 	User, Target UserID
@@ -113,7 +124,11 @@ type Effect struct {
 //     two, both ways, in the same change.
 func (e Event) Effects(yield func(Effect) bool) {
 	k, u, t := e.Op.Kind(), e.User, e.Target
-	if !yield(Effect{k, u, t, e.Op.On()}) {
+	on := e.Op.On()
+	if e.Op == OpState {
+		on = !e.State.Active()
+	}
+	if !yield(Effect{k, u, t, on}) {
 		return
 	}
 	switch e.Op {

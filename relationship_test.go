@@ -29,8 +29,56 @@ func TestOps(t *testing.T) {
 	if fg.OpOf(fg.KindFollow, true) != fg.OpFollow || fg.OpOf(fg.KindFollow, false) != fg.OpUnfollow {
 		t.Error("the follow ops changed value: the stores and the log hold them")
 	}
-	if _, ok := fg.ParseOp("op(11)"); ok || fg.Op(11).Valid() || fg.Op(0).Valid() {
+	if _, ok := fg.ParseOp("op(12)"); ok || fg.Op(12).Valid() || fg.Op(0).Valid() {
 		t.Error("an op beyond the list is valid")
+	}
+	if op := fg.OpOf(fg.KindState, false); op != fg.OpState || !op.Valid() || op.Kind() != fg.KindState {
+		t.Errorf("OpOf(state, false) = %d: a state has one op", op)
+	}
+	if back, ok := fg.ParseOp("state"); !ok || back != fg.OpState {
+		t.Errorf("ParseOp(state) = %d, %v", back, ok)
+	}
+}
+
+func TestStates(t *testing.T) {
+	for _, s := range []fg.State{fg.StateActive, fg.StateDeactivated, fg.StateSuspended, fg.StateDeleted} {
+		if back, ok := fg.ParseState(s.String()); !ok || back != s || fg.CheckState(s) != nil {
+			t.Errorf("ParseState(%q) = %d, %v", s, back, ok)
+		}
+	}
+	if _, ok := fg.ParseState("banned"); ok || fg.CheckState(4) == nil {
+		t.Error("a state beyond the list is valid")
+	}
+	a, d, x := fg.StateActive, fg.StateDeactivated, fg.StateDeleted
+	for _, c := range []struct {
+		owner, other fg.State
+		want         bool
+	}{{a, a, true}, {a, d, false}, {d, a, true}, {d, d, true}, {a, x, false}, {x, a, false}, {d, x, false}} {
+		if got := fg.Shown(c.owner, c.other); got != c.want {
+			t.Errorf("Shown(%s, %s) = %v, want %v", c.owner, c.other, got, c.want)
+		}
+	}
+	v := fg.VersionAt(1_000)
+	e := fg.NewEvent(1, 0, fg.OpState, v)
+	e.State = fg.StateSuspended
+	if err := e.Validate(); err != nil || !e.PerUser() {
+		t.Errorf("a state event: %v, per user %v", err, e.PerUser())
+	}
+	var effs []fg.Effect
+	for x := range e.Effects {
+		effs = append(effs, x)
+	}
+	if len(effs) != 1 || effs[0] != (fg.Effect{Kind: fg.KindState, User: 1, On: true}) {
+		t.Errorf("effects of a state event: %v", effs)
+	}
+	bad := fg.NewEvent(1, 2, fg.OpFollow, v)
+	bad.State = fg.StateDeleted
+	if bad.Validate() == nil {
+		t.Error("a follow with a state validated")
+	}
+	e.State = 9
+	if e.Validate() == nil {
+		t.Error("a state event with state 9 validated")
 	}
 }
 
