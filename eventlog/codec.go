@@ -11,9 +11,11 @@ import (
 
 // wire is the JSON form of an event in the log. Ids and the version are
 // decimal strings, as in the HTTP API, because JSON numbers lose precision
-// above 2^53 in many readers. A per-user event (OpPrivate, OpPublic) has
-// target "0". Since and Expires are a mute's only: since always, expires
-// when the mute has an expiry; every other event has neither field.
+// above 2^53 in many readers. A per-user event (OpPrivate, OpPublic,
+// OpState) has target "0". Since and Expires are a mute's only: since
+// always, expires when the mute has an expiry; every other event has
+// neither field. State is an OpState's only, always present, the state's
+// word ("active", "deactivated", "suspended", "deleted").
 type wire struct {
 	User    string `json:"user"`
 	Target  string `json:"target"`
@@ -22,6 +24,7 @@ type wire struct {
 	Version string `json:"version"`
 	Since   string `json:"since,omitempty"`
 	Expires string `json:"expires,omitempty"`
+	State   string `json:"state,omitempty"`
 }
 
 // encode returns the message body of e. It builds the JSON by hand (every
@@ -47,6 +50,10 @@ func encode(e followgraph.Event) []byte {
 	if !e.Expires.IsZero() {
 		b = append(b, `","expires":"`...)
 		b = e.Expires.UTC().AppendFormat(b, followgraph.TimeFormat)
+	}
+	if e.Op == followgraph.OpState {
+		b = append(b, `","state":"`...)
+		b = append(b, e.State.String()...)
 	}
 	b = append(b, `"}`...)
 	return b
@@ -89,6 +96,18 @@ func decode(prefix, subject string, data []byte) (followgraph.Event, error) {
 	}
 	if e.Expires, err = parseMillis("expires", w.Expires); err != nil {
 		return followgraph.Event{}, err
+	}
+	if w.State != "" {
+		// Only an OpState has the field; Validate rejects a state on any
+		// other op only when it is not active, so say it here.
+		if op != followgraph.OpState {
+			return followgraph.Event{}, fmt.Errorf("event of op %s has a state", op)
+		}
+		if e.State, ok = followgraph.ParseState(w.State); !ok {
+			return followgraph.Event{}, fmt.Errorf("unknown state %q", w.State)
+		}
+	} else if op == followgraph.OpState {
+		return followgraph.Event{}, fmt.Errorf("state event without a state")
 	}
 	if err := e.Validate(); err != nil {
 		return followgraph.Event{}, err

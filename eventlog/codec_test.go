@@ -19,6 +19,14 @@ func TestEncode(t *testing.T) {
 	if got != want {
 		t.Fatalf("encode = %s\nwant     %s", got, want)
 	}
+	st := fg.NewEvent(1, 0, fg.OpState, fg.VersionAt(ms)+7)
+	st.State = fg.StateDeactivated
+	got = string(encode(st))
+	want = `{"user":"1","target":"0","op":"state","time":"2026-11-30T15:04:05.123Z","version":"` +
+		uintString(uint64(fg.VersionAt(ms)+7)) + `","state":"deactivated"}`
+	if got != want {
+		t.Fatalf("encode = %s\nwant     %s", got, want)
+	}
 	// The hand-built JSON is what encoding/json makes of wire, for every op.
 	for _, e := range codecEvents(ms) {
 		w := wire{
@@ -30,6 +38,9 @@ func TestEncode(t *testing.T) {
 		}
 		if !e.Expires.IsZero() {
 			w.Expires = e.Expires.Format(fg.TimeFormat)
+		}
+		if e.Op == fg.OpState {
+			w.State = e.State.String()
 		}
 		j, err := json.Marshal(w)
 		if err != nil {
@@ -47,8 +58,8 @@ func TestEncode(t *testing.T) {
 
 // codecEvents returns an event of every op at about ms: the two follow
 // ops at the extremes of ids and versions, a mute with and one without an
-// expiry, and the per-user ops with target 0. Their versions differ, so
-// that their ids do.
+// expiry, and the per-user ops with target 0, the state op once in every
+// state. Their versions differ, so that their ids do.
 func codecEvents(ms int64) []fg.Event {
 	v := fg.VersionAt(ms) + 7
 	es := []fg.Event{fg.NewEvent(1, 2, fg.OpFollow, v), fg.NewEvent(fg.MaxUserID, 1, fg.OpUnfollow, 1<<64-1)}
@@ -64,6 +75,14 @@ func codecEvents(ms int64) []fg.Event {
 			e.Expires = fg.Millis(ms + 3_600_000)
 			e.Version++
 			es = append(es, forever)
+		}
+		if op == fg.OpState {
+			for s := fg.StateActive; s.Valid(); s++ {
+				e.State = s
+				es = append(es, e)
+				e.Version++
+			}
+			continue
 		}
 		es = append(es, e)
 	}
@@ -100,6 +119,15 @@ func TestDecode_Rejects(t *testing.T) {
 			`"}`, `","since":"2023-11-14T22:13:20.000Z","expires":"soon"}`).Replace(good)},
 		{"PrivateWithTarget", "p.private", replace(`"op":"follow"`, `"op":"private"`)},
 		{"PrivateNoTarget", "p.private", strings.NewReplacer(`"op":"follow"`, `"op":"private"`, `"target":"2",`, ``).Replace(good)},
+		{"StateWithTarget", "p.state", replace(`"op":"follow"`, `"op":"state","state":"deleted"`)},
+		{"StateWithoutState", "p.state", strings.NewReplacer(`"op":"follow"`, `"op":"state"`, `"target":"2"`, `"target":"0"`).Replace(good)},
+		{"StateEmpty", "p.state", strings.NewReplacer(`"op":"follow"`, `"op":"state","state":""`, `"target":"2"`, `"target":"0"`).Replace(good)},
+		{"StateUnknown", "p.state", strings.NewReplacer(`"op":"follow"`, `"op":"state","state":"banned"`, `"target":"2"`, `"target":"0"`).Replace(good)},
+		{"StateNumber", "p.state", strings.NewReplacer(`"op":"follow"`, `"op":"state","state":1`, `"target":"2"`, `"target":"0"`).Replace(good)},
+		{"StateUpperCase", "p.state", strings.NewReplacer(`"op":"follow"`, `"op":"state","state":"Deleted"`, `"target":"2"`, `"target":"0"`).Replace(good)},
+		{"FollowWithState", "p.follow", replace(`"op":"follow"`, `"op":"follow","state":"active"`)},
+		{"PrivateWithState", "p.private", strings.NewReplacer(`"op":"follow"`, `"op":"private","state":"deactivated"`, `"target":"2"`, `"target":"0"`).Replace(good)},
+		{"StateWrongSubject", "p.private", strings.NewReplacer(`"op":"follow"`, `"op":"state","state":"deleted"`, `"target":"2"`, `"target":"0"`).Replace(good)},
 		{"BlockTargetZero", "p.block", strings.NewReplacer(`"op":"follow"`, `"op":"block"`, `"target":"2"`, `"target":"0"`).Replace(good)},
 		{"WrongSubjectOfKind", "p.block", good},
 		{"ZeroVersion", "p.follow", replace(uintString(uint64(v)), "0")},
@@ -127,6 +155,8 @@ func FuzzDecode(f *testing.F) {
 	f.Add("p.follow", string(encode(fg.NewEvent(1, 2, fg.OpFollow, fg.VersionAt(1_700_000_000_000)))))
 	f.Add("p.unfollow", `{"user":"9223372036854775807","target":"5","op":"unfollow","time":"2023-11-14T22:13:20.000Z","version":"1782579200000000000"}`)
 	f.Add("p.follow", `{}`)
+	f.Add("p.state", `{"user":"7","target":"0","op":"state","time":"2023-11-14T22:13:20.000Z","version":"1782579200000000000","state":"suspended"}`)
+	f.Add("p.state", `{"user":"7","target":"0","op":"state","time":"2023-11-14T22:13:20.000Z","version":"1782579200000000000","state":"x"}`)
 	for _, e := range codecEvents(1_700_000_000_000) {
 		f.Add(subjectOf("p", e.Op), string(encode(e)))
 	}

@@ -17,7 +17,7 @@
 // One event per message, on subject "<prefix>.<op word>" (prefix is
 // Config.Subject, default "followgraph.edges"; the words are Op.String's:
 // follow, unfollow, block, unblock, mute, unmute, request, unrequest,
-// private, public), with header Nats-Msg-Id set to Event.ID()
+// private, public, state), with header Nats-Msg-Id set to Event.ID()
 // ("<user>-<target>-<version>", with "-<kind>" after it for kinds other
 // than follow) and this JSON body:
 //
@@ -28,7 +28,12 @@
 // milliseconds and is always the version's millisecond part. A mute also
 // has "since" (when the mute began) and, when it ends, "expires", times
 // of the same form; no other op has them. The per-user ops (private,
-// public) have target "0". Readers ignore unknown fields.
+// public, state) have target "0". A state event also has "state", the
+// new account state's word (active, deactivated, suspended, deleted):
+//
+//	{"user":"1","target":"0","op":"state","time":"2026-11-30T15:04:05.123Z","version":"1234567","state":"deactivated"}
+//
+// and no other op has it. Readers ignore unknown fields.
 //
 // A message that does not decode to an event passing Event.Validate, or
 // whose subject does not name its op, is undecodable. It is logged at

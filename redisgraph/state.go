@@ -6,7 +6,7 @@ import (
 	fg "github.com/followgraph/followgraph"
 )
 
-// Account states are not built on Redis yet (docs/DESIGN.md "Account
+// Account states are not built in any engine yet (docs/DESIGN.md "Account
 // states"): every user is active here, and a change of state is refused
 // before anything changes, so that no Redis deployment hides or loses an
 // edge by a job it cannot run.
@@ -31,5 +31,5 @@ func (g *Graph) SetState(ctx context.Context, user fg.UserID, s fg.State) (fg.Ac
 	if s.Active() {
 		return fg.AccountState{ID: user}, nil
 	}
-	return fg.AccountState{}, fg.Errorf(fg.EUnavailable, "account states are not available on the Redis engine yet; run the embedded engine for them")
+	return fg.AccountState{}, fg.Errorf(fg.EUnavailable, "account states are not available yet: no engine runs their jobs")
 }

@@ -1,0 +1,35 @@
+package memgraph
+
+import (
+	"context"
+
+	fg "github.com/followgraph/followgraph"
+)
+
+// Account states are not built in memgraph yet (docs/DESIGN.md "Account
+// states"): every user is active, and a change of state is refused
+// before anything changes, so that no deployment hides or loses an
+// edge by a job it cannot run.
+
+// State returns user's state: active, never set.
+func (g *Graph) State(ctx context.Context, user fg.UserID) (fg.AccountState, error) {
+	if err := fg.CheckIDs(user); err != nil {
+		return fg.AccountState{}, err
+	}
+	return fg.AccountState{ID: user}, nil
+}
+
+// SetState refuses every change of state with EUnavailable; setting
+// active, the state every user has here, changes nothing.
+func (g *Graph) SetState(ctx context.Context, user fg.UserID, s fg.State) (fg.AccountState, error) {
+	if err := fg.CheckIDs(user); err != nil {
+		return fg.AccountState{}, err
+	}
+	if err := fg.CheckState(s); err != nil {
+		return fg.AccountState{}, err
+	}
+	if s.Active() {
+		return fg.AccountState{ID: user}, nil
+	}
+	return fg.AccountState{}, fg.Errorf(fg.EUnavailable, "account states are not available yet: no engine runs their jobs")
+}
