@@ -38,8 +38,9 @@ import (
 )
 
 var (
-	_ fg.Graph   = (*Graph)(nil)
-	_ fg.Applier = (*Graph)(nil)
+	_ fg.Graph     = (*Graph)(nil)
+	_ fg.Applier   = (*Graph)(nil)
+	_ fg.JobRunner = (*Graph)(nil)
 )
 
 const (
@@ -72,6 +73,7 @@ type Graph struct {
 	users   atomic.Uint32                      // internal ids assigned
 	stripes [stripeCount]stripe
 	tombIdx atomic.Pointer[tombIndex] // for walks; nil when none is current (walk.go)
+	jobs    jobs                      // of account states (state.go)
 }
 
 // stripe guards the nodes whose internal id is its index modulo
@@ -79,7 +81,7 @@ type Graph struct {
 type stripe struct {
 	mu      sync.RWMutex
 	edges   int                    // live edges whose follower is here
-	tombs   map[edge]fg.Version    // versions of unfollowed edges
+	tombs   map[edge]fg.Version    // versions of unfollowed edges, and of archived ones (hiddenBit)
 	pending map[edge]chan struct{} // edges whose change awaits its hook
 	pendOut map[uint32]int         // follows and requests awaiting their hook, per follower
 	rels    map[uint32]*rels       // the blocks, mutes, requests and settings of users here; nil when none
@@ -143,7 +145,7 @@ func WithMaxFollowing(n int) Option { return func(g *Graph) { g.maxFollowing = n
 
 // New returns an empty graph.
 func New(opts ...Option) *Graph {
-	g := &Graph{now: time.Now, seed: maphash.MakeSeed()}
+	g := &Graph{now: time.Now, seed: maphash.MakeSeed(), jobs: jobs{wake: make(chan struct{}, 1)}}
 	g.dir.Store(new([]*[blockSize]node))
 	for _, o := range opts {
 		o(g)
@@ -204,6 +206,12 @@ func (g *Graph) Follow(ctx context.Context, user, target fg.UserID) (fg.FollowRe
 
 // decideFollow is Follow's decision under the locks of u and t.
 func (g *Graph) decideFollow(user, target fg.UserID, u, t uint32) (write, error) {
+	if !g.active(u) {
+		return write{}, fg.ErrUserInactive
+	}
+	if !g.active(t) {
+		return write{}, fg.ErrTargetInactive
+	}
 	at, cur, live := g.find(u, t)
 	w := write{hint: found{at: at, v: cur, live: live, ok: true}}
 	if live {
@@ -234,26 +242,54 @@ func (g *Graph) decideFollow(user, target fg.UserID, u, t uint32) (write, error)
 // Unfollow makes user stop following target, or withdraws its request;
 // see followgraph.Graph.
 func (g *Graph) Unfollow(ctx context.Context, user, target fg.UserID) (bool, error) {
+	return g.unfollow(ctx, user, target, user)
+}
+
+// unfollow ends user's follow of target, or its request, as a write by
+// actor (user or target), who must be active. An archived follow or
+// request (state.go) ends as a shown one does.
+func (g *Graph) unfollow(ctx context.Context, user, target, actor fg.UserID) (bool, error) {
 	if err := fg.CheckIDs(user, target); err != nil {
 		return false, err
 	}
 	u, uok := g.internal(user)
 	t, tok := g.internal(target)
 	if !uok || !tok {
-		return false, nil
+		return false, g.checkActive(actor)
+	}
+	a := u
+	if actor != user {
+		a = t
 	}
 	w, err := g.change(ctx, u, t, false, func() (write, error) {
+		if !g.active(a) {
+			return write{}, fg.ErrUserInactive
+		}
 		at, cur, live := g.find(u, t)
 		w := write{hint: found{at: at, v: cur, live: live, ok: true}}
-		switch {
-		case live:
+		switch l := g.stripe(u).relsOf(u).link(fg.KindRequest, t); {
+		case live || g.hidden(fg.KindFollow, u, t):
 			w.e = fg.NewEvent(user, target, fg.OpUnfollow, g.tick())
-		case g.stripe(u).relsOf(u).link(fg.KindRequest, t).on:
+		case l.on || l.hidden:
 			w.e = fg.NewEvent(user, target, fg.OpUnrequest, g.tick())
 		}
 		return w, nil
 	})
 	return w.e.Op != 0, err
+}
+
+// checkActive returns ErrUserInactive if user is known and not active.
+func (g *Graph) checkActive(user fg.UserID) error {
+	d, ok := g.internal(user)
+	if !ok {
+		return nil
+	}
+	g.rlock(d, d)
+	defer g.runlock(d, d)
+	if !g.active(d) {
+		return fg.ErrUserInactive
+	}
+	return nil
 }
 
 // write is what a change decided under its users' locks: the event to
@@ -516,9 +552,14 @@ func (g *Graph) applyEvent(e fg.Event, u, t uint32, hint found) {
 			hint.ok = false
 		case fg.KindPrivate:
 			g.stripe(a).relsFor(a).setPrivate(ef.On, e.Version)
+		case fg.KindState:
+			g.setState(a, e.State, e.Version)
 		default:
 			g.setLink(ef.Kind, a, b, ef.On, e)
 		}
+	}
+	if u != t {
+		g.settle(u, t)
 	}
 }
 
@@ -528,7 +569,7 @@ func (g *Graph) applyEvent(e fg.Event, u, t uint32, hint found) {
 func (g *Graph) setFollow(u, t uint32, on bool, v fg.Version, at pos, cur fg.Version, live bool) {
 	su, k := g.stripe(u), edge{u, t}
 	if !live {
-		cur = su.tombs[k]
+		cur = su.tombs[k] &^ hiddenBit
 	}
 	if v <= cur {
 		return
@@ -556,7 +597,7 @@ func (g *Graph) followVersion(u, t uint32) fg.Version {
 	if v, live := g.lookup(u, t); live {
 		return v
 	}
-	return g.stripe(u).tombs[edge{u, t}]
+	return g.stripe(u).tombs[edge{u, t}] &^ hiddenBit
 }
 
 // The time sequences are ordered by fg.Key (time, user id) ascending, and

@@ -86,6 +86,9 @@ func (g *Graph) reset() {
 	}
 	g.clock.Store(0)
 	g.tombIdx.Store(nil)
+	g.jobs.mu.Lock()
+	g.jobs.users = nil
+	g.jobs.mu.Unlock()
 }
 
 func (g *Graph) applyAll(ctx context.Context, events iter.Seq[fg.Event]) error {

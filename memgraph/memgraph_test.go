@@ -378,3 +378,9 @@ func TestChunks(t *testing.T) {
 		}
 	}
 }
+
+func TestStates(t *testing.T) {
+	graphtest.RunStates(t, func(tb testing.TB, o graphtest.Options) fg.Graph {
+		return New(WithClock(o.Now), WithMaxFollowing(o.MaxFollowing), WithHook(o.Hook))
+	})
+}

@@ -22,6 +22,7 @@ func (g *Graph) IsFollowing(_ context.Context, user, target fg.UserID) (fg.Edge,
 	su := g.stripe(u)
 	su.mu.RLock()
 	v, live := g.lookup(u, t)
+	live = live && g.active(u)
 	su.mu.RUnlock()
 	if !live {
 		return fg.Edge{}, nil
@@ -40,9 +41,14 @@ func (g *Graph) Counts(_ context.Context, ids []fg.UserID) ([]fg.Counts, error) 
 		if d, ok := g.internal(id); ok {
 			s, n := g.stripe(d), g.node(d)
 			s.mu.RLock()
-			out[i].FollowingCount, out[i].FollowerCount = int64(n.out.len()), int64(n.in.len())
-			if r := s.relsOf(d); r != nil {
-				out[i].FollowRequests = int64(r.reqIn)
+			switch r := s.relsOf(d); {
+			case r != nil && !r.state.Active():
+				out[i].State = r.state // answers as for a user with no edges
+			default:
+				out[i].FollowingCount, out[i].FollowerCount = int64(n.out.len()), int64(n.in.len())
+				if r != nil {
+					out[i].FollowRequests = int64(r.reqIn)
+				}
 			}
 			s.mu.RUnlock()
 		}
@@ -62,6 +68,9 @@ func (g *Graph) Following(_ context.Context, user fg.UserID, req fg.PageRequest)
 	}
 	g.rlock(u, u)
 	defer g.runlock(u, u)
+	if !g.active(u) {
+		return fg.Page{}, nil
+	}
 	return page(q, &g.node(u).outT, func(t uint32) fg.Key { return g.outKey(u, t) }, nil), nil
 }
 
@@ -77,6 +86,9 @@ func (g *Graph) Followers(_ context.Context, user fg.UserID, req fg.PageRequest)
 	}
 	g.rlock(u, u)
 	defer g.runlock(u, u)
+	if !g.active(u) {
+		return fg.Page{}, nil
+	}
 	return page(q, &g.node(u).in, g.inKey, nil), nil
 }
 
@@ -106,6 +118,10 @@ func (g *Graph) Relations(_ context.Context, viewer fg.UserID, ids []fg.UserID) 
 		}
 	}
 	g.rlock(v, v)
+	if !g.active(v) {
+		g.runlock(v, v)
+		return out, nil // as for a user with no edges
+	}
 	rv := g.stripe(v).relsOf(v)
 	var now int64
 	if rv != nil {
@@ -269,6 +285,9 @@ func (g *Graph) Mutuals(_ context.Context, user fg.UserID, req fg.PageRequest) (
 	}
 	g.rlock(u, u)
 	defer g.runlock(u, u)
+	if !g.active(u) {
+		return fg.SetPage{}, nil
+	}
 	return g.outQuery(q, u, g.inSet(u)), nil
 }
 
@@ -285,6 +304,9 @@ func (g *Graph) CommonFollowing(_ context.Context, user, other fg.UserID, req fg
 	}
 	g.rlock(u, o)
 	defer g.runlock(u, o)
+	if !g.active(u) || !g.active(o) {
+		return fg.SetPage{}, nil
+	}
 	return g.outQuery(q, u, g.outSet(o)), nil
 }
 
@@ -301,6 +323,9 @@ func (g *Graph) KnownFollowers(_ context.Context, user, target fg.UserID, req fg
 	}
 	g.rlock(u, t)
 	defer g.runlock(u, t)
+	if !g.active(u) || !g.active(t) {
+		return fg.SetPage{}, nil
+	}
 	return g.outQuery(q, u, g.inSet(t)), nil
 }
 
@@ -327,6 +352,10 @@ func (g *Graph) CommonFollowers(_ context.Context, user, other fg.UserID, req fg
 		return fg.SetPage{}, nil
 	}
 	g.rlock(u, o)
+	if !g.active(u) || !g.active(o) {
+		g.runlock(u, o)
+		return fg.SetPage{}, nil
+	}
 	count, p, unresolved := intersect(q, &g.node(u).in, g.inKey, inEdge.id, g.inSet(u), g.inSet(o), nil)
 	g.runlock(u, o)
 	if unresolved != nil {

@@ -24,6 +24,11 @@ type rels struct {
 	reqOut  int // this user's pending requests
 	private bool
 	privV   fg.Version // the version of the setting's last change
+
+	state     fg.State   // the account state (state.go)…
+	stateV    fg.Version // …and the version of its last change
+	arch      []archRef  // archived edges this user's job restores…
+	restoring int        // …and those taken from arch by a step not done
 }
 
 // pair is what a user's rels hold about one other user x.
@@ -32,6 +37,7 @@ type pair struct {
 	blockedBy   bool    // x blocks the user
 	requestedBy bool    // x has a pending request to the user…
 	reqSince    int64   // …made at this time (ms)
+	mutedBy     bool    // x mutes the user (for the user's job to find)
 }
 
 // link is one edge of a kind other than follow, on or off at version v.
@@ -40,6 +46,7 @@ type link struct {
 	since   int64 // ms: when the edge was made (a mute's may precede v)
 	expires int64 // ms: a mute's expiry; 0: none
 	on      bool
+	hidden  bool // off because an end is not active: archived (state.go)
 }
 
 // linkIndex is the index in pair.out of kind k (block, mute or request).
@@ -101,7 +108,23 @@ func (p *pair) link(k fg.Kind) link {
 // muting reports whether the user mutes x at ms, and the mute.
 func (p *pair) muting(ms int64) (link, bool) {
 	l := p.link(fg.KindMute)
-	return l, l.on && (l.expires == 0 || ms < l.expires)
+	return l, l.on && l.live(ms)
+}
+
+// live reports whether a mute has not expired at ms.
+func (l link) live(ms int64) bool { return l.expires == 0 || ms < l.expires }
+
+// checkWrite returns the error of a block or mute by u of t when either
+// state refuses it: u not active, or t deleted. The caller holds both
+// stripes.
+func (g *Graph) checkWrite(u, t uint32) error {
+	if !g.active(u) {
+		return fg.ErrUserInactive
+	}
+	if g.stateOf(t) == fg.StateDeleted {
+		return fg.ErrTargetInactive
+	}
+	return nil
 }
 
 // muting reports whether r's user mutes t at ms, and the mute.
@@ -168,6 +191,8 @@ func (g *Graph) setLink(k fg.Kind, a, b uint32, on bool, e fg.Event) {
 	switch k {
 	case fg.KindBlock:
 		sb.relsFor(b).pairFor(a).blockedBy = on
+	case fg.KindMute:
+		sb.relsFor(b).pairFor(a).mutedBy = on
 	case fg.KindRequest:
 		rb := sb.relsFor(b)
 		pb := rb.pairFor(a)
@@ -207,7 +232,10 @@ func (g *Graph) Block(ctx context.Context, user, target fg.UserID) (fg.LinkResul
 	}
 	u, t := g.intern(user), g.intern(target)
 	w, err := g.change(ctx, u, t, true, func() (write, error) {
-		if l := g.stripe(u).relsOf(u).link(fg.KindBlock, t); l.on {
+		if err := g.checkWrite(u, t); err != nil {
+			return write{}, err
+		}
+		if l := g.stripe(u).relsOf(u).link(fg.KindBlock, t); l.on || l.hidden {
 			return write{since: l.since}, nil
 		}
 		e := fg.NewEvent(user, target, fg.OpBlock, g.tick())
@@ -235,13 +263,16 @@ func (g *Graph) setOff(ctx context.Context, user, target fg.UserID, k fg.Kind) (
 	u, uok := g.internal(user)
 	t, tok := g.internal(target)
 	if !uok || !tok {
-		return false, nil
+		return false, g.checkActive(user)
 	}
 	w, err := g.change(ctx, u, t, false, func() (write, error) {
-		ru := g.stripe(u).relsOf(u)
-		on := ru.link(k, t).on
+		if !g.active(u) {
+			return write{}, fg.ErrUserInactive
+		}
+		l := g.stripe(u).relsOf(u).link(k, t)
+		on := l.on || l.hidden
 		if k == fg.KindMute {
-			_, on = ru.muting(t, g.now().UnixMilli())
+			on = on && l.live(g.now().UnixMilli())
 		}
 		if !on {
 			return write{}, nil
@@ -264,7 +295,11 @@ func (g *Graph) Mute(ctx context.Context, user, target fg.UserID, d time.Duratio
 	u, t := g.intern(user), g.intern(target)
 	var renewed bool // a mute was on: a new expiry, not a new mute
 	w, err := g.change(ctx, u, t, false, func() (write, error) {
-		old, active := g.stripe(u).relsOf(u).muting(t, g.now().UnixMilli())
+		if err := g.checkWrite(u, t); err != nil {
+			return write{}, err
+		}
+		old := g.stripe(u).relsOf(u).link(fg.KindMute, t)
+		active := (old.on || old.hidden) && old.live(g.now().UnixMilli())
 		renewed = active
 		v := g.tick()
 		w := write{since: v.Millis()}
@@ -303,6 +338,7 @@ func (g *Graph) Link(_ context.Context, kind fg.Kind, user, target fg.UserID) (f
 	if kind == fg.KindMute {
 		l, l.on = ru.muting(t, g.now().UnixMilli())
 	}
+	l.on = l.on && g.active(u)
 	g.runlock(u, u)
 	if !l.on {
 		return fg.Link{}, nil
@@ -337,7 +373,7 @@ func (g *Graph) Links(_ context.Context, list string, user fg.UserID, req fg.Pag
 	}
 	first := firstKeys{after: q.After, n: q.Size + 1}
 	g.rlock(u, u)
-	if ru := g.stripe(u).relsOf(u); ru != nil {
+	if ru := g.stripe(u).relsOf(u); ru != nil && ru.state.Active() {
 		now := g.now().UnixMilli()
 		for x, p := range ru.with {
 			ms, ok := int64(0), false
@@ -402,15 +438,21 @@ func (g *Graph) Approve(ctx context.Context, user, requester fg.UserID) (fg.Foll
 	r, rok := g.internal(requester)
 	u, uok := g.internal(user)
 	if !rok || !uok {
+		if err := g.checkActive(user); err != nil {
+			return fg.FollowResult{}, err
+		}
 		return fg.FollowResult{}, errNoRequest(requester, user)
 	}
 	w, err := g.change(ctx, r, u, false, func() (write, error) {
+		if !g.active(u) {
+			return write{}, fg.ErrUserInactive
+		}
 		at, cur, live := g.find(r, u)
 		w := write{hint: found{at: at, v: cur, live: live, ok: true}}
-		switch {
+		switch l := g.stripe(r).relsOf(r).link(fg.KindRequest, u); {
 		case live:
 			w.since = cur.Millis()
-		case g.stripe(r).relsOf(r).link(fg.KindRequest, u).on:
+		case l.on || l.hidden:
 			w.e = fg.NewEvent(requester, user, fg.OpFollow, g.tick())
 			w.since = w.e.Version.Millis()
 		default:
@@ -428,7 +470,7 @@ func errNoRequest(requester, user fg.UserID) error {
 // RemoveFollower ends follower's follow of user, or rejects its request;
 // see followgraph.Graph. It is Unfollow seen from the other end.
 func (g *Graph) RemoveFollower(ctx context.Context, user, follower fg.UserID) (bool, error) {
-	return g.Unfollow(ctx, follower, user)
+	return g.unfollow(ctx, follower, user, user)
 }
 
 // Settings returns user's settings; see followgraph.Graph.
@@ -456,6 +498,9 @@ func (g *Graph) SetPrivate(ctx context.Context, user fg.UserID, private bool) (f
 	}
 	u := g.intern(user)
 	_, err := g.change(ctx, u, u, false, func() (write, error) {
+		if !g.active(u) {
+			return write{}, fg.ErrUserInactive
+		}
 		if g.stripe(u).relsOf(u).isPrivate() == private {
 			return write{}, nil
 		}

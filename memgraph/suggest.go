@@ -36,6 +36,10 @@ func (g *Graph) Suggestions(_ context.Context, user fg.UserID, limit int) ([]fg.
 	}
 	var via []uint32 // the followees considered, newest first
 	g.rlock(u, u)
+	if !g.active(u) {
+		g.runlock(u, u)
+		return []fg.Suggestion{}, nil
+	}
 	un := g.node(u)
 	un.outT.descend(un.outT.end(), func(f uint32) bool {
 		via = append(via, f)

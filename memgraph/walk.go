@@ -100,8 +100,9 @@ func (g *Graph) LinkEvents(user fg.UserID) iter.Seq[fg.Event] {
 						continue
 					}
 					k := fg.Kind(i + int(fg.KindBlock))
-					e := fg.NewEvent(user, g.ext(x), fg.OpOf(k, l.on), l.v)
-					if k == fg.KindMute && l.on {
+					on := l.on || l.hidden // an archived edge is stored
+					e := fg.NewEvent(user, g.ext(x), fg.OpOf(k, on), l.v)
+					if k == fg.KindMute && on {
 						e.Since, e.Expires = fg.Millis(l.since), timeOf(l.expires)
 					}
 					events = append(events, e)
@@ -109,6 +110,11 @@ func (g *Graph) LinkEvents(user fg.UserID) iter.Seq[fg.Event] {
 			}
 			if r.privV != 0 {
 				events = append(events, fg.NewEvent(user, 0, fg.OpOf(fg.KindPrivate, r.private), r.privV))
+			}
+			if r.stateV != 0 {
+				e := fg.NewEvent(user, 0, fg.OpState, r.stateV)
+				e.State = r.state
+				events = append(events, e)
 			}
 		}
 		s.mu.RUnlock()
@@ -174,7 +180,11 @@ func (g *Graph) yieldTombs(xs []uint32, edgeOf func(uint32) edge, yield func(fg.
 		s.mu.RLock()
 		v, ok := s.tombs[k]
 		s.mu.RUnlock()
-		if ok && !yield(fg.NewEvent(g.ext(k.user), g.ext(k.target), fg.OpUnfollow, v)) {
+		op := fg.OpUnfollow
+		if v&hiddenBit != 0 {
+			op, v = fg.OpFollow, v&^hiddenBit // archived: stored, not shown
+		}
+		if ok && !yield(fg.NewEvent(g.ext(k.user), g.ext(k.target), op, v)) {
 			return
 		}
 	}
