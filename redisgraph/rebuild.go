@@ -215,6 +215,12 @@ func (g *Graph) rebuildLinks(ctx context.Context, src Source, st *RebuildStats) 
 			if err := e.Validate(); err != nil || e.User != u || e.Op.Kind() == fg.KindFollow {
 				return fmt.Errorf("redisgraph: rebuild: the source gave %+v as a link of user %d", e, u)
 			}
+			if err := checkNoState(e); err != nil {
+				return err
+			}
+			if e.Op == fg.OpState {
+				continue // active: every user is here
+			}
 			own := func(yield func(fg.Effect) bool) {
 				for eff := range e.Effects {
 					yield(eff)

@@ -6,6 +6,16 @@ import (
 	fg "github.com/followgraph/followgraph"
 )
 
+// checkNoState refuses an event that sets a state other than active:
+// replaying it here would show a user who must be hidden, so Apply and
+// Rebuild stop before writing anything of their batch.
+func checkNoState(e fg.Event) error {
+	if e.Op == fg.OpState && !e.State.Active() {
+		return fg.Errorf(fg.EUnavailable, "redisgraph: user %d is %s, and account states are not built on Redis yet", e.User, e.State)
+	}
+	return nil
+}
+
 // Account states are not built in any engine yet (docs/DESIGN.md "Account
 // states"): every user is active here, and a change of state is refused
 // before anything changes, so that no Redis deployment hides or loses an

@@ -450,6 +450,9 @@ func (g *Graph) Apply(ctx context.Context, events []fg.Event) error {
 		if err := e.Validate(); err != nil {
 			return err
 		}
+		if err := checkNoState(e); err != nil {
+			return err
+		}
 	}
 	if len(events) == 0 {
 		return nil
@@ -457,6 +460,9 @@ func (g *Graph) Apply(ctx context.Context, events []fg.Event) error {
 	var calls []rueidis.LuaExec
 	var owners [][]fg.UserID // the users of each call, for their stamps
 	for _, e := range events {
+		if e.Op == fg.OpState {
+			continue // active: every user is here
+		}
 		users := eventUsers(e)
 		if !g.cluster {
 			calls, owners = append(calls, g.effectsCall(e, e.Effects, false, users...)), append(owners, users)
