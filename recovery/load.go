@@ -29,7 +29,7 @@ type Events interface {
 // store's read, whereas read the other way round it would be in neither.
 // The log's tail, which may be long (a persister down for hours), is
 // spooled to a temporary file meanwhile rather than held in memory
-// (41 bytes an event), and applied in batches after the store.
+// (42 bytes an event), and applied in batches after the store.
 func Load(ctx context.Context, g *memgraph.Graph, store Events, log *eventlog.Log) error {
 	tail, err := spool(ctx, log)
 	if err != nil {

@@ -99,8 +99,8 @@ func TestLoad(t *testing.T) {
 }
 
 // TestSpool: the spooled tail gives back every event of the log as it
-// was published, of every op, a mute's since and expiry included, in
-// batches in the log's order.
+// was published, of every op, a mute's since and expiry and a state
+// event's state included, in batches in the log's order.
 func TestSpool(t *testing.T) {
 	ctx := context.Background()
 	_, log := openParts(t)
@@ -108,10 +108,13 @@ func TestSpool(t *testing.T) {
 	var sent []fg.Event
 	for i := range spoolBatch + 10 {
 		v++
-		op := fg.Op(1 + i%10)
+		op := fg.Op(1 + i%11)
 		e := fg.NewEvent(fg.UserID(1+i), fg.UserID(2+i), op, v)
 		if e.PerUser() {
 			e.Target = 0
+		}
+		if op == fg.OpState {
+			e.State = fg.State(i / 11 % 4)
 		}
 		if op == fg.OpMute {
 			e.Since = e.Time.Add(-time.Minute)

@@ -15,16 +15,17 @@ import (
 )
 
 // A spooled log tail: the events of the log in a temporary file, in the
-// log's order, each as 41 bytes (user, target, version: big-endian
+// log's order, each as 42 bytes (user, target, version: big-endian
 // uint64s; a mute's since and expiry: big-endian int64 Unix milliseconds,
-// or spoolNoTime; op: one byte), removed when closed.
+// or spoolNoTime; op: one byte; a state event's state: one byte),
+// removed when closed.
 type spooled struct {
 	f *os.File
 	n int
 }
 
 const (
-	spoolRecord = 41
+	spoolRecord = 42
 	spoolBatch  = 4096 // events applied at once
 	// spoolNoTime stands for a zero Since or Expires (every op's but a
 	// mute's), which no event's time in milliseconds can be.
@@ -67,6 +68,7 @@ func spool(ctx context.Context, log *eventlog.Log) (*spooled, error) {
 		putTime(rec[24:], e.Since)
 		putTime(rec[32:], e.Expires)
 		rec[40] = byte(e.Op)
+		rec[41] = byte(e.State)
 		s.n++
 		_, err := w.Write(rec[:])
 		return err
@@ -97,6 +99,7 @@ func (s *spooled) apply(ctx context.Context, apply func(context.Context, []fg.Ev
 		e := fg.NewEvent(fg.UserID(binary.BigEndian.Uint64(rec[0:])), fg.UserID(binary.BigEndian.Uint64(rec[8:])),
 			fg.Op(rec[40]), fg.Version(binary.BigEndian.Uint64(rec[16:])))
 		e.Since, e.Expires = getTime(rec[24:]), getTime(rec[32:])
+		e.State = fg.State(rec[41])
 		batch = append(batch, e)
 		if len(batch) == spoolBatch || read == s.n-1 {
 			if err := apply(ctx, batch); err != nil {

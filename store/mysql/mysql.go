@@ -1,9 +1,9 @@
 // Package mysql is the durable record of the follow graph on MySQL or
 // MariaDB (github.com/go-sql-driver/mysql): the state of every edge of
-// every kind (follows in edges; blocks, mutes, follow requests and the
-// private setting in links) with its version, and the event-log sequence
-// applied last, changed together
-// in one transaction per batch of events. It is store/sqlite's record for
+// every kind (follows in edges; blocks, mutes, follow requests, the
+// private setting and the account state in links) with its version, and
+// the event-log sequence applied last, changed together in one
+// transaction per batch of events. It is store/sqlite's record for
 // a deployment at scale, with the same schema, semantics and error codes.
 //
 // The persister applies batches of events from the event log with Apply,

@@ -118,7 +118,7 @@ func readLinks(ctx context.Context, tx *sql.Tx, dst []row.Link, query string, ar
 	for rows.Next() {
 		var l row.Link
 		var followVersion int64
-		if err := rows.Scan(&l.User, &l.Kind, &l.Target, &l.On, &l.SinceMs, &l.ExpiresMs, &l.Version, &followVersion); err != nil {
+		if err := rows.Scan(&l.User, &l.Kind, &l.Target, &l.On, &l.SinceMs, &l.ExpiresMs, &l.Version, &l.State, &followVersion); err != nil {
 			return dst, err
 		}
 		dst = append(dst, l.Settle(followVersion))

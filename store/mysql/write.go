@@ -20,8 +20,9 @@ import (
 const maxRows = 1000
 
 // rowBytes bounds the SQL text of one row of a statement once the driver
-// has written its arguments in. The widest is a link's: "(" + six
-// 20-character integers, a 1-character one, and their separators + "),".
+// has written its arguments in. The widest is a link's: "(" + five
+// integers of at most 20 characters, three small ones, and their
+// separators + "),", at most 120.
 const rowBytes = 7*20 + 10
 
 // statementRows returns how many rows a statement may hold for a server
@@ -114,7 +115,7 @@ func bindEdge(args []any, e row.Edge) []any {
 }
 
 func bindLink(args []any, l row.Link) []any {
-	return append(args, l.User, l.Kind, l.Target, l.On, l.SinceMs, l.ExpiresMs, l.Version)
+	return append(args, l.User, l.Kind, l.Target, l.On, l.SinceMs, l.ExpiresMs, l.State, l.Version)
 }
 
 // writeRows writes rows of table t in tx, per statements of n rows (see
@@ -172,12 +173,13 @@ var (
 			" since_ms = IF(version < VALUES(version), VALUES(since_ms), since_ms)," + versionTail,
 	}
 	linksTable = table{
-		insert: "INSERT INTO links (user_id, kind, target_id, active, since_ms, expires_ms, version) VALUES ",
-		row:    "(?,?,?,?,?,?,?)",
+		insert: "INSERT INTO links (user_id, kind, target_id, active, since_ms, expires_ms, state, version) VALUES ",
+		row:    "(?,?,?,?,?,?,?,?)",
 		tail: " ON DUPLICATE KEY UPDATE" +
 			" active = IF(version < VALUES(version), VALUES(active), active)," +
 			" since_ms = IF(version < VALUES(version), VALUES(since_ms), since_ms)," +
-			" expires_ms = IF(version < VALUES(version), VALUES(expires_ms), expires_ms)," + versionTail,
+			" expires_ms = IF(version < VALUES(version), VALUES(expires_ms), expires_ms)," +
+			" state = IF(version < VALUES(version), VALUES(state), state)," + versionTail,
 	}
 )
 
@@ -203,7 +205,7 @@ func upsert[R any](ctx context.Context, tx *sql.Tx, t table, rows []R, bind func
 	var b strings.Builder
 	b.Grow(len(t.insert) + len(t.tail) + len(rows)*(len(t.row)+1))
 	b.WriteString(t.insert)
-	args := make([]any, 0, 7*len(rows))
+	args := make([]any, 0, 8*len(rows))
 	for i, r := range rows {
 		if i > 0 {
 			b.WriteByte(',')

@@ -1,7 +1,7 @@
 // Package postgres is the durable record of the follow graph on PostgreSQL
 // (github.com/jackc/pgx/v5): the state of every edge of every kind
-// (follows in edges; blocks, mutes, follow requests and the private
-// setting in links) with its version, and the event-log sequence applied
+// (follows in edges; blocks, mutes, follow requests, the private setting
+// and the account state in links) with its version, and the event-log sequence applied
 // last, changed together in one transaction
 // per batch of events. It is the record of the at-scale deployment, shared
 // by every node, with the same schema and the same semantics as

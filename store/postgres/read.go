@@ -82,10 +82,10 @@ func (s *Store) Events(ctx context.Context) iter.Seq2[fg.Event, error] {
 			}
 			links = links[:0]
 			var l row.Link
-			var kind int16
+			var kind, state int16
 			var followVersion int64
-			_, err = pgx.ForEachRow(rows, []any{&l.User, &kind, &l.Target, &l.On, &l.SinceMs, &l.ExpiresMs, &l.Version, &followVersion}, func() error {
-				l.Kind = fg.Kind(kind)
+			_, err = pgx.ForEachRow(rows, []any{&l.User, &kind, &l.Target, &l.On, &l.SinceMs, &l.ExpiresMs, &l.Version, &state, &followVersion}, func() error {
+				l.Kind, l.State = fg.Kind(kind), fg.State(state)
 				links = append(links, l.Settle(followVersion))
 				return nil
 			})

@@ -56,7 +56,7 @@ WHERE e.version < excluded.version`
 // parameters of upsertLinksSQL.
 type linkColumns struct {
 	user, target                []int64
-	kind                        []int16
+	kind, state                 []int16
 	active                      []bool
 	sinceMs, expiresMs, version []int64
 }
@@ -64,19 +64,20 @@ type linkColumns struct {
 func linkColumnsOf(links []row.Link) linkColumns {
 	n := len(links)
 	c := linkColumns{user: make([]int64, n), target: make([]int64, n), kind: make([]int16, n), active: make([]bool, n),
-		sinceMs: make([]int64, n), expiresMs: make([]int64, n), version: make([]int64, n)}
+		sinceMs: make([]int64, n), expiresMs: make([]int64, n), state: make([]int16, n), version: make([]int64, n)}
 	for i, l := range links {
 		c.user[i], c.kind[i], c.target[i], c.active[i] = l.User, int16(l.Kind), l.Target, l.On
-		c.sinceMs[i], c.expiresMs[i], c.version[i] = l.SinceMs, l.ExpiresMs, l.Version
+		c.sinceMs[i], c.expiresMs[i], c.state[i], c.version[i] = l.SinceMs, l.ExpiresMs, int16(l.State), l.Version
 	}
 	return c
 }
 
 // upsertLinksSQL is upsertSQL for the links table.
-const upsertLinksSQL = `INSERT INTO links AS l (user_id, kind, target_id, active, since_ms, expires_ms, version)
-SELECT * FROM unnest($1::bigint[], $2::smallint[], $3::bigint[], $4::boolean[], $5::bigint[], $6::bigint[], $7::bigint[])
+const upsertLinksSQL = `INSERT INTO links AS l (user_id, kind, target_id, active, since_ms, expires_ms, state, version)
+SELECT * FROM unnest($1::bigint[], $2::smallint[], $3::bigint[], $4::boolean[], $5::bigint[], $6::bigint[], $7::smallint[], $8::bigint[])
 ON CONFLICT (user_id, kind, target_id) DO UPDATE
-SET active = excluded.active, since_ms = excluded.since_ms, expires_ms = excluded.expires_ms, version = excluded.version
+SET active = excluded.active, since_ms = excluded.since_ms, expires_ms = excluded.expires_ms, state = excluded.state,
+	version = excluded.version
 WHERE l.version < excluded.version`
 
 // Apply records a batch of events read from the event log, and lastSeq,
@@ -128,7 +129,7 @@ func (s *Store) Apply(ctx context.Context, events []fg.Event, lastSeq uint64) (c
 	}
 	if len(rows.Links) > 0 {
 		c := linkColumnsOf(rows.Links)
-		b.Queue(upsertLinksSQL, c.user, c.kind, c.target, c.active, c.sinceMs, c.expiresMs, c.version).Exec(count)
+		b.Queue(upsertLinksSQL, c.user, c.kind, c.target, c.active, c.sinceMs, c.expiresMs, c.state, c.version).Exec(count)
 	}
 	b.Queue(moveSeqSQL, int64(lastSeq))
 	// Close reads every result up to the server's answer to the Sync, which

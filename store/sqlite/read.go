@@ -17,7 +17,8 @@ import (
 // as a tombstone so that a late older follow cannot resurrect it; then the
 // links in (user, kind, target) order, each the op that turns its kind on
 // or off at its version (a live mute with its Since and Expires; a
-// request a later follow ended as an OpUnrequest, see row.Link.Settle).
+// request a later follow ended as an OpUnrequest, see row.Link.Settle; an
+// account state as an OpState with its State).
 //
 // The rows are streamed from one read transaction: the events are one
 // consistent state of the store, memory does not grow with the number of
@@ -50,7 +51,7 @@ func (s *Store) Events(ctx context.Context) iter.Seq2[fg.Event, error] {
 		var l row.Link
 		var followVersion int64
 		if _, err := scanRows(ctx, tx, row.LinksSelect+` ORDER BY l.user_id, l.kind, l.target_id`, func(scan func(...any) error) (fg.Event, error) {
-			err := scan(&l.User, &l.Kind, &l.Target, &l.On, &l.SinceMs, &l.ExpiresMs, &l.Version, &followVersion)
+			err := scan(&l.User, &l.Kind, &l.Target, &l.On, &l.SinceMs, &l.ExpiresMs, &l.Version, &l.State, &followVersion)
 			return l.Settle(followVersion).Event(), err
 		}, yield); err != nil {
 			fail(err)

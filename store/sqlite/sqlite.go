@@ -13,8 +13,8 @@
 // The schema (migrations/*.sql) and the statements are plain enough to be
 // mirrored by the PostgreSQL and MySQL stores: an edges table of the
 // follows keyed by (follower, followee), a links table of the other kinds
-// (blocks, mutes, follow requests, the private setting) keyed by (user,
-// kind, target), a meta table, and writes that are upserts conditional on
+// (blocks, mutes, follow requests, the private setting, the account
+// state with its State) keyed by (user, kind, target), a meta table, and writes that are upserts conditional on
 // each row's version.
 package sqlite
 

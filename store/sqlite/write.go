@@ -13,7 +13,7 @@ import (
 )
 
 // maxRows is the most rows one upsert statement writes. Each edge binds 5
-// variables, each link 7: at most 3584 per statement, far below SQLite's
+// variables, each link 8: at most 4096 per statement, far below SQLite's
 // limit (32766) and PostgreSQL's (65535). Multi-row statements made
 // Apply's statement work 3-5 times faster than one row per statement; from
 // 64 to 4096 rows per statement the difference was lost in the noise.
@@ -25,7 +25,7 @@ type table struct{ name, key, rest string }
 
 var (
 	edgesTable = table{"edges", "follower, followee", "following, since_ms, version"}
-	linksTable = table{"links", "user_id, kind, target_id", "active, since_ms, expires_ms, version"}
+	linksTable = table{"links", "user_id, kind, target_id", "active, since_ms, expires_ms, state, version"}
 )
 
 // upsertSQL returns the upsert of rows rows of t: insert each row, or,
@@ -97,7 +97,7 @@ func (s *Store) Apply(ctx context.Context, events []fg.Event, lastSeq uint64) (c
 			return tx.ExecContext(ctx, upsertSQL(linksTable, n), args...)
 		}
 		n, err := upsertRows(rows.Links, exec, func(args []any, l row.Link) []any {
-			return append(args, l.User, l.Kind, l.Target, l.On, l.SinceMs, l.ExpiresMs, l.Version)
+			return append(args, l.User, l.Kind, l.Target, l.On, l.SinceMs, l.ExpiresMs, l.State, l.Version)
 		})
 		if err != nil {
 			return 0, fmt.Errorf("sqlite: apply: %w", translate(err))
@@ -130,7 +130,7 @@ func (s *Store) upsert(ctx context.Context, tx *sql.Tx, edges []row.Edge) (int, 
 // the number of rows changed.
 func upsertRows[R any](rows []R, exec func(n int, args []any) (sql.Result, error), bind func([]any, R) []any) (int, error) {
 	changed := 0
-	args := make([]any, 0, 7*min(len(rows), maxRows))
+	args := make([]any, 0, 8*min(len(rows), maxRows))
 	for len(rows) > 0 {
 		k := 0
 		for 2<<k <= min(len(rows), maxRows) {

@@ -71,10 +71,11 @@ func (s suite) testLinksConverge(t *testing.T) {
 		Block(2, 1, V(4)), Unblock(2, 1, V(5)),
 		Mute(1, 3, V(6), V(6).Time(), time.Time{}), Mute(1, 3, V(7), V(6).Time(), expires),
 		Private(2, V(8)), Public(2, V(9)), Request(3, 2, V(10)),
+		State(1, fg.StateSuspended, V(11)), State(1, fg.StateActive, V(12)),
 	}
 	want := []fg.Event{
 		Unfollow(1, 2, V(4)), Unfollow(2, 1, V(4)),
-		Mute(1, 3, V(7), V(6).Time(), expires), Unrequest(1, 2, V(4)),
+		Mute(1, 3, V(7), V(6).Time(), expires), Unrequest(1, 2, V(4)), State(1, fg.StateActive, V(12)),
 		Unblock(2, 1, V(5)), Unrequest(2, 1, V(4)), Public(2, V(9)),
 		Request(3, 2, V(10)),
 	}

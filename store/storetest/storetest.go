@@ -1,7 +1,8 @@
 // Package storetest is the conformance suite of the durable stores
 // (store/sqlite, store/postgres, store/mysql): what the persister and
 // start-up rely on — conditional, idempotent upserts that converge in any
-// order, for every kind of edge and each effect of an event (a block's
+// order, for every kind of edge, the private setting and the account
+// state, and each effect of an event (a block's
 // end of the follows and requests between two users), tombstones, the
 // event-log sequence kept in the same transaction,
 // invalid batches rejected whole, Import, Events, LastSeq and the log mark
@@ -113,6 +114,7 @@ func Run(t *testing.T, open func(tb testing.TB) Store) {
 			{"RequestThenFollow", s.testLinksRequestThenFollow},
 			{"Mute", s.testLinksMute},
 			{"Private", s.testLinksPrivate},
+			{"State", s.testLinksState},
 			{"List", s.testLinksList},
 		}},
 		{"Concurrent", []test{
@@ -230,7 +232,7 @@ func CheckEvents(tb testing.TB, s Store, want []fg.Event) {
 // times compared by instant.
 func SameEvent(a, b fg.Event) bool {
 	return a.User == b.User && a.Target == b.Target && a.Op == b.Op && a.Version == b.Version && a.Time.Equal(b.Time) &&
-		a.Since.Equal(b.Since) && a.Expires.Equal(b.Expires)
+		a.Since.Equal(b.Since) && a.Expires.Equal(b.Expires) && a.State == b.State
 }
 
 func firstDifference(got, want []fg.Event) int {

@@ -9,9 +9,10 @@ import (
 )
 
 // Link is one row of the links table: the edge of a kind other than
-// follow (KindBlock, KindMute, KindRequest; KindPrivate with Target 0 for
-// the private setting) from User to Target, on or off (a tombstone) at
-// Version, by the same rule as an Edge.
+// follow (KindBlock, KindMute, KindRequest; KindPrivate and KindState
+// with Target 0 for the private setting and the account state) from User
+// to Target, on or off (a tombstone) at Version, by the same rule as an
+// Edge.
 type Link struct {
 	User   int64
 	Kind   fg.Kind // stored as its number
@@ -21,12 +22,18 @@ type Link struct {
 	// Version. ExpiresMs is a live mute's expiry, 0 for none.
 	SinceMs, ExpiresMs int64
 	Version            int64
+	// State is a KindState row's account state (stored as its number);
+	// StateActive for every other kind.
+	State fg.State
 }
 
 // linkOf returns the row of effect x of e.
 func linkOf(e fg.Event, x fg.Effect) Link {
 	l := Link{User: int64(x.User), Kind: x.Kind, Target: int64(x.Target), On: x.On,
 		SinceMs: e.Version.Millis(), Version: int64(e.Version)}
+	if x.Kind == fg.KindState {
+		l.State = e.State
+	}
 	if e.Op == fg.OpMute && x.Kind == fg.KindMute {
 		l.SinceMs = e.Since.UnixMilli()
 		if !e.Expires.IsZero() {
@@ -38,9 +45,13 @@ func linkOf(e fg.Event, x fg.Effect) Link {
 
 // Event returns the event that records l, what the stores' Events yield
 // for it: the op that turns its kind on or off at its version, with a
-// live mute's Since and Expires.
+// live mute's Since and Expires; for a KindState row, the OpState of its
+// State.
 func (l Link) Event() fg.Event {
 	e := fg.NewEvent(fg.UserID(l.User), fg.UserID(l.Target), fg.OpOf(l.Kind, l.On), fg.Version(l.Version))
+	if l.Kind == fg.KindState {
+		e.State = l.State
+	}
 	if l.Kind == fg.KindMute && l.On {
 		e.Since = fg.Millis(l.SinceMs)
 		if l.ExpiresMs != 0 {
@@ -83,8 +94,8 @@ func DedupeLinks(links []Link) []Link {
 
 // LinksSelect selects every link with the version of the edges row of
 // its pair for a request (0 if none, or for another kind), the columns of
-// Link and then that version, for the stores' Events (see Link.Settle).
-// The stores add their WHERE, ORDER BY (user_id, kind, target_id) and
-// LIMIT.
-var LinksSelect = `SELECT l.user_id, l.kind, l.target_id, l.active, l.since_ms, l.expires_ms, l.version, COALESCE(e.version, 0)
+// Link (User, Kind, Target, On, SinceMs, ExpiresMs, Version, State) and
+// then that version, for the stores' Events (see Link.Settle). The stores
+// add their WHERE, ORDER BY (user_id, kind, target_id) and LIMIT.
+var LinksSelect = `SELECT l.user_id, l.kind, l.target_id, l.active, l.since_ms, l.expires_ms, l.version, l.state, COALESCE(e.version, 0)
 	FROM links l LEFT JOIN edges e ON l.kind = ` + strconv.Itoa(int(fg.KindRequest)) + ` AND e.follower = l.user_id AND e.followee = l.target_id`

@@ -1,9 +1,10 @@
 // Package row holds the row logic the durable stores (store/sqlite,
 // store/postgres, store/mysql) share: one row of their edges table (the
 // follows) and of their links table (the other kinds of edge: blocks,
-// mutes, follow requests, and the private setting), built from an event's
-// effects and checked against the range of a signed 64-bit column, and
-// the deduplication of a batch of rows before it is written.
+// mutes, follow requests, the private setting and the account state),
+// built from an event's effects and checked against the range of a signed
+// 64-bit column, and the deduplication of a batch of rows before it is
+// written.
 package row
 
 import (

@@ -71,6 +71,11 @@ func TestEdge_Event(t *testing.T) {
 
 func TestBatch_Effects(t *testing.T) {
 	v := fg.VersionAt(1_700_000_000_000)
+	state := func(u fg.UserID, s fg.State, v fg.Version) fg.Event {
+		e := fg.NewEvent(u, 0, fg.OpState, v)
+		e.State = s
+		return e
+	}
 	mute := fg.NewEvent(1, 3, fg.OpMute, v+2)
 	mute.Since, mute.Expires = fg.Millis(1_699_999_999_000), fg.Millis(1_700_000_360_000)
 	rows, err := Batch([]fg.Event{
@@ -80,6 +85,9 @@ func TestBatch_Effects(t *testing.T) {
 		fg.NewEvent(1, 2, fg.OpBlock, v+1), // a duplicate
 		mute,
 		fg.NewEvent(1, 0, fg.OpPrivate, v+3),
+		state(1, fg.StateSuspended, v+4),
+		state(3, fg.StateSuspended, v+4),
+		state(3, fg.StateActive, v+5), // the newer of two
 	}, 9)
 	if err != nil {
 		t.Fatal(err)
@@ -87,17 +95,20 @@ func TestBatch_Effects(t *testing.T) {
 	ms := v.Millis()
 	wantEdges := []Edge{{1, 2, false, ms, int64(v + 1)}, {2, 1, false, ms, int64(v + 1)}}
 	wantLinks := []Link{
-		{1, fg.KindBlock, 2, true, ms, 0, int64(v + 1)},
-		{1, fg.KindMute, 3, true, 1_699_999_999_000, 1_700_000_360_000, int64(v + 2)},
-		{1, fg.KindRequest, 2, false, ms, 0, int64(v + 1)},
-		{1, fg.KindPrivate, 0, true, ms, 0, int64(v + 3)},
-		{2, fg.KindRequest, 1, false, ms, 0, int64(v + 1)},
+		{1, fg.KindBlock, 2, true, ms, 0, int64(v + 1), 0},
+		{1, fg.KindMute, 3, true, 1_699_999_999_000, 1_700_000_360_000, int64(v + 2), 0},
+		{1, fg.KindRequest, 2, false, ms, 0, int64(v + 1), 0},
+		{1, fg.KindPrivate, 0, true, ms, 0, int64(v + 3), 0},
+		{1, fg.KindState, 0, true, ms, 0, int64(v + 4), fg.StateSuspended},
+		{2, fg.KindRequest, 1, false, ms, 0, int64(v + 1), 0},
+		{3, fg.KindState, 0, false, ms, 0, int64(v + 5), fg.StateActive},
 	}
 	if !slices.Equal(rows.Edges, wantEdges) || !slices.Equal(rows.Links, wantLinks) {
 		t.Errorf("Batch =\n %v\n %v\nwant\n %v\n %v", rows.Edges, rows.Links, wantEdges, wantLinks)
 	}
 	for _, l := range rows.Links {
-		if got := l.Event(); got.Op != fg.OpOf(l.Kind, l.On) || int64(got.User) != l.User || int64(got.Target) != l.Target {
+		if got := l.Event(); got.Op != fg.OpOf(l.Kind, l.On) || int64(got.User) != l.User || int64(got.Target) != l.Target ||
+			got.State != l.State {
 			t.Errorf("%v.Event() = %v", l, got)
 		} else if err := got.Validate(); err != nil {
 			t.Errorf("%v.Event(): %v", l, err)
