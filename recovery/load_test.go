@@ -171,7 +171,15 @@ func TestLoad_EveryKind(t *testing.T) {
 	if _, err := store.Apply(ctx, stored, 0); err != nil {
 		t.Fatal(err)
 	}
-	for _, e := range []fg.Event{fg.NewEvent(3, 5, fg.OpFollow, next()), fg.NewEvent(1, 6, fg.OpBlock, next())} {
+	hide := fg.NewEvent(7, 0, fg.OpState, next()) // in the store: 7 follows 8, then is suspended
+	hide.State = fg.StateSuspended
+	if _, err := store.Apply(ctx, []fg.Event{fg.NewEvent(7, 8, fg.OpFollow, next()), hide}, 0); err != nil {
+		t.Fatal(err)
+	}
+	del := fg.NewEvent(9, 0, fg.OpState, next()) // in the log's tail: 9 follows 8, then is deleted
+	del.State = fg.StateDeleted
+	for _, e := range []fg.Event{fg.NewEvent(3, 5, fg.OpFollow, next()), fg.NewEvent(1, 6, fg.OpBlock, next()),
+		fg.NewEvent(9, 8, fg.OpFollow, next()), del} {
 		if err := log.Publish(ctx, e); err != nil {
 			t.Fatal(err)
 		}
@@ -205,5 +213,35 @@ func TestLoad_EveryKind(t *testing.T) {
 		if e, err := g.IsFollowing(ctx, c.user, c.target); err != nil || e.Following != c.following {
 			t.Errorf("%d→%d after Load = %+v, %v; want following %v", c.user, c.target, e, err, c.following)
 		}
+	}
+	for _, c := range []struct {
+		user  fg.UserID
+		state fg.State
+		since fg.Version
+	}{{7, fg.StateSuspended, hide.Version}, {9, fg.StateDeleted, del.Version}} {
+		if a, err := g.State(ctx, c.user); err != nil || a.State != c.state || !a.Since.Equal(c.since.Time()) {
+			t.Errorf("State(%d) after Load = %+v, %v; want %s since %v", c.user, a, err, c.state, c.since.Time())
+		}
+	}
+	// The jobs of the loaded states take 7 and 9 out of 8's followers;
+	// 7's side stays stored, 9's is gone.
+	jobs, cancel := context.WithCancel(ctx)
+	done := make(chan struct{})
+	go func() { defer close(done); _ = g.RunJobs(jobs, 0) }()
+	defer func() { cancel(); <-done }()
+	for deadline := time.Now().Add(10 * time.Second); g.JobStats().Running > 0; time.Sleep(time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatalf("the jobs after Load are not done: %+v", g.JobStats())
+		}
+	}
+	if c, _ := g.Counts(ctx, []fg.UserID{8}); c[0].FollowerCount != 0 {
+		t.Errorf("Counts(8) after the jobs = %+v, want no follower", c)
+	}
+	var kept []fg.Event
+	for e := range g.OutEdges(7) {
+		kept = append(kept, e)
+	}
+	if len(kept) != 1 || kept[0].Op != fg.OpFollow || kept[0].Target != 8 {
+		t.Errorf("OutEdges(7) while suspended = %v, want its follow of 8, stored", kept)
 	}
 }
