@@ -175,3 +175,34 @@ func BenchmarkJob_2MFollowers(b *testing.B) {
 	b.ReportMetric(hide.Seconds()/float64(b.N), "s/deactivate")
 	b.ReportMetric(restore.Seconds()/float64(b.N), "s/reactivate")
 }
+
+// BenchmarkNoEdgeChange compares, on the generated 10M-edge graph, a
+// change of state of a user with no edges (deactivate, then active again:
+// two events, two jobs with nothing to do) with a follow and an unfollow
+// of two such users (issue 16's target: as fast as a follow).
+func BenchmarkNoEdgeChange(b *testing.B) {
+	g, ctx := baseGraph(b), context.Background()
+	runJobs(b, g, 0)
+	next := fg.UserID(3_000_000_000_000) + fg.UserID(followSeed.Add(1))<<32 // users of no edge, new on every run
+	b.Run("State", func(b *testing.B) {
+		for b.Loop() {
+			next++
+			for _, st := range []fg.State{fg.StateDeactivated, fg.StateActive} {
+				if _, err := g.SetState(ctx, next, st); err != nil {
+					b.Fatal(err)
+				}
+			}
+		}
+	})
+	b.Run("Follow", func(b *testing.B) {
+		for b.Loop() {
+			next += 2
+			if _, err := g.Follow(ctx, next, next+1); err != nil {
+				b.Fatal(err)
+			}
+			if _, err := g.Unfollow(ctx, next, next+1); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
+}
