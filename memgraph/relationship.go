@@ -35,9 +35,9 @@ type rels struct {
 type pair struct {
 	out         [3]link // by linkIndex: the user's block, mute and request of x, on or off
 	blockedBy   bool    // x blocks the user
-	requestedBy bool    // x has a pending request to the user…
-	reqSince    int64   // …made at this time (ms)
+	requestedBy bool    // x has a pending request to the user (since reqSince)
 	mutedBy     bool    // x mutes the user (for the user's job to find)
+	reqSince    int64   // ms
 }
 
 // link is one edge of a kind other than follow, on or off at version v.
