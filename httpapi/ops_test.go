@@ -83,12 +83,12 @@ func TestServer_Readyz(t *testing.T) {
 func TestServer_Metrics(t *testing.T) {
 	reg := prometheus.NewRegistry()
 	f := newFixture(t, fixtureConfig{maxFollowing: 1, opts: []httpapi.Option{httpapi.WithRegistry(reg)}})
-	f.do(request{method: "PUT", target: "/v1/users/1/following/2"})    // created
-	f.do(request{method: "PUT", target: "/v1/users/1/following/2"})    // unchanged
-	f.do(request{method: "PUT", target: "/v1/users/1/following/3"})    // following_limit
-	f.do(request{method: "PUT", target: "/v1/users/1/following/1"})    // self_follow
-	f.do(request{method: "DELETE", target: "/v1/users/1/following/2"}) // removed
-	f.do(request{method: "DELETE", target: "/v1/users/0/following/2"}) // invalid_id
+	f.do(request{method: "PUT", target: "/v1/users/1/following/2"})                                // created
+	f.do(request{method: "PUT", target: "/v1/users/1/following/2"})                                // unchanged
+	f.do(request{method: "PUT", target: "/v1/users/1/following/3"})                                // following_limit
+	f.do(request{method: "PUT", target: "/v1/users/1/following/1"})                                // self_follow
+	f.do(request{method: "DELETE", target: "/v1/users/1/following/2"})                             // removed
+	f.do(request{method: "DELETE", target: "/v1/users/0/following/2"})                             // invalid_id
 	f.do(request{method: "PUT", target: "/v1/users/1/state", body: []byte(`{"state": "active"}`)}) // set
 	f.do(request{method: "PUT", target: "/v1/users/1/state", body: []byte(`{"state": "gone"}`)})   // invalid_argument
 	f.get("/v1/users/1/followers")
