@@ -265,3 +265,25 @@ func TestJobs_Log(t *testing.T) {
 		t.Errorf("%d lines of running jobs and %d of their end, want at least 2 and 1:\n%s", running, ended, logs.String())
 	}
 }
+
+// TestServe_States: the binary serves the routes of account states: a
+// user never set is active, setting the state it has answers it, and a
+// bad body or id is refused.
+func TestServe_States(t *testing.T) {
+	s := start(t, t.TempDir())
+	const active = `{"id":"1","state":"active","since":null,"pending":0}`
+	if b := s.do(t, "GET", "/v1/users/1/state", "", 200, ""); strings.TrimSpace(string(b)) != active {
+		t.Errorf("GET /v1/users/1/state: %s, want %s", b, active)
+	}
+	if b := s.do(t, "PUT", "/v1/users/1/state", `{"state":"active"}`, 200, ""); strings.TrimSpace(string(b)) != active {
+		t.Errorf("PUT /v1/users/1/state active: %s, want %s", b, active)
+	}
+	s.do(t, "PUT", "/v1/users/1/state", `{"state":"banned"}`, 400, fg.EInvalidArgument)
+	s.do(t, "PUT", "/v1/users/1/state", "", 400, fg.EInvalidArgument)
+	s.do(t, "PUT", "/v1/users/0/state", `{"state":"active"}`, 400, fg.EInvalidID)
+	s.do(t, "GET", "/v1/users/x/state", "", 400, fg.EInvalidID)
+	a, err := s.client.State(t.Context(), 1)
+	if err != nil || a != (fg.AccountState{ID: 1}) {
+		t.Errorf("client State(1) = %+v, %v; want active, never set", a, err)
+	}
+}
