@@ -174,7 +174,14 @@ func (c *Client) Counts(ctx context.Context, ids []followgraph.UserID) ([]follow
 		if err != nil {
 			return nil, malformed(http.MethodGet, "counts", err)
 		}
-		cs[i] = followgraph.Counts{ID: id, FollowingCount: x.FollowingCount, FollowerCount: x.FollowerCount, FollowRequests: x.FollowRequests}
+		st := followgraph.StateActive
+		if x.State != "" {
+			var ok bool
+			if st, ok = followgraph.ParseState(x.State); !ok || st.Active() {
+				return nil, malformed(http.MethodGet, "counts", fmt.Errorf("state %q", x.State))
+			}
+		}
+		cs[i] = followgraph.Counts{ID: id, FollowingCount: x.FollowingCount, FollowerCount: x.FollowerCount, FollowRequests: x.FollowRequests, State: st}
 	}
 	return cs, nil
 }

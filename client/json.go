@@ -89,6 +89,7 @@ type countsJSON struct {
 	FollowingCount int64  `json:"following_count"`
 	FollowerCount  int64  `json:"follower_count"`
 	FollowRequests int64  `json:"follow_requests_count"`
+	State          string `json:"state"` // absent for an active user
 }
 
 type countsListJSON struct {

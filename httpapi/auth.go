@@ -14,8 +14,8 @@ import (
 // WWW-Authenticate header), and the token must allow what the route does
 // (403 forbidden): a read needs a user token or scope read, a write a
 // service token with scope write or the user token of the path's {user},
-// a user's settings that user's token or scope admin, and /metrics scope
-// admin (admin allows everything). /healthz and
+// a user's settings that user's token or scope admin, setting an account
+// state and /metrics scope admin (admin allows everything). /healthz and
 // /readyz stay open. A refused request changes nothing and is logged at
 // debug level, without its token. Without WithAuth every request is let
 // through.

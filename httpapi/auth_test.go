@@ -148,6 +148,10 @@ func TestServer_Auth(t *testing.T) {
 		// A user's settings: its own token, or scope admin; not scope write.
 		{"PUT", "/v1/users/1/settings", `{"private": false}`, [9]int{un, un, un, un, no, no, yes, yes, no}},
 		{"PUT", "/v1/users/2/settings", `{"private": false}`, [9]int{un, un, un, un, no, no, yes, no, yes}},
+		// An account state: read by any reader; set with scope admin only,
+		// not by a user token, not even the user's own.
+		{"GET", "/v1/users/1/state", "", [9]int{un, un, un, un, yes, no, yes, yes, yes}},
+		{"PUT", "/v1/users/1/state", `{"state": "active"}`, [9]int{un, un, un, un, no, no, yes, no, no}},
 		{"GET", "/metrics", "", [9]int{un, un, un, un, no, no, yes, no, no}},
 		{"GET", "/healthz", "", [9]int{yes, yes, yes, yes, yes, yes, yes, yes, yes}},
 		{"GET", "/readyz", "", [9]int{yes, yes, yes, yes, yes, yes, yes, yes, yes}},

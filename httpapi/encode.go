@@ -147,6 +147,16 @@ func appendSettings(b []byte, st followgraph.Settings) []byte {
 	return append(b, '}')
 }
 
+// appendAccountState appends a user's account state: since null for a
+// user never set, pending the edges its job has left.
+func appendAccountState(b []byte, a followgraph.AccountState) []byte {
+	b = appendID(append(b, `{"id":`...), a.ID)
+	b = appendString(append(b, `,"state":`...), a.State.String())
+	b = appendNullTime(append(b, `,"since":`...), a.Since)
+	b = strconv.AppendInt(append(b, `,"pending":`...), a.Pending, 10)
+	return append(b, '}')
+}
+
 func appendUnfollow(b []byte, user, target followgraph.UserID, removed bool) []byte {
 	b = appendID(append(b, `{"user":`...), user)
 	b = appendID(append(b, `,"target":`...), target)
@@ -167,6 +177,9 @@ func appendCounts(b []byte, c followgraph.Counts) []byte {
 	b = strconv.AppendInt(append(b, `,"following_count":`...), c.FollowingCount, 10)
 	b = strconv.AppendInt(append(b, `,"follower_count":`...), c.FollowerCount, 10)
 	b = strconv.AppendInt(append(b, `,"follow_requests_count":`...), c.FollowRequests, 10)
+	if !c.State.Active() {
+		b = appendString(append(b, `,"state":`...), c.State.String())
+	}
 	return append(b, '}')
 }
 

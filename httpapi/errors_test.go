@@ -203,6 +203,22 @@ func TestServer_Errors(t *testing.T) {
 		{name: "SettingsOtherField", req: request{method: "PUT", target: "/v1/users/1/settings", body: []byte(`{"private": true, "id": "1"}`)}, status: 400, code: "invalid_argument", rejects: true},
 		{name: "SettingsTooLarge", req: request{method: "PUT", target: "/v1/users/1/settings", body: padded}, status: 413, code: "too_large", rejects: true},
 
+		// Account states.
+		{name: "PathIDOnState", req: request{method: "GET", target: "/v1/users/0/state"}, status: 400, code: "invalid_id", rejects: true},
+		{name: "PathIDOnSetState", req: request{method: "PUT", target: "/v1/users/abc/state", body: []byte(`{"state": "deactivated"}`)}, status: 400, code: "invalid_id", rejects: true},
+		{name: "InvalidIDWinsOverStateBody", req: request{method: "PUT", target: "/v1/users/0/state", body: []byte(`{"state": "gone"}`)}, status: 400, code: "invalid_id", rejects: true},
+		{name: "StateNoBody", req: request{method: "PUT", target: "/v1/users/1/state"}, status: 400, code: "invalid_argument", rejects: true},
+		{name: "StateEmptyObject", req: request{method: "PUT", target: "/v1/users/1/state", body: []byte(`{}`)}, status: 400, code: "invalid_argument", rejects: true},
+		{name: "StateUnknownWord", req: request{method: "PUT", target: "/v1/users/1/state", body: []byte(`{"state": "banned"}`)}, status: 400, code: "invalid_argument", rejects: true},
+		{name: "StateWordCase", req: request{method: "PUT", target: "/v1/users/1/state", body: []byte(`{"state": "Deactivated"}`)}, status: 400, code: "invalid_argument", rejects: true},
+		{name: "StateEmptyWord", req: request{method: "PUT", target: "/v1/users/1/state", body: []byte(`{"state": ""}`)}, status: 400, code: "invalid_argument", rejects: true},
+		{name: "StateNumber", req: request{method: "PUT", target: "/v1/users/1/state", body: []byte(`{"state": 1}`)}, status: 400, code: "invalid_argument", rejects: true},
+		{name: "StateNull", req: request{method: "PUT", target: "/v1/users/1/state", body: []byte(`{"state": null}`)}, status: 400, code: "invalid_argument", rejects: true},
+		{name: "StateOtherField", req: request{method: "PUT", target: "/v1/users/1/state", body: []byte(`{"state": "deactivated", "since": null}`)}, status: 400, code: "invalid_argument", rejects: true},
+		{name: "StateBareString", req: request{method: "PUT", target: "/v1/users/1/state", body: []byte(`"deactivated"`)}, status: 400, code: "invalid_argument", rejects: true},
+		{name: "StateTrailingGarbage", req: request{method: "PUT", target: "/v1/users/1/state", body: []byte(`{"state": "deactivated"} x`)}, status: 400, code: "invalid_argument"},
+		{name: "StateTooLarge", req: request{method: "PUT", target: "/v1/users/1/state", body: padded, chunked: true}, status: 413, code: "too_large", rejects: true},
+
 		// Bodies over 1 MiB.
 		{name: "BodyTooLarge", req: request{method: "POST", target: "/v1/users/1/relations", body: padded}, status: 413, code: "too_large"},
 		{name: "BodyTooLargeChunked", req: request{method: "POST", target: "/v1/users/1/relations", body: padded, chunked: true}, status: 413, code: "too_large"},
@@ -343,11 +359,13 @@ func TestServer_RateLimit(t *testing.T) {
 	if after := f.state(1, 2, 3); after != before {
 		t.Errorf("refused writes changed the graph:\nbefore:\n%s\nafter:\n%s", before, after)
 	}
-	// Reads are not limited, nor are other users' writes, nor are
-	// writes refused before the limit is consulted.
+	// Reads are not limited, nor are other users' writes, nor is setting
+	// a user's state (an administrator's act, not a write by the user),
+	// nor are writes refused before the limit is consulted.
 	for _, r := range []request{
 		{method: "GET", target: "/v1/users/1/following/2"},
 		{method: "PUT", target: "/v1/users/3/following/1"},
+		{method: "PUT", target: "/v1/users/1/state", body: []byte(`{"state": "active"}`)},
 	} {
 		if a := f.do(r); a.status != http.StatusOK {
 			t.Errorf("%s %s: %d %s, want 200", r.method, r.target, a.status, a.body)
@@ -393,6 +411,10 @@ func (g failing) Followers(context.Context, followgraph.UserID, followgraph.Page
 
 func (g failing) Relations(context.Context, followgraph.UserID, []followgraph.UserID) ([]followgraph.RelationInfo, error) {
 	return nil, g.fail()
+}
+
+func (g failing) SetState(context.Context, followgraph.UserID, followgraph.State) (followgraph.AccountState, error) {
+	return followgraph.AccountState{}, g.fail()
 }
 
 func (g failing) Mutuals(context.Context, followgraph.UserID, followgraph.PageRequest) (followgraph.SetPage, error) {

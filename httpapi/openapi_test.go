@@ -28,7 +28,7 @@ func TestOpenAPI(t *testing.T) {
 	codes := []string{
 		followgraph.EInvalidID, followgraph.EInvalidArgument, followgraph.EInvalidCursor, followgraph.ESelfFollow,
 		followgraph.ENotFound, "method_not_allowed", followgraph.EFollowingLimit, followgraph.ETooLarge,
-		followgraph.EBlocked, followgraph.ENoRequest,
+		followgraph.EBlocked, followgraph.ENoRequest, followgraph.EUserInactive, followgraph.ETargetInactive,
 		followgraph.ERateLimited, followgraph.EUnavailable, followgraph.EInternal,
 		"unauthenticated", "forbidden", // docs/API.md's "Authentication"; the server answers them once configured with it
 	}
@@ -54,6 +54,8 @@ func TestOpenAPI(t *testing.T) {
 				r.body = []byte(`{"ids": ["2"]}`)
 			case m == "PUT" && strings.HasSuffix(path, "/settings"):
 				r.body = []byte(`{"private": false}`)
+			case m == "PUT" && strings.HasSuffix(path, "/state"):
+				r.body = []byte(`{"state": "active"}`)
 			case m == "PUT" && strings.HasPrefix(path, "/v1/users/{user}/followers/"):
 				f.follow(2, 1) // something to approve, whatever ran before
 			}
@@ -75,8 +77,8 @@ func TestOpenAPI(t *testing.T) {
 // token with the read scope or a user token; a write a service token with
 // the write scope or a user token (its own, as the descriptions say); a
 // user's settings a service token with the admin scope or the user's own
-// token; /metrics a service token with the admin scope; /healthz and
-// /readyz none.
+// token; setting an account state and /metrics a service token with the
+// admin scope; /healthz and /readyz none.
 // Every operation that needs a token lists 401 unauthenticated, with a
 // required WWW-Authenticate header, and 403 forbidden; one that needs none
 // lists neither.
@@ -118,7 +120,7 @@ func TestOpenAPI_Security(t *testing.T) {
 			switch {
 			case path == "/healthz" || path == "/readyz":
 				want = none
-			case path == "/metrics":
+			case path == "/metrics", path == "/v1/users/{user}/state" && method == http.MethodPut:
 				want = admin
 			case path == "/v1/users/{user}/settings" && method == http.MethodPut:
 				want = owner

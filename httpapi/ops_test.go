@@ -83,12 +83,14 @@ func TestServer_Readyz(t *testing.T) {
 func TestServer_Metrics(t *testing.T) {
 	reg := prometheus.NewRegistry()
 	f := newFixture(t, fixtureConfig{maxFollowing: 1, opts: []httpapi.Option{httpapi.WithRegistry(reg)}})
-	f.do(request{method: "PUT", target: "/v1/users/1/following/2"})    // created
-	f.do(request{method: "PUT", target: "/v1/users/1/following/2"})    // unchanged
-	f.do(request{method: "PUT", target: "/v1/users/1/following/3"})    // following_limit
-	f.do(request{method: "PUT", target: "/v1/users/1/following/1"})    // self_follow
-	f.do(request{method: "DELETE", target: "/v1/users/1/following/2"}) // removed
-	f.do(request{method: "DELETE", target: "/v1/users/0/following/2"}) // invalid_id
+	f.do(request{method: "PUT", target: "/v1/users/1/following/2"})                                // created
+	f.do(request{method: "PUT", target: "/v1/users/1/following/2"})                                // unchanged
+	f.do(request{method: "PUT", target: "/v1/users/1/following/3"})                                // following_limit
+	f.do(request{method: "PUT", target: "/v1/users/1/following/1"})                                // self_follow
+	f.do(request{method: "DELETE", target: "/v1/users/1/following/2"})                             // removed
+	f.do(request{method: "DELETE", target: "/v1/users/0/following/2"})                             // invalid_id
+	f.do(request{method: "PUT", target: "/v1/users/1/state", body: []byte(`{"state": "active"}`)}) // set
+	f.do(request{method: "PUT", target: "/v1/users/1/state", body: []byte(`{"state": "gone"}`)})   // invalid_argument
 	f.get("/v1/users/1/followers")
 	f.get("/nowhere")
 
@@ -106,6 +108,8 @@ func TestServer_Metrics(t *testing.T) {
 		`followgraph_writes_total{op="follow",outcome="self_follow"} 1`,
 		`followgraph_writes_total{op="unfollow",outcome="removed"} 1`,
 		`followgraph_writes_total{op="unfollow",outcome="invalid_id"} 1`,
+		`followgraph_writes_total{op="state",outcome="set"} 1`,
+		`followgraph_writes_total{op="state",outcome="invalid_argument"} 1`,
 	} {
 		if !strings.Contains(text, want) {
 			t.Errorf("/metrics has no line %s", want)

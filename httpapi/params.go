@@ -188,6 +188,27 @@ func bodySettings(body io.Reader) (private bool, err error) {
 	return private, nil
 }
 
+// bodyState parses the body {"state": "deactivated"} of PUT .../state:
+// one of the four words of followgraph.State. A body that is not exactly
+// that object, or another word, is invalid_argument; a body over
+// MaxBodyBytes is too_large.
+func bodyState(body io.Reader) (followgraph.State, error) {
+	const want = `{"state": "deactivated"} (or "active", "suspended", "deleted")`
+	obj, err := bodyObject(body, want, false)
+	if err != nil {
+		return 0, err
+	}
+	word, ok := obj["state"].(string)
+	if len(obj) != 1 || !ok {
+		return 0, followgraph.Errorf(followgraph.EInvalidArgument, "the body must be an object with one field, state, a string: %s", want)
+	}
+	st, ok := followgraph.ParseState(word)
+	if !ok {
+		return 0, followgraph.Errorf(followgraph.EInvalidArgument, "unknown state %q: want active, deactivated, suspended or deleted", truncate(word))
+	}
+	return st, nil
+}
+
 // bodyObject decodes a body that holds one JSON object, numbers as
 // json.Number; want, an example of the body, goes into the error of one
 // that does not. An empty body is nil when optional, else

@@ -165,6 +165,7 @@ func (s *Server) routes() {
 	s.handle("GET /v1/users/{user}/known-followers/{target}", s.knownFollowers)
 	s.handle("GET /v1/users/{user}/suggestions", s.suggestions)
 	s.relationshipRoutes()
+	s.stateRoutes()
 	s.handleOps("GET /healthz", s.healthz)
 	s.handleOps("GET /readyz", s.readyz)
 	if s.operatorPort {

@@ -46,6 +46,7 @@ type Config struct {
 	MaxFollowing int
 	WriteRate    float64 // writes per second per user; 0 = unlimited
 	WriteBurst   int
+	JobsRate     int // edges per second the account-state jobs change, over all jobs; 0 = as fast as the engine allows
 	Pprof        bool
 	LogLevel     string
 
@@ -97,6 +98,8 @@ func (c Config) Validate() error {
 		return errors.New("rates cannot be negative")
 	case c.MaxFollowing < 0:
 		return errors.New("--max-following cannot be negative")
+	case c.JobsRate < 0:
+		return fmt.Errorf("--jobs-rate %d: want 0 (as fast as the engine allows) or more edges a second", c.JobsRate)
 	case c.ShutdownTimeout <= 0:
 		return errors.New("--shutdown-timeout must be positive")
 	case (c.TLSCert == "") != (c.TLSKey == ""):
@@ -172,6 +175,7 @@ func newServe() *cobra.Command {
 	f.IntVar(&cfg.MaxFollowing, "max-following", 0, "most users one user may follow (0: no limit)")
 	f.Float64Var(&cfg.WriteRate, "write-rate", 0, "writes per second per user (0: unlimited)")
 	f.IntVar(&cfg.WriteBurst, "write-burst", 20, "burst of writes per user over --write-rate")
+	f.IntVar(&cfg.JobsRate, "jobs-rate", 0, "edges per second that the jobs of account states (hiding, restoring, deleting a user's edges) change, over all jobs (0: as fast as the engine allows)")
 	d := httpapi.DefaultLimits
 	f.DurationVar(&cfg.Limits.RequestTimeout, "request-timeout", d.RequestTimeout, "deadline of each request: its backend calls end by then, and it answers 503")
 	f.DurationVar(&cfg.Limits.ReadTimeout, "read-timeout", d.ReadTimeout, "longest a client may take to send a request, head and body")
@@ -218,10 +222,11 @@ func serve(ctx context.Context, cfg Config, scrub *secret.Scrubber) error {
 
 // Main is the serve command's program. Run opens the parts in order (the
 // data folder's lock, the durable store, the event log, the engine, the
-// HTTP server, then the graph's recovery, the persister, the relay and the
-// engine's keeper) and starts them; Close stops taking requests, finishes
-// those in flight, and closes the parts in the reverse order, draining
-// the outbox into the log and the log into the store on the way.
+// HTTP server, then the graph's recovery, the persister, the relay, the
+// engine's keeper and its account-state jobs) and starts them; Close
+// stops taking requests, finishes those in flight, and closes the parts in
+// the reverse order, draining the outbox into the log and the log into the
+// store on the way.
 type Main struct {
 	cfg    Config
 	scrub  *secret.Scrubber
@@ -289,6 +294,10 @@ func (m *Main) Run(ctx context.Context) (err error) {
 		return err
 	}
 	m.opened(func(context.Context) { eng.close() })
+	jobs, hasJobs := eng.graph.(fg.JobRunner)
+	if hasJobs {
+		registerJobMetrics(reg, jobs)
+	}
 
 	var loaded atomic.Bool
 	addr, err := m.listen(eng, store, elog, reg, &loaded)
@@ -322,6 +331,11 @@ func (m *Main) Run(ctx context.Context) (err error) {
 	}
 	if eng.watch != nil {
 		m.started(eng.watch)
+	}
+	if hasJobs {
+		// After recovery, so that they start from the states it brought
+		// back; they stop before anything they use closes.
+		m.started(func(ctx context.Context) { runJobs(ctx, jobs, cfg.JobsRate, m.logger) })
 	}
 	loaded.Store(true)
 	return nil
