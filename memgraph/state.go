@@ -2,6 +2,7 @@ package memgraph
 
 import (
 	"context"
+	"runtime"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -455,11 +456,13 @@ func (g *Graph) jobStep(d uint32, max int) (int, bool) {
 		}
 		g.stripe(d).relsOf(d).restoring--
 		g.unlock(d, ref.other)
+		runtime.Gosched()
 	}
 	for _, x := range others {
 		g.lock(d, x)
 		n += g.settle(d, x)
 		g.unlock(d, x)
+		runtime.Gosched()
 	}
 	return n, false
 }

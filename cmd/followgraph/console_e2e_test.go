@@ -81,7 +81,9 @@ func TestConsole_Browser(t *testing.T) {
 	writeFile(t, tokens, token+" admin operator\n")
 	// A slow persister, so that the writes below make a backlog that lasts
 	// several of the page's polls.
-	s := launch(t, t.TempDir(), launchOptions{token: token, args: []string{"--auth-tokens", tokens, "--persist-rate", "200"}})
+	// Slow jobs, so that the job of a user hidden below lasts while the
+	// page looks.
+	s := launch(t, t.TempDir(), launchOptions{token: token, args: []string{"--auth-tokens", tokens, "--persist-rate", "200", "--jobs-rate", "20"}})
 	ctx := context.Background()
 	const user = 1
 	for i := range 30 {
@@ -89,6 +91,13 @@ func TestConsole_Browser(t *testing.T) {
 	}
 	for i := range 5 {
 		follow(t, s, fg.UserID(2+i), user)
+	}
+	const hidden = fg.UserID(500) // 300 followers at 20 edges a second: a job of 15 s
+	for i := range 300 {
+		follow(t, s, fg.UserID(600+i), hidden)
+	}
+	if _, err := s.client.SetState(ctx, hidden, fg.StateSuspended); err != nil {
+		t.Fatal(err)
 	}
 	relationIDs := []fg.UserID{2, 7, 40} // as RELATION_IDS below: mutual, following, none
 	account, settingsServed := settingsAnswer(t, s, token)
@@ -130,6 +139,7 @@ func TestConsole_Browser(t *testing.T) {
 		Fields               map[string]string
 		Following, Followers []string
 		Relations            [][2]string
+		Jobs                 [][]string
 	}
 	next("shown", &shown)
 	// The load runs while the page watches: writes as fast as 8 clients
@@ -169,6 +179,11 @@ func TestConsole_Browser(t *testing.T) {
 		t.Errorf("sessionStorage holds %q, want the token entered", shown.Token)
 	}
 	checkShownUser(t, s, user, relationIDs, account, shown.Fields, shown.Following, shown.Followers, shown.Relations)
+	if !slices.ContainsFunc(shown.Jobs, func(row []string) bool {
+		return len(row) == 3 && row[0] == "account states" && row[1] == "1 running" && strings.Contains(row[2], "edges left")
+	}) {
+		t.Errorf("the jobs table showed %q while a user's job ran, want a row of account states, 1 running, with its edges left", shown.Jobs)
+	}
 	if !backlogMoved(done.Backlog) {
 		t.Errorf("the backlog chart did not rise under the write load: it showed %q (points %q)", done.Backlog, done.Points)
 	}

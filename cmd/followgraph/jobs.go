@@ -13,6 +13,12 @@ import (
 // How serve runs the engine's account-state jobs (followgraph.JobRunner):
 // for its whole life, logging their progress while they run.
 const (
+	// defaultJobsRate is --jobs-rate's default: a job of 2M edges in 20 s,
+	// while reads at 10,000 a second keep a p99 near the one they have
+	// without a job; unthrottled they do not (docs/BENCHMARKS.md, "reads
+	// during a job").
+	defaultJobsRate = 100_000
+
 	jobsLogEvery   = 5 * time.Second  // a progress line this often while jobs run
 	jobsBackoff    = time.Second      // the first wait before RunJobs is called again after a failure
 	jobsMaxBackoff = 30 * time.Second // the longest, after failures in a row

@@ -175,7 +175,7 @@ func newServe() *cobra.Command {
 	f.IntVar(&cfg.MaxFollowing, "max-following", 0, "most users one user may follow (0: no limit)")
 	f.Float64Var(&cfg.WriteRate, "write-rate", 0, "writes per second per user (0: unlimited)")
 	f.IntVar(&cfg.WriteBurst, "write-burst", 20, "burst of writes per user over --write-rate")
-	f.IntVar(&cfg.JobsRate, "jobs-rate", 0, "edges per second that the jobs of account states (hiding, restoring, deleting a user's edges) change, over all jobs (0: as fast as the engine allows)")
+	f.IntVar(&cfg.JobsRate, "jobs-rate", defaultJobsRate, "edges per second that the jobs of account states (hiding, restoring, deleting a user's edges) change, over all jobs (0: as fast as the engine allows)")
 	d := httpapi.DefaultLimits
 	f.DurationVar(&cfg.Limits.RequestTimeout, "request-timeout", d.RequestTimeout, "deadline of each request: its backend calls end by then, and it answers 503")
 	f.DurationVar(&cfg.Limits.ReadTimeout, "read-timeout", d.ReadTimeout, "longest a client may take to send a request, head and body")

@@ -170,12 +170,22 @@ function backendDown(metrics, name) {
 }
 
 // jobSources each read a poll's metrics and return the jobs they see
-// running, as {job, state, progress}. They are what the server exports
-// today: the start-up load (recovery) and the rebuild of a Redis that
-// lost the graph, which a node does under the rebuild lease. The
-// account-state jobs of issue 16 are to join here as one more source,
-// reading the progress that issue exports.
+// running, as {job, state, progress}: the jobs of account states (hiding,
+// restoring or deleting a user's edges), the start-up load (recovery) and
+// the rebuild of a Redis that lost the graph, which a node does under the
+// rebuild lease.
 const jobSources = [
+  function accountStates(metrics) {
+    const running = sum(metrics, "followgraph_jobs_running");
+    if (!running) return [];
+    const pending = sum(metrics, "followgraph_jobs_pending_edges") || 0;
+    const changed = sum(metrics, "followgraph_jobs_changed_edges_total") || 0;
+    return [{
+      job: "account states",
+      state: `${format(running)} running`,
+      progress: `${format(pending)} edges left; ${format(changed)} changed since the node started`,
+    }];
+  },
   function startupLoad(metrics) {
     if (!backendDown(metrics, "recovery")) return [];
     const edges = sum(metrics, "followgraph_engine_edges");

@@ -35,12 +35,16 @@ const say = obj => process.stdout.write(JSON.stringify(obj) + "\n");
     await page.click("#user-form button[type=submit]");
     await page.waitForSelector("#counts");
     await page.waitForSelector("#list-following table");
+    // The test started a slow account-state job: the jobs table shows it.
+    await page.waitForFunction(() => document.querySelector("#job-rows").textContent.includes("account states"), null, { timeout: 15000 })
+      .catch(() => {});
     const shown = await page.evaluate(() => {
       const fields = {};
       for (const dd of document.querySelectorAll("#counts dd")) fields[dd.dataset.field] = dd.textContent;
       const ids = sel => [...document.querySelectorAll(sel + " tr")].slice(1).map(tr => tr.cells[0].textContent);
       const relations = [...document.querySelectorAll("#relations tr")].slice(1).map(tr => [tr.cells[0].textContent, tr.cells[1].textContent]);
-      return { fields, following: ids("#list-following"), followers: ids("#list-followers"), relations };
+      const jobs = [...document.querySelectorAll("#job-rows tr")].map(tr => [...tr.cells].map(td => td.textContent));
+      return { fields, following: ids("#list-following"), followers: ids("#list-followers"), relations, jobs };
     });
     say({ event: "shown", refused, token: await page.evaluate(() => sessionStorage.getItem("followgraph.console.token")), ...shown });
 
