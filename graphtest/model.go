@@ -27,8 +27,9 @@ type model struct {
 	mutes        map[edge]mute
 	requests     map[edge]int64
 	private      map[followgraph.UserID]bool
-	maxFollowing int          // 0: unlimited
-	clock        func() int64 // the engine's clock in ms, for mute expiry; nil: no mute expires
+	states       map[followgraph.UserID]followgraph.State // those not active (statemodel.go); nil: none
+	maxFollowing int                                      // 0: unlimited
+	clock        func() int64                             // the engine's clock in ms, for mute expiry; nil: no mute expires
 }
 
 // mute is a mute's since and expiry in ms (expires 0: none).
@@ -296,7 +297,10 @@ func (m *model) followingCount(user followgraph.UserID) int {
 func (m *model) counts(ids []followgraph.UserID) []followgraph.Counts {
 	out := make([]followgraph.Counts, len(ids))
 	for i, id := range ids {
-		out[i] = followgraph.Counts{ID: id}
+		out[i] = followgraph.Counts{ID: id, State: m.states[id]}
+		if !out[i].State.Active() {
+			continue // as for a user with no edges
+		}
 		for e := range m.since {
 			if e.user == id {
 				out[i].FollowingCount++

@@ -32,6 +32,7 @@ func RunStates(t *testing.T, newGraph NewGraph) {
 		{"Hook", s.testStateHook},
 		{"Apply", s.testStateApply},
 		{"FlipUnderFollows", s.testStateFlipUnderFollows},
+		{"Random", s.testStateRandom},
 	} {
 		t.Run(tt.name, tt.run)
 	}

@@ -452,6 +452,8 @@ func (g *Graph) Approve(ctx context.Context, user, requester fg.UserID) (fg.Foll
 		switch l := g.stripe(r).relsOf(r).link(fg.KindRequest, u); {
 		case live:
 			w.since = cur.Millis()
+		case g.hidden(fg.KindFollow, r, u): // archived (state.go): followed as stored
+			w.since = (g.stripe(r).tombs[edge{r, u}] &^ hiddenBit).Millis()
 		case l.on || l.hidden:
 			w.e = fg.NewEvent(requester, user, fg.OpFollow, g.tick())
 			w.since = w.e.Version.Millis()
