@@ -187,23 +187,14 @@ func (s *Server) settings(ctx context.Context, r *http.Request, b []byte) ([]byt
 // {"private": true}, read before it takes a turn of the write rate.
 func (s *Server) setSettings(ctx context.Context, r *http.Request, b []byte) ([]byte, error) {
 	const op = "settings"
-	ids, err := pathIDs(r, "user")
+	user, private, err := userBody(ctx, s, r, bodySettings)
 	if err != nil {
 		return b, s.writeFailed(op, err)
 	}
-	release, err := s.readingBody(ctx)
-	if err != nil {
+	if err := s.allowWrite(user); err != nil {
 		return b, s.writeFailed(op, err)
 	}
-	private, err := bodySettings(r.Body)
-	release()
-	if err != nil {
-		return b, s.writeFailed(op, err)
-	}
-	if err := s.allowWrite(ids[0]); err != nil {
-		return b, s.writeFailed(op, err)
-	}
-	st, err := s.g.SetPrivate(ctx, ids[0], private)
+	st, err := s.g.SetPrivate(ctx, user, private)
 	if err != nil {
 		return b, s.writeFailed(op, err)
 	}

@@ -2,7 +2,10 @@ package httpapi
 
 import (
 	"context"
+	"io"
 	"net/http"
+
+	"github.com/followgraph/followgraph"
 )
 
 // The routes of account states (docs/API.md, "Account states"). Reading a
@@ -32,23 +35,31 @@ func (s *Server) state(ctx context.Context, r *http.Request, b []byte) ([]byte, 
 // about the user (a hidden user could not write anyway).
 func (s *Server) setState(ctx context.Context, r *http.Request, b []byte) ([]byte, error) {
 	const op = "state"
-	ids, err := pathIDs(r, "user")
+	user, st, err := userBody(ctx, s, r, bodyState)
 	if err != nil {
 		return b, s.writeFailed(op, err)
 	}
-	release, err := s.readingBody(ctx)
-	if err != nil {
-		return b, s.writeFailed(op, err)
-	}
-	st, err := bodyState(r.Body)
-	release()
-	if err != nil {
-		return b, s.writeFailed(op, err)
-	}
-	a, err := s.g.SetState(ctx, ids[0], st)
+	a, err := s.g.SetState(ctx, user, st)
 	if err != nil {
 		return b, s.writeFailed(op, err)
 	}
 	s.metrics.write(op, "set")
 	return appendAccountState(b, a), nil
+}
+
+// userBody returns the path's {user} and what parse reads of the body, in
+// the server's bound on bodies read at once.
+func userBody[T any](ctx context.Context, s *Server, r *http.Request, parse func(io.Reader) (T, error)) (followgraph.UserID, T, error) {
+	var v T
+	ids, err := pathIDs(r, "user")
+	if err != nil {
+		return 0, v, err
+	}
+	release, err := s.readingBody(ctx)
+	if err != nil {
+		return 0, v, err
+	}
+	defer release()
+	v, err = parse(r.Body)
+	return ids[0], v, err
 }
