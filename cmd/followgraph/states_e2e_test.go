@@ -152,3 +152,30 @@ func since(t *testing.T, c *client.Client, user, target fg.UserID) time.Time {
 	}
 	return e.Since
 }
+
+// TestServe_RedisRefusesStates: a node serving from Redis has no account
+// states yet (docs/API.md, "Where they are served"): a PUT of a state
+// other than active answers 503 unavailable and changes nothing, and
+// every user stays active and shown.
+func TestServe_RedisRefusesStates(t *testing.T) {
+	url, prefix := testRedis(t)
+	s := start(t, t.TempDir(), "--redis", url, "--redis-prefix", prefix)
+	ctx := context.Background()
+	if _, err := s.client.Follow(ctx, 2, 1); err != nil {
+		t.Fatal(err)
+	}
+	for _, st := range []fg.State{fg.StateDeactivated, fg.StateSuspended, fg.StateDeleted} {
+		if _, err := s.client.SetState(ctx, 1, st); fg.ErrorCode(err) != fg.EUnavailable {
+			t.Errorf("SetState(1, %s) on Redis = %v, want unavailable", st, err)
+		}
+	}
+	if a, err := s.client.State(ctx, 1); err != nil || a != (fg.AccountState{ID: 1}) {
+		t.Errorf("State(1) after the refused changes = %+v, %v; want active, never set", a, err)
+	}
+	if a, err := s.client.SetState(ctx, 1, fg.StateActive); err != nil || a.State != fg.StateActive {
+		t.Errorf("SetState(1, active) on Redis = %+v, %v; want active, no error", a, err)
+	}
+	if c, err := s.client.Counts(ctx, []fg.UserID{1, 2}); err != nil || c[0].FollowerCount != 1 || c[1].FollowingCount != 1 {
+		t.Errorf("Counts(1, 2) after the refused changes = %+v, %v", c, err)
+	}
+}
