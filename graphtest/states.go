@@ -44,12 +44,28 @@ func (s suite) stateFixture(tb testing.TB, opts Options) *fixture {
 	tb.Helper()
 	f := s.fixtureWith(tb, opts)
 	if j, ok := f.g.(followgraph.JobRunner); ok {
-		done := make(chan struct{})
-		ctx, cancel := context.WithCancel(context.Background())
-		go func() { defer close(done); _ = j.RunJobs(ctx, 0) }()
-		tb.Cleanup(func() { cancel(); <-done })
+		RunJobs(tb, j, 0)
 	}
 	return f
+}
+
+// RunJobs runs j's jobs at rate (0: unthrottled) until tb's cleanup, which
+// waits for RunJobs to return.
+func RunJobs(tb testing.TB, j followgraph.JobRunner, rate int) {
+	done := make(chan struct{})
+	ctx, cancel := context.WithCancel(context.Background())
+	go func() { defer close(done); _ = j.RunJobs(ctx, rate) }()
+	tb.Cleanup(func() { cancel(); <-done })
+}
+
+// WaitJobs waits until none of j's jobs is running (a minute at most).
+func WaitJobs(tb testing.TB, j followgraph.JobRunner) {
+	tb.Helper()
+	for deadline := time.Now().Add(time.Minute); j.JobStats().Running > 0; time.Sleep(time.Millisecond) {
+		if time.Now().After(deadline) {
+			tb.Fatalf("jobs still running after a minute: %+v", j.JobStats())
+		}
+	}
 }
 
 // setState sets user's state, checks the answer, and waits until its job

@@ -1,7 +1,6 @@
 package httpapi_test
 
 import (
-	"context"
 	"net/http"
 	"net/http/httptest"
 	"testing"
@@ -26,25 +25,16 @@ func TestConformance(t *testing.T) {
 // itself: the server side runs them, as serve does, for each engine's
 // life.
 func TestConformance_States(t *testing.T) {
-	if _, ok := any(memgraph.New()).(followgraph.JobRunner); !ok {
-		t.Skip("memgraph has no account states yet")
-	}
 	graphtest.RunStates(t, overHTTP(specOf(t)))
 }
 
 // overHTTP returns the graphtest.NewGraph of a Client talking to a Server
 // in front of a fresh memgraph, through a transport that checks every
-// exchange against s. When the memgraph is a JobRunner its jobs run,
-// unthrottled, until the test's cleanup.
+// exchange against s. Its jobs run, unthrottled, until the test's cleanup.
 func overHTTP(s *spec) graphtest.NewGraph {
 	return func(tb testing.TB, o graphtest.Options) followgraph.Graph {
 		g := memgraph.New(memgraph.WithClock(o.Now), memgraph.WithMaxFollowing(o.MaxFollowing), memgraph.WithHook(o.Hook))
-		if j, ok := any(g).(followgraph.JobRunner); ok {
-			ctx, cancel := context.WithCancel(context.Background())
-			done := make(chan struct{})
-			go func() { defer close(done); _ = j.RunJobs(ctx, 0) }()
-			tb.Cleanup(func() { cancel(); <-done })
-		}
+		graphtest.RunJobs(tb, g, 0)
 		srv := httptest.NewServer(httpapi.NewServer(g, httpapi.WithLogger(testLogger(tb))))
 		tb.Cleanup(srv.Close)
 		hc := &http.Client{Transport: &specTransport{tb: tb, spec: s, next: srv.Client().Transport}}

@@ -1,12 +1,12 @@
 package httpapi_test
 
 import (
-	"context"
 	"encoding/json"
 	"net/http"
 	"testing"
 
 	"github.com/followgraph/followgraph"
+	"github.com/followgraph/followgraph/graphtest"
 )
 
 // TestServer_States checks the exact JSON of GET and PUT
@@ -36,14 +36,7 @@ func TestServer_States(t *testing.T) {
 
 	t.Run("Hidden", func(t *testing.T) {
 		f := newFixture(t, fixtureConfig{})
-		j, ok := any(f.g).(followgraph.JobRunner)
-		if !ok {
-			t.Skip("memgraph has no account states yet: this runs once it implements followgraph.JobRunner")
-		}
-		ctx, cancel := context.WithCancel(context.Background())
-		done := make(chan struct{})
-		go func() { defer close(done); _ = j.RunJobs(ctx, 0) }()
-		t.Cleanup(func() { cancel(); <-done })
+		graphtest.RunJobs(t, f.g, 0)
 		f.follow(1, 2)
 		f.follow(2, 1)
 		f.advance(1) // 05.124

@@ -9,25 +9,8 @@ import (
 	"time"
 
 	fg "github.com/followgraph/followgraph"
+	"github.com/followgraph/followgraph/graphtest"
 )
-
-// runJobs runs g's jobs until the test ends.
-func runJobs(t testing.TB, g *Graph, rate int) {
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan struct{})
-	go func() { defer close(done); _ = g.RunJobs(ctx, rate) }()
-	t.Cleanup(func() { cancel(); <-done })
-}
-
-// waitJobs waits until no job is running.
-func waitJobs(t testing.TB, g *Graph) {
-	t.Helper()
-	for deadline := time.Now().Add(time.Minute); g.JobStats().Running > 0; time.Sleep(time.Millisecond) {
-		if time.Now().After(deadline) {
-			t.Fatalf("jobs still running after a minute: %+v", g.JobStats())
-		}
-	}
-}
 
 // TestState_WalkKeepsArchived: a hidden user's archived edges are stored,
 // so the walks that rebuild or reconcile another engine yield them as
@@ -35,13 +18,13 @@ func waitJobs(t testing.TB, g *Graph) {
 func TestState_WalkKeepsArchived(t *testing.T) {
 	ctx := context.Background()
 	g := New()
-	runJobs(t, g, 0)
+	graphtest.RunJobs(t, g, 0)
 	mustDo(t, second(g.Follow(ctx, 1, 2)))
 	mustDo(t, second(g.Follow(ctx, 3, 1)))
 	mustDo(t, second(g.Block(ctx, 1, 4)))
 	before := walkAll(g, 1, 2, 3)
 	mustDo(t, second(g.SetState(ctx, 1, fg.StateSuspended)))
-	waitJobs(t, g)
+	graphtest.WaitJobs(t, g)
 	if c, _ := g.Counts(ctx, []fg.UserID{2, 3}); c[0].FollowerCount != 0 || c[1].FollowingCount != 0 {
 		t.Fatalf("Counts(2, 3) = %+v: 1's edges are still shown", c)
 	}
@@ -74,7 +57,7 @@ func TestState_HookRefused(t *testing.T) {
 		}
 		return nil
 	}))
-	runJobs(t, g, 0)
+	graphtest.RunJobs(t, g, 0)
 	mustDo(t, second(g.Follow(ctx, 1, 2)))
 	refuse = true
 	if _, err := g.SetState(ctx, 1, fg.StateDeactivated); !errors.Is(err, fail) {
@@ -95,10 +78,10 @@ func TestState_Rate(t *testing.T) {
 	for u := fg.UserID(2); u <= 401; u++ {
 		mustDo(t, second(g.Follow(ctx, u, 1)))
 	}
-	runJobs(t, g, 1000)
+	graphtest.RunJobs(t, g, 1000)
 	start := time.Now()
 	mustDo(t, second(g.SetState(ctx, 1, fg.StateDeactivated)))
-	waitJobs(t, g)
+	graphtest.WaitJobs(t, g)
 	// 400 edges at 1000/s take at least 0.3 s (the first step is free).
 	if d := time.Since(start); d < 300*time.Millisecond {
 		t.Errorf("400 edges at 1000 a second took %v", d)
@@ -151,7 +134,7 @@ func BenchmarkJob_2MFollowers(b *testing.B) {
 	}); err != nil {
 		b.Fatal(err)
 	}
-	runJobs(b, g, 0)
+	graphtest.RunJobs(b, g, 0)
 	var hide, restore time.Duration
 	b.ResetTimer()
 	for range b.N {
@@ -160,7 +143,7 @@ func BenchmarkJob_2MFollowers(b *testing.B) {
 			if _, err := g.SetState(ctx, 1, st); err != nil {
 				b.Fatal(err)
 			}
-			waitJobs(b, g)
+			graphtest.WaitJobs(b, g)
 			if st.Active() {
 				restore += time.Since(start)
 			} else {
@@ -182,7 +165,7 @@ func BenchmarkJob_2MFollowers(b *testing.B) {
 // of two such users (issue 16's target: as fast as a follow).
 func BenchmarkNoEdgeChange(b *testing.B) {
 	g, ctx := baseGraph(b), context.Background()
-	runJobs(b, g, 0)
+	graphtest.RunJobs(b, g, 0)
 	next := fg.UserID(3_000_000_000_000) + fg.UserID(followSeed.Add(1))<<32 // users of no edge, new on every run
 	b.Run("State", func(b *testing.B) {
 		for b.Loop() {

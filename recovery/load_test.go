@@ -9,6 +9,7 @@ import (
 
 	fg "github.com/followgraph/followgraph"
 	"github.com/followgraph/followgraph/eventlog"
+	"github.com/followgraph/followgraph/graphtest"
 	"github.com/followgraph/followgraph/memgraph"
 	"github.com/followgraph/followgraph/store/sqlite"
 	"github.com/followgraph/followgraph/store/storetest"
@@ -225,15 +226,8 @@ func TestLoad_EveryKind(t *testing.T) {
 	}
 	// The jobs of the loaded states take 7 and 9 out of 8's followers;
 	// 7's side stays stored, 9's is gone.
-	jobs, cancel := context.WithCancel(ctx)
-	done := make(chan struct{})
-	go func() { defer close(done); _ = g.RunJobs(jobs, 0) }()
-	defer func() { cancel(); <-done }()
-	for deadline := time.Now().Add(10 * time.Second); g.JobStats().Running > 0; time.Sleep(time.Millisecond) {
-		if time.Now().After(deadline) {
-			t.Fatalf("the jobs after Load are not done: %+v", g.JobStats())
-		}
-	}
+	graphtest.RunJobs(t, g, 0)
+	graphtest.WaitJobs(t, g)
 	if c, _ := g.Counts(ctx, []fg.UserID{8}); c[0].FollowerCount != 0 {
 		t.Errorf("Counts(8) after the jobs = %+v, want no follower", c)
 	}

@@ -13,7 +13,6 @@ import (
 	"time"
 
 	fg "github.com/followgraph/followgraph"
-	"github.com/followgraph/followgraph/memgraph"
 )
 
 // TestFlag_JobsRate: --jobs-rate, and FOLLOWGRAPH_JOBS_RATE, take a
@@ -58,9 +57,6 @@ func TestFlag_JobsRate(t *testing.T) {
 // --jobs-rate, exports their figures in /metrics, and logs their progress
 // every 5 s while they run and once when they are done.
 func TestJobs_Metrics(t *testing.T) {
-	if _, ok := any(memgraph.New()).(fg.JobRunner); !ok {
-		t.Skip("memgraph has no account-state jobs yet (it is no followgraph.JobRunner): this runs once it is")
-	}
 	const edges, rate = 1000, 100 // a job of about 10 s
 	s := start(t, t.TempDir(), "--jobs-rate", "100")
 	ctx := t.Context()
