@@ -59,8 +59,7 @@ func TestStates(t *testing.T) {
 		}
 	}
 	v := fg.VersionAt(1_000)
-	e := fg.NewEvent(1, 0, fg.OpState, v)
-	e.State = fg.StateSuspended
+	e := fg.NewStateEvent(1, fg.StateSuspended, v)
 	if err := e.Validate(); err != nil || !e.PerUser() {
 		t.Errorf("a state event: %v, per user %v", err, e.PerUser())
 	}

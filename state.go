@@ -80,6 +80,14 @@ type AccountState struct {
 	Pending int64
 }
 
+// NewStateEvent returns the event that sets user's state to s at version
+// v: an OpState, Target 0.
+func NewStateEvent(user UserID, s State, v Version) Event {
+	e := NewEvent(user, 0, OpState, v)
+	e.State = s
+	return e
+}
+
 // ErrUserInactive is returned by any write by a user who is not active.
 var ErrUserInactive = &Error{Code: EUserInactive, Message: "this user is not active"}
 

@@ -19,8 +19,7 @@ func TestEncode(t *testing.T) {
 	if got != want {
 		t.Fatalf("encode = %s\nwant     %s", got, want)
 	}
-	st := fg.NewEvent(1, 0, fg.OpState, fg.VersionAt(ms)+7)
-	st.State = fg.StateDeactivated
+	st := fg.NewStateEvent(1, fg.StateDeactivated, fg.VersionAt(ms)+7)
 	got = string(encode(st))
 	want = `{"user":"1","target":"0","op":"state","time":"2026-11-30T15:04:05.123Z","version":"` +
 		uintString(uint64(fg.VersionAt(ms)+7)) + `","state":"deactivated"}`

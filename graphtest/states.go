@@ -395,9 +395,7 @@ func (s suite) testStateApply(t *testing.T) {
 	}
 	v := followgraph.VersionAt(f.now())
 	state := func(st followgraph.State, v followgraph.Version) followgraph.Event {
-		e := followgraph.NewEvent(1, 0, followgraph.OpState, v)
-		e.State = st
-		return e
+		return followgraph.NewStateEvent(1, st, v)
 	}
 	f.apply(followEvent(1, 2, v+1), followEvent(3, 1, v+2), state(followgraph.StateDeactivated, v+5), state(followgraph.StateActive, v+3))
 	f.waitJob(1)

@@ -155,9 +155,7 @@ func (g *Graph) SetState(ctx context.Context, user fg.UserID, s fg.State) (fg.Ac
 		case cur == fg.StateDeleted:
 			return write{}, fg.ErrTargetInactive
 		}
-		e := fg.NewEvent(user, 0, fg.OpState, g.tick())
-		e.State = s
-		return write{e: e}, nil
+		return write{e: fg.NewStateEvent(user, s, g.tick())}, nil
 	})
 	if err != nil {
 		return fg.AccountState{}, err

@@ -112,9 +112,7 @@ func (g *Graph) LinkEvents(user fg.UserID) iter.Seq[fg.Event] {
 				events = append(events, fg.NewEvent(user, 0, fg.OpOf(fg.KindPrivate, r.private), r.privV))
 			}
 			if r.stateV != 0 {
-				e := fg.NewEvent(user, 0, fg.OpState, r.stateV)
-				e.State = r.state
-				events = append(events, e)
+				events = append(events, fg.NewStateEvent(user, r.state, r.stateV))
 			}
 		}
 		s.mu.RUnlock()

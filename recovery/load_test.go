@@ -172,13 +172,11 @@ func TestLoad_EveryKind(t *testing.T) {
 	if _, err := store.Apply(ctx, stored, 0); err != nil {
 		t.Fatal(err)
 	}
-	hide := fg.NewEvent(7, 0, fg.OpState, next()) // in the store: 7 follows 8, then is suspended
-	hide.State = fg.StateSuspended
+	hide := fg.NewStateEvent(7, fg.StateSuspended, next()) // in the store: 7 follows 8, then is suspended
 	if _, err := store.Apply(ctx, []fg.Event{fg.NewEvent(7, 8, fg.OpFollow, next()), hide}, 0); err != nil {
 		t.Fatal(err)
 	}
-	del := fg.NewEvent(9, 0, fg.OpState, next()) // in the log's tail: 9 follows 8, then is deleted
-	del.State = fg.StateDeleted
+	del := fg.NewStateEvent(9, fg.StateDeleted, next()) // in the log's tail: 9 follows 8, then is deleted
 	for _, e := range []fg.Event{fg.NewEvent(3, 5, fg.OpFollow, next()), fg.NewEvent(1, 6, fg.OpBlock, next()),
 		fg.NewEvent(9, 8, fg.OpFollow, next()), del} {
 		if err := log.Publish(ctx, e); err != nil {

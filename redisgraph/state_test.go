@@ -14,9 +14,7 @@ func TestApply_RefusesStates(t *testing.T) {
 	ctx := context.Background()
 	g := newTestGraph(t, modes[0].client(t))
 	v := fg.VersionAt(1_700_000_000_000)
-	hide := fg.NewEvent(1, 0, fg.OpState, v+2)
-	hide.State = fg.StateDeactivated
-	err := g.Apply(ctx, []fg.Event{fg.NewEvent(2, 1, fg.OpFollow, v+1), hide})
+	err := g.Apply(ctx, []fg.Event{fg.NewEvent(2, 1, fg.OpFollow, v+1), fg.NewStateEvent(1, fg.StateDeactivated, v+2)})
 	if fg.ErrorCode(err) != fg.EUnavailable {
 		t.Fatalf("Apply of a deactivated state = %v, want unavailable", err)
 	}

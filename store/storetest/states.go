@@ -10,9 +10,7 @@ import (
 
 // State is the event of u's account state set to state at version ver.
 func State(u fg.UserID, state fg.State, ver fg.Version) fg.Event {
-	e := fg.NewEvent(u, 0, fg.OpState, ver)
-	e.State = state
-	return e
+	return fg.NewStateEvent(u, state, ver)
 }
 
 // testLinksState: a user's account state is a row of its own kind with

@@ -71,11 +71,6 @@ func TestEdge_Event(t *testing.T) {
 
 func TestBatch_Effects(t *testing.T) {
 	v := fg.VersionAt(1_700_000_000_000)
-	state := func(u fg.UserID, s fg.State, v fg.Version) fg.Event {
-		e := fg.NewEvent(u, 0, fg.OpState, v)
-		e.State = s
-		return e
-	}
 	mute := fg.NewEvent(1, 3, fg.OpMute, v+2)
 	mute.Since, mute.Expires = fg.Millis(1_699_999_999_000), fg.Millis(1_700_000_360_000)
 	rows, err := Batch([]fg.Event{
@@ -85,9 +80,9 @@ func TestBatch_Effects(t *testing.T) {
 		fg.NewEvent(1, 2, fg.OpBlock, v+1), // a duplicate
 		mute,
 		fg.NewEvent(1, 0, fg.OpPrivate, v+3),
-		state(1, fg.StateSuspended, v+4),
-		state(3, fg.StateSuspended, v+4),
-		state(3, fg.StateActive, v+5), // the newer of two
+		fg.NewStateEvent(1, fg.StateSuspended, v+4),
+		fg.NewStateEvent(3, fg.StateSuspended, v+4),
+		fg.NewStateEvent(3, fg.StateActive, v+5), // the newer of two
 	}, 9)
 	if err != nil {
 		t.Fatal(err)
