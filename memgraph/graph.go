@@ -584,10 +584,7 @@ func (g *Graph) setFollow(u, t uint32, on bool, v fg.Version, at pos, cur fg.Ver
 		su.edges++
 		return
 	}
-	if su.tombs == nil {
-		su.tombs = make(map[edge]fg.Version)
-	}
-	su.tombs[k] = v
+	su.setTomb(k, v)
 	g.staleTombs()
 }
 

@@ -209,11 +209,7 @@ func (g *Graph) loadLocked(events iter.Seq[fg.Event]) error {
 		g.stripe(uint32(u)).edges += g.node(uint32(u)).out.len()
 	}
 	for _, r := range tombs {
-		su := g.stripe(r.u)
-		if su.tombs == nil {
-			su.tombs = make(map[edge]fg.Version)
-		}
-		su.tombs[edge{r.u, r.t}] = r.version()
+		g.stripe(r.u).setTomb(edge{r.u, r.t}, r.version())
 	}
 	g.tombIdx.Store(nil) // a walk of the empty graph may have left one
 

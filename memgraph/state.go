@@ -330,13 +330,6 @@ func (g *Graph) hidden(k fg.Kind, x, y uint32) bool {
 	return sx.relsOf(x).link(k, y).hidden
 }
 
-// storedFollow reports whether the follow x→y is stored, shown or
-// archived. The caller holds x's stripe.
-func (g *Graph) storedFollow(x, y uint32) bool {
-	_, live := g.lookup(x, y)
-	return live || g.hidden(fg.KindFollow, x, y)
-}
-
 // restore brings back the archived edge of ref from d's archive, hands
 // it to the other end's archive, drops it, or keeps it, as the two ends'
 // states say now. It returns whether it changed an edge. The caller
