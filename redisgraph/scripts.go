@@ -30,6 +30,8 @@ var (
 	luaCensus string
 	//go:embed lua/links.lua
 	luaLinks string
+	//go:embed lua/archive.lua
+	luaArchive string
 )
 
 // The scripts. The write scripts share lua/version.lua, all but the plain
@@ -43,11 +45,12 @@ var (
 	scriptBulk    = newScript(luaVersion+luaLib+luaBulk, false)         // many edges of one side: Rebuild, repairs
 	scriptCensus  = newScript(luaCensus, true)                          // a user's counters and set sizes, for Reconcile
 	scriptLinks   = newScript(luaVersion+luaLib+luaLinks, false)        // Reconcile's repairs of the other kinds
+	scriptArchive = newScript(luaVersion+luaArchive, false)             // a batch of an account-state job's follows
 )
 
 // allScripts are those loadScripts loads: these, and the small ones of
 // the outbox's streams and leases (init.go, lease.go).
-var allScripts = []*script{scriptChange, scriptEdge, scriptEffects, scriptTies, scriptBulk, scriptCensus, scriptLinks,
+var allScripts = []*script{scriptChange, scriptEdge, scriptEffects, scriptTies, scriptBulk, scriptCensus, scriptLinks, scriptArchive,
 	scriptCreateStream, scriptMarkIntact, scriptLease, scriptRelease}
 
 // script is a Lua script run by EVALSHA (EVALSHA_RO when read-only), and

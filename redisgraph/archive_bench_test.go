@@ -1,0 +1,180 @@
+package redisgraph
+
+import (
+	"context"
+	"flag"
+	"testing"
+	"time"
+
+	"github.com/redis/rueidis"
+
+	fg "github.com/followgraph/followgraph"
+	"github.com/followgraph/followgraph/memgraph"
+)
+
+var archiveFollowers = flag.Int("archive-followers", 2_000_000, "followers of the user BenchmarkArchive hides and restores")
+
+// BenchmarkArchive hides and then restores, by the archive step, the
+// follows of a user with -archive-followers followers who follows 1000 of
+// them, on the standalone Redis of FOLLOWGRAPH_TEST_REDIS, with SLOWLOG
+// logging every command over a millisecond meanwhile. The graph is written
+// by Rebuild from a memgraph first (not timed). It reports each step's
+// seconds, the slowest command Redis logged and how many were over 1 ms,
+// of the script calls it made, and the same for as many calls of a script
+// that does next to nothing (the floor).
+//
+//	go test -run '^$' -bench BenchmarkArchive -benchtime 1x ./redisgraph/
+func BenchmarkArchive(b *testing.B) {
+	ctx := context.Background()
+	c := standaloneClient(b)
+	n := *archiveFollowers
+	const user = fg.UserID(1)
+	base := int64(1_700_000_000_000)
+	src := memgraph.New()
+	err := src.Load(ctx, func(yield func(fg.Event) bool) {
+		for i := range n {
+			f := fg.UserID(1000 + i)
+			if !yield(fg.NewEvent(f, user, fg.OpFollow, fg.VersionAt(base+int64(i)))) {
+				return
+			}
+			if i < 1000 && !yield(fg.NewEvent(user, f, fg.OpFollow, fg.VersionAt(base+int64(n+i)))) {
+				return
+			}
+		}
+	})
+	if err != nil {
+		b.Fatal(err)
+	}
+	prefix := randomPrefix()
+	g, err := New(ctx, c, WithPrefix(prefix))
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer func() {
+		g.Close()
+		if err := unlinkPrefix(ctx, c, prefix+":"); err != nil {
+			b.Errorf("deleting %s: %v", prefix, err)
+		}
+	}()
+	loaded := time.Now()
+	if _, err := g.Rebuild(ctx, src, RebuildOptions{}); err != nil {
+		b.Fatal(err)
+	}
+	b.Logf("%d followers written in %v", n, time.Since(loaded).Round(time.Millisecond))
+	edges := int64(n + 1000)
+	calls := (n+archiveBatch-1)/archiveBatch + 1000/archiveBatch + 1
+
+	restore := slowlogAll(b, c)
+	defer restore()
+	b.ResetTimer()
+	for b.Loop() {
+		for _, step := range []struct {
+			name string
+			hide bool
+			nin  int64
+		}{{"hide", true, 0}, {"restore", false, int64(n)}} {
+			mustDo(b, c, c.B().SlowlogReset().Build())
+			began := time.Now()
+			got, err := g.archiveFollows(ctx, user, step.hide)
+			took := time.Since(began)
+			if err != nil || got != edges {
+				b.Fatalf("%s = %d, %v; want %d", step.name, got, err, edges)
+			}
+			if nin, _ := c.Do(ctx, c.B().Hget().Key(g.key(user, kindCounters)).Field("nin").Build()).AsInt64(); nin != step.nin {
+				b.Fatalf("after the %s, nin(1) = %d, want %d", step.name, nin, step.nin)
+			}
+			slow, slowest := slowSince(b, c)
+			b.ReportMetric(took.Seconds(), step.name+"-s")
+			b.ReportMetric(float64(slow), step.name+"-cmds-over-1ms")
+			b.ReportMetric(float64(slowest.Microseconds()), step.name+"-max-cmd-µs")
+			b.Logf("%s: %d edges in %v, %d script calls; %d commands over 1 ms, the slowest %v",
+				step.name, got, took.Round(time.Millisecond), calls, slow, slowest)
+		}
+		// The floor: as many calls, one after another as the steps make
+		// them, of a script that reads one field of h(u), to tell the
+		// commands this machine logs over 1 ms whatever they do (the
+		// benchmark's own process shares its 2 cores with Redis) from the
+		// steps' own.
+		floor := newScript("return redis.call('HGET', KEYS[1], 'st')", false)
+		h := []string{g.key(user, kindCounters)}
+		mustDo(b, c, c.B().SlowlogReset().Build())
+		began := time.Now()
+		for range calls {
+			if err := floor.exec(ctx, c, h, nil).Error(); err != nil {
+				b.Fatal(err)
+			}
+		}
+		slow, slowest := slowSince(b, c)
+		b.ReportMetric(float64(slow), "floor-cmds-over-1ms")
+		b.ReportMetric(float64(slowest.Microseconds()), "floor-max-cmd-µs")
+		b.Logf("floor: %d calls of one HGET in %v; %d commands over 1 ms, the slowest %v",
+			calls, time.Since(began).Round(time.Millisecond), slow, slowest)
+	}
+}
+
+// slowlogAll makes Redis log every command over a millisecond, up to
+// 100,000 of them, and returns what puts the settings back.
+func slowlogAll(tb testing.TB, c rueidis.Client) func() {
+	ctx := context.Background()
+	old, err := c.Do(ctx, c.B().ConfigGet().Parameter("slowlog-*").Build()).AsStrMap()
+	if err != nil {
+		tb.Fatal(err)
+	}
+	mustDo(tb, c, c.B().ConfigSet().ParameterValue().ParameterValue("slowlog-log-slower-than", "1000").ParameterValue("slowlog-max-len", "100000").Build())
+	return func() {
+		mustDo(tb, c, c.B().ConfigSet().ParameterValue().ParameterValue("slowlog-log-slower-than", old["slowlog-log-slower-than"]).
+			ParameterValue("slowlog-max-len", old["slowlog-max-len"]).Build())
+	}
+}
+
+// slowSince returns how many commands the slow log holds, and the slowest.
+func slowSince(tb testing.TB, c rueidis.Client) (int, time.Duration) {
+	vals, err := c.Do(context.Background(), c.B().SlowlogGet().Count(-1).Build()).ToArray()
+	if err != nil {
+		tb.Fatal(err)
+	}
+	var slowest time.Duration
+	for i, v := range vals {
+		f, err := v.ToArray()
+		if err != nil || len(f) < 4 {
+			tb.Fatalf("a slow log entry: %v %v", f, err)
+		}
+		us, _ := f[2].AsInt64()
+		if d := time.Duration(us) * time.Microsecond; d > slowest {
+			slowest = d
+		}
+		if i < 3 {
+			args, _ := f[3].AsStrSlice()
+			if len(args) > 4 {
+				args = args[:4]
+			}
+			tb.Logf("slow: %dµs %q", us, args)
+		}
+	}
+	return len(vals), slowest
+}
+
+func mustDo(tb testing.TB, c rueidis.Client, cmd rueidis.Completed) {
+	if err := c.Do(context.Background(), cmd).Error(); err != nil {
+		tb.Fatal(err)
+	}
+}
+
+// unlinkPrefix unlinks every key whose name starts with p.
+func unlinkPrefix(ctx context.Context, c rueidis.Client, p string) error {
+	var cursor uint64
+	for {
+		scan, err := c.Do(ctx, c.B().Scan().Cursor(cursor).Match(p+"*").Count(5000).Build()).AsScanEntry()
+		if err != nil {
+			return err
+		}
+		if len(scan.Elements) > 0 {
+			if err := c.Do(ctx, c.B().Unlink().Key(scan.Elements...).Build()).Error(); err != nil {
+				return err
+			}
+		}
+		if cursor = scan.Cursor; cursor == 0 {
+			return nil
+		}
+	}
+}
