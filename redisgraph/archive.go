@@ -8,49 +8,55 @@ import (
 	fg "github.com/followgraph/followgraph"
 )
 
-// archiveBatch is how many follows one call of the archive script hides
+// archiveBatch is how many edges one call of the archive script hides
 // or shows: with u's side written once per batch, 16 keeps nearly every
-// call of a user with millions of followers under a millisecond
+// call of a user with millions of followers near a millisecond
 // (docs/BENCHMARKS.md "Redis: the archive step").
 const archiveBatch = 16
 
-// archiveDir is one direction of a user's follows, as the archive script
-// takes it: the kinds of the user's sorted set, versions hash and counter,
-// and those of the counterparts'.
-type archiveDir struct {
-	z, vh, counter    string
-	cz, cvh, ccounter string
+// archiveSide is one side of a user's edges, as the archive script takes
+// it: its code (lua/lib.lua's sides) and the kinds of its sorted set and
+// versions hash, and the same of the counterparts' side opposite.
+type archiveSide struct {
+	code, z, vh    string
+	ccode, cz, cvh string
 }
 
-var archiveDirs = [...]archiveDir{
-	{kindIn, kindInVer, "nin", kindOut, kindOutVer, "nout"},
-	{kindOut, kindOutVer, "nout", kindIn, kindInVer, "nin"},
+// archiveSides are the sides an account-state job hides: follows,
+// blocks and requests, each way. (A mute is on the muter's side only; the
+// mutes of a hidden user by others need a muted-by set first: DESIGN.md.)
+var archiveSides = [...]archiveSide{
+	{"fi", kindIn, kindInVer, "fo", kindOut, kindOutVer},
+	{"fo", kindOut, kindOutVer, "fi", kindIn, kindInVer},
+	{"bi", kindBlockIn, "biv", "bo", kindBlockOut, "bov"},
+	{"bo", kindBlockOut, "bov", "bi", kindBlockIn, "biv"},
+	{"ri", kindReqIn, "riv", "ro", kindReqOut, "rov"},
+	{"ro", kindReqOut, "rov", "ri", kindReqIn, "riv"},
 }
 
-// archiveFollows hides every follow of user, both directions, on both
-// sides (hide), or shows every hidden one again with its version and
-// since (!hide), in batches of archiveBatch, and returns how many it
-// changed. It is the step the account-state job of a standalone Redis is
-// built on (docs/DESIGN.md "Account states"); a Cluster, whose two sides
-// of a follow live in two slots, needs the job's two steps per pair and
-// is refused. Run again, it finds nothing left to do.
-func (g *Graph) archiveFollows(ctx context.Context, user fg.UserID, hide bool) (int64, error) {
+// archive hides every edge of user of archiveSides, on both sides (hide),
+// or shows every hidden one again with its version and since (!hide), in
+// batches of archiveBatch, and returns how many it changed. It is the
+// step the account-state job of a standalone Redis is built on
+// (docs/DESIGN.md "Account states"); a Cluster, whose two sides of an
+// edge live in two slots, needs the job's two steps per pair and is
+// refused. Run again, it finds nothing left to do.
+func (g *Graph) archive(ctx context.Context, user fg.UserID, hide bool) (int64, error) {
 	if g.cluster {
-		return 0, fg.Errorf(fg.EUnavailable, "redisgraph: archiving follows on a Redis Cluster is not built yet")
+		return 0, fg.Errorf(fg.EUnavailable, "redisgraph: archiving edges on a Redis Cluster is not built yet")
 	}
 	var total int64
-	for _, d := range archiveDirs {
-		z, vh := g.key(user, d.z), g.key(user, d.vh)
+	for _, side := range archiveSides {
 		call := func(ms []string) error {
-			n, err := g.archiveBatch(ctx, user, d, hide, ms)
+			n, err := g.archiveBatch(ctx, user, side, hide, ms)
 			total += n
 			return err
 		}
 		var err error
 		if hide {
-			err = g.eachFollow(ctx, z, call)
+			err = g.eachFirst(ctx, g.key(user, side.z), call)
 		} else {
-			err = g.eachHidden(ctx, vh, call)
+			err = g.eachHidden(ctx, g.key(user, side.vh), call)
 		}
 		if err != nil {
 			return total, err
@@ -59,9 +65,9 @@ func (g *Graph) archiveFollows(ctx context.Context, user fg.UserID, hide bool) (
 	return total, nil
 }
 
-// eachFollow calls f with the first members of z, archiveBatch at a time,
+// eachFirst calls f with the first members of z, archiveBatch at a time,
 // until z is empty: f hides them, so each call reads the next ones.
-func (g *Graph) eachFollow(ctx context.Context, z string, f func([]string) error) error {
+func (g *Graph) eachFirst(ctx context.Context, z string, f func([]string) error) error {
 	for {
 		ms, err := g.c.Do(ctx, g.c.B().Zrange().Key(z).Min("0").Max(strconv.Itoa(archiveBatch-1)).Build()).AsStrSlice()
 		if err != nil || len(ms) == 0 {
@@ -104,23 +110,23 @@ func (g *Graph) eachHidden(ctx context.Context, vh string, f func([]string) erro
 	return nil
 }
 
-// archiveBatch runs the archive script once, on the follows of user in
-// direction d with the counterparts whose members are ms.
-func (g *Graph) archiveBatch(ctx context.Context, user fg.UserID, d archiveDir, hide bool, ms []string) (int64, error) {
-	keys := make([]string, 0, 3+3*len(ms))
-	keys = append(keys, g.key(user, d.z), g.key(user, d.vh), g.key(user, kindCounters))
+// archiveBatch runs the archive script once, on the edges of user's side
+// with the counterparts whose members are ms.
+func (g *Graph) archiveBatch(ctx context.Context, user fg.UserID, side archiveSide, hide bool, ms []string) (int64, error) {
+	keys := make([]string, 0, 4+4*len(ms))
+	keys = append(keys, g.key(user, side.z), g.key(user, side.vh), g.key(user, kindCounters), g.key(user, kindFlags))
 	op := "show"
 	if hide {
 		op = "hide"
 	}
 	args := make([]string, 0, 4+len(ms))
-	args = append(args, op, d.counter, d.ccounter, member(user))
+	args = append(args, op, side.code, side.ccode, member(user))
 	for _, m := range ms {
 		c, ok := memberID(m)
 		if !ok {
-			return 0, fg.Errorf(fg.EInternal, "redisgraph: member %q of %s is not a user id", m, g.key(user, d.z))
+			return 0, fg.Errorf(fg.EInternal, "redisgraph: member %q of %s is not a user id", m, g.key(user, side.z))
 		}
-		keys = append(keys, g.key(c, d.cz), g.key(c, d.cvh), g.key(c, kindCounters))
+		keys = append(keys, g.key(c, side.cz), g.key(c, side.cvh), g.key(c, kindCounters), g.key(c, kindFlags))
 		args = append(args, m)
 	}
 	return scriptArchive.exec(ctx, g.c, keys, args).AsInt64()

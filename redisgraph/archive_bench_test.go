@@ -75,7 +75,7 @@ func BenchmarkArchive(b *testing.B) {
 		}{{"hide", true, 0}, {"restore", false, int64(n)}} {
 			mustDo(b, c, c.B().SlowlogReset().Build())
 			began := time.Now()
-			got, err := g.archiveFollows(ctx, user, step.hide)
+			got, err := g.archive(ctx, user, step.hide)
 			took := time.Since(began)
 			if err != nil || got != edges {
 				b.Fatalf("%s = %d, %v; want %d", step.name, got, err, edges)

@@ -1,30 +1,41 @@
 -- The archive step of an account-state job on a standalone Redis: hides a
--- batch of a user u's follows of one direction, on both sides, or shows
--- them again (docs/DESIGN.md "Account states"). A hidden follow leaves
--- both sorted sets and both counters, and its version stays in both
--- versions hashes, marked: 'h' and the 16 hex digits. So the edge's
--- since (the millisecond part) and its version are kept for the restore,
--- each of its sides and counts changes with the other in one script, and
--- a list and its count never disagree.
+-- batch of a user u's edges of one side code (lib.lua's sides: fo, fi, bo,
+-- bi, ro, ri), on both sides, or shows them again (docs/DESIGN.md
+-- "Account states"). A hidden edge leaves both sorted sets, both counters
+-- and both flags (rf), and its version stays in both versions hashes,
+-- marked: 'h' and the 16 hex digits. So the edge's since (the millisecond
+-- part) and its version are kept for the restore, each of its sides and
+-- counts changes with the other in one script, and a list and its count
+-- never disagree.
 --
--- KEYS: 1 u's sorted set of the direction (in or out), 2 its versions hash
---       (iv or ov), 3 h(u), then three keys for each counterpart c: c's
---       sorted set of the other direction, its versions hash, and h(c).
--- ARGV: 1 'hide' or 'show', 2 the counter of u's side (nin or nout), 3 that
---       of the counterparts' side, 4 u as a member, then the members of
---       the counterparts, in the order of their keys.
+-- KEYS: 1 u's sorted set of the side, 2 its versions hash, 3 h(u), 4 rf(u),
+--       then four keys for each counterpart c, of the side opposite: c's
+--       sorted set, its versions hash, h(c) and rf(c).
+-- ARGV: 1 'hide' or 'show', 2 u's side code, 3 the counterparts' side code,
+--       4 u as a member, then the members of the counterparts, in the order
+--       of their keys.
 --
--- Returns how many follows it hid or showed. A member named twice counts
+-- Returns how many edges it hid or showed. A member named twice counts
 -- once, and one that is no longer on u's side (hide) or no longer marked
 -- (show) is skipped: the step can be run again over the same members, and
 -- changes nothing the second time.
 --
 -- u's side is written by one call of each command for the whole batch,
 -- and each counterpart's by a few: this is what keeps a batch of a user
--- with millions of followers well under a millisecond.
+-- with millions of followers near a millisecond.
+
+-- The sides, by code: the counter in h, the field of h a write to the
+-- versions hash removes (change.lua's e), the bit in rf (read.go's flags).
+local sides = {
+  fo = {'nout', 'e'}, fi = {'nin'},
+  bo = {'nbo', nil, 1}, bi = {'nbi', nil, 2},
+  ro = {'nro', nil, 8}, ri = {'nri', nil, 16},
+}
 local hide = ARGV[1] == 'hide'
-local z, vh, h = KEYS[1], KEYS[2], KEYS[3]
-local counter, other, um = ARGV[2], ARGV[3], ARGV[4]
+local z, vh, h, rf = KEYS[1], KEYS[2], KEYS[3], KEYS[4]
+local mine, theirs, um = sides[ARGV[2]], sides[ARGV[3]], ARGV[4]
+if not mine or not theirs then return redis.error_reply('unknown side ' .. ARGV[2] .. ' or ' .. ARGV[3]) end
+
 -- The members, each once (an HSCAN may return a member twice), with the
 -- index of its keys.
 local ms, at, seen = {}, {}, {}
@@ -58,11 +69,18 @@ for i, m in ipairs(ms) do
       delv[#delv + 1] = m
     end
   end
-  if v then changed[#changed + 1] = {at[i], v} end
+  if v then changed[#changed + 1] = {m, at[i], v} end
 end
 local n = #changed
 if n == 0 then return 0 end
 
+-- flag moves the bit f of member m in the flags set key by d (±1).
+local function flag(key, m, f, d)
+  if tonumber(redis.call('ZINCRBY', key, d * f, m)) == 0 then redis.call('ZREM', key, m) end
+end
+
+local d = 1
+if hide then d = -1 end
 if hide then
   redis.call('ZREM', z, unpack(zargs))
 else
@@ -70,19 +88,18 @@ else
 end
 if #setv > 0 then redis.call('HSET', vh, unpack(setv)) end
 if #delv > 0 then redis.call('HDEL', vh, unpack(delv)) end
-local d = n
-if hide then d = -n end
-redis.call('HINCRBY', h, counter, d)
+redis.call('HINCRBY', h, mine[1], d * n)
 redis.call('HINCRBY', h, 'st', 1)
--- h's field e says ov is empty (change.lua): a marked version fills it.
-if counter == 'nout' then redis.call('HDEL', h, 'e') end
+if mine[2] and #setv > 0 then redis.call('HDEL', h, mine[2]) end
+if mine[3] then
+  for _, c in ipairs(changed) do flag(rf, c[1], mine[3], d) end
+end
 
-d = 1
-if hide then d = -1 end
 for _, c in ipairs(changed) do
-  local i, v = c[1], c[2]
-  local cz, cvh, ch = KEYS[3 * i + 1], KEYS[3 * i + 2], KEYS[3 * i + 3]
-  local hv = redis.call('HMGET', ch, other, 'st')
+  local i, v = c[2], c[3]
+  local cz, cvh, ch, crf = KEYS[4 * i + 1], KEYS[4 * i + 2], KEYS[4 * i + 3], KEYS[4 * i + 4]
+  local hv = redis.call('HMGET', ch, theirs[1], 'st')
+  local wrote = true
   if hide then
     redis.call('ZREM', cz, um)
     redis.call('HSET', cvh, um, 'h' .. v)
@@ -91,10 +108,12 @@ for _, c in ipairs(changed) do
     if vctr(v) ~= 0 then
       redis.call('HSET', cvh, um, v)
     else
+      wrote = false
       redis.call('HDEL', cvh, um)
     end
   end
-  redis.call('HSET', ch, other, tonumber(hv[1] or '0') + d, 'st', tonumber(hv[2] or '0') + 1)
-  if other == 'nout' then redis.call('HDEL', ch, 'e') end
+  redis.call('HSET', ch, theirs[1], tonumber(hv[1] or '0') + d, 'st', tonumber(hv[2] or '0') + 1)
+  if theirs[2] and wrote then redis.call('HDEL', ch, theirs[2]) end
+  if theirs[3] then flag(crf, um, theirs[3], d) end
 end
 return n
