@@ -2,6 +2,7 @@ package redisgraph
 
 import (
 	"context"
+	"errors"
 	"strconv"
 	"strings"
 
@@ -34,26 +35,37 @@ var archiveSides = [...]archiveSide{
 	{"ro", kindReqOut, "rov", "ri", kindReqIn, "riv"},
 }
 
-// archive hides every edge of user of archiveSides, on both sides (hide),
-// or shows every hidden one again with its version and since (!hide), in
-// batches of archiveBatch, and returns how many it changed. It is the
-// step the account-state job of a standalone Redis is built on
-// (docs/DESIGN.md "Account states"); a Cluster, whose two sides of an
-// edge live in two slots, needs the job's two steps per pair and is
-// refused. Run again, it finds nothing left to do.
-func (g *Graph) archive(ctx context.Context, user fg.UserID, hide bool) (int64, error) {
+// The steps of the archive script (lua/archive.lua).
+const (
+	archiveHide = "hide" // a hidden user's shown edges out of sight, both sides
+	archiveShow = "show" // an active user's hidden edges back, with their versions
+	archiveDrop = "drop" // a deleted user's hidden edges ended, both sides
+)
+
+// errStateChanged is archive's error when the user's state no longer asks
+// for its step: the job of the new state takes over.
+var errStateChanged = errors.New("redisgraph: the user's state changed during its job")
+
+// archive runs step (archiveHide, archiveShow, archiveDrop) on every edge
+// of user of archiveSides, in batches of archiveBatch, and returns how
+// many it changed. It is the step the account-state job of a standalone
+// Redis is built on (docs/DESIGN.md "Account states"); a Cluster, whose
+// two sides of an edge live in two slots, needs the job's two steps per
+// pair and is refused. Run again, it finds nothing left to do. When the
+// user's state no longer asks for step, it stops with errStateChanged.
+func (g *Graph) archive(ctx context.Context, user fg.UserID, step string) (int64, error) {
 	if g.cluster {
 		return 0, fg.Errorf(fg.EUnavailable, "redisgraph: archiving edges on a Redis Cluster is not built yet")
 	}
 	var total int64
 	for _, side := range archiveSides {
 		call := func(ms []string) error {
-			n, err := g.archiveBatch(ctx, user, side, hide, ms)
+			n, err := g.archiveBatch(ctx, user, side, step, ms)
 			total += n
 			return err
 		}
 		var err error
-		if hide {
+		if step == archiveHide {
 			err = g.eachFirst(ctx, g.key(user, side.z), call)
 		} else {
 			err = g.eachHidden(ctx, g.key(user, side.vh), call)
@@ -112,15 +124,11 @@ func (g *Graph) eachHidden(ctx context.Context, vh string, f func([]string) erro
 
 // archiveBatch runs the archive script once, on the edges of user's side
 // with the counterparts whose members are ms.
-func (g *Graph) archiveBatch(ctx context.Context, user fg.UserID, side archiveSide, hide bool, ms []string) (int64, error) {
+func (g *Graph) archiveBatch(ctx context.Context, user fg.UserID, side archiveSide, step string, ms []string) (int64, error) {
 	keys := make([]string, 0, 4+4*len(ms))
 	keys = append(keys, g.key(user, side.z), g.key(user, side.vh), g.key(user, kindCounters), g.key(user, kindFlags))
-	op := "show"
-	if hide {
-		op = "hide"
-	}
 	args := make([]string, 0, 4+len(ms))
-	args = append(args, op, side.code, side.ccode, member(user))
+	args = append(args, step, side.code, side.ccode, member(user))
 	for _, m := range ms {
 		c, ok := memberID(m)
 		if !ok {
@@ -129,5 +137,9 @@ func (g *Graph) archiveBatch(ctx context.Context, user fg.UserID, side archiveSi
 		keys = append(keys, g.key(c, side.cz), g.key(c, side.cvh), g.key(c, kindCounters), g.key(c, kindFlags))
 		args = append(args, m)
 	}
-	return scriptArchive.exec(ctx, g.c, keys, args).AsInt64()
+	n, err := scriptArchive.exec(ctx, g.c, keys, args).AsInt64()
+	if err == nil && n < 0 {
+		return 0, errStateChanged
+	}
+	return n, err
 }

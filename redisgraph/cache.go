@@ -2,6 +2,7 @@ package redisgraph
 
 import (
 	"context"
+	"fmt"
 	"strconv"
 	"sync"
 	"time"
@@ -41,11 +42,13 @@ type counters struct {
 	mutes                int64 // nmo, expired mutes too
 	requestsOut          int64 // nro
 	private              bool
-	fresh                bool // read on the connection that caches the user's keys (see followersPage)
+	state                fg.State // s (lua/state.lua)
+	fresh                bool     // read on the connection that caches the user's keys (see followersPage)
 }
 
-// counterFields are the fields of h that counters holds, in its order.
-var counterFields = []string{"nout", "nin", "st", "nri", "nbo", "nbi", "nmo", "nro", "p"}
+// counterFields are the fields of h that counters holds, in its order:
+// the numbers, then the state's word.
+var counterFields = []string{"nout", "nin", "st", "nri", "nbo", "nbi", "nmo", "nro", "p", "s"}
 
 // readCounters returns the counters of each id, through the cache. Hits
 // the graph's markers do not vouch for (see guard.go), and misses whose
@@ -125,6 +128,17 @@ func parseCounters(r rueidis.RedisResult) (counters, error) {
 		return counters{}, err
 	}
 	var n [9]int64
+	var state fg.State
+	if len(vals) > len(n) && !vals[len(n)].IsNil() {
+		word, err := vals[len(n)].ToString()
+		if err != nil {
+			return counters{}, err
+		}
+		var ok bool
+		if state, ok = fg.ParseState(word); !ok {
+			return counters{}, fmt.Errorf("state %q is not a state", word)
+		}
+	}
 	for i := range min(len(vals), len(n)) {
 		if vals[i].IsNil() {
 			continue
@@ -138,7 +152,7 @@ func parseCounters(r rueidis.RedisResult) (counters, error) {
 		}
 	}
 	return counters{following: n[0], followers: n[1], stamp: n[2], requestsIn: n[3],
-		blocks: n[4], blockedBy: n[5], mutes: n[6], requestsOut: n[7], private: n[8] == 1}, nil
+		blocks: n[4], blockedBy: n[5], mutes: n[6], requestsOut: n[7], private: n[8] == 1, state: state}, nil
 }
 
 // stamps remembers, for a little while, the change stamps this Graph's

@@ -30,8 +30,8 @@ import (
 //
 // A stream entry has the fields u (user, decimal), t (target, decimal; 0
 // for a setting), op (the op's word: "follow", "block", …) and v (the
-// version, 16 hex digits), and a mute's s and x (its since and expiry, ms;
-// x 0: none).
+// version, 16 hex digits), a mute's s and x (its since and expiry, ms;
+// x 0: none), and a state's word in state (lua/state.lua).
 
 // outbox returns the key of the outbox stream that takes the events of
 // user's changes.
@@ -102,7 +102,7 @@ func decodeEvent(f map[string]string) (fg.Event, error) {
 		return fg.Event{}, fmt.Errorf("unknown op %q", f["op"])
 	}
 	var target fg.UserID
-	if op.Kind() != fg.KindPrivate {
+	if k := op.Kind(); k != fg.KindPrivate && k != fg.KindState {
 		if target, err = fg.ParseUserID(f["t"]); err != nil {
 			return fg.Event{}, err
 		}
@@ -112,6 +112,13 @@ func decodeEvent(f map[string]string) (fg.Event, error) {
 		return fg.Event{}, fmt.Errorf("version %q: %w", f["v"], err)
 	}
 	e := fg.NewEvent(user, target, op, fg.Version(v))
+	if op == fg.OpState {
+		s, ok := fg.ParseState(f["state"])
+		if !ok {
+			return fg.Event{}, fmt.Errorf("state %q of %s", f["state"], e.ID())
+		}
+		e.State = s
+	}
 	if op == fg.OpMute {
 		since, err1 := strconv.ParseInt(f["s"], 10, 64)
 		expires, err2 := strconv.ParseInt(f["x"], 10, 64)

@@ -54,6 +54,10 @@ func (g *Graph) Counts(ctx context.Context, ids []fg.UserID) ([]fg.Counts, error
 	}
 	out := make([]fg.Counts, len(ids))
 	for i, id := range ids {
+		if c := cs[i]; !c.state.Active() {
+			out[i] = fg.Counts{ID: id, State: c.state} // as for a user with no edges
+			continue
+		}
 		out[i] = fg.Counts{ID: id, FollowingCount: cs[i].following, FollowerCount: cs[i].followers, FollowRequests: cs[i].requestsIn}
 	}
 	return out, nil

@@ -32,6 +32,8 @@ var (
 	luaLinks string
 	//go:embed lua/archive.lua
 	luaArchive string
+	//go:embed lua/state.lua
+	luaState string
 )
 
 // The scripts. The write scripts share lua/version.lua, all but the plain
@@ -45,12 +47,13 @@ var (
 	scriptBulk    = newScript(luaVersion+luaLib+luaBulk, false)         // many edges of one side: Rebuild, repairs
 	scriptCensus  = newScript(luaCensus, true)                          // a user's counters and set sizes, for Reconcile
 	scriptLinks   = newScript(luaVersion+luaLib+luaLinks, false)        // Reconcile's repairs of the other kinds
-	scriptArchive = newScript(luaVersion+luaArchive, false)             // a batch of an account-state job's follows
+	scriptArchive = newScript(luaVersion+luaArchive, false)             // a batch of an account-state job's edges
+	scriptState   = newScript(luaVersion+luaLive+luaState, false)       // a live change of a user's account state
 )
 
 // allScripts are those loadScripts loads: these, and the small ones of
 // the outbox's streams and leases (init.go, lease.go).
-var allScripts = []*script{scriptChange, scriptEdge, scriptEffects, scriptTies, scriptBulk, scriptCensus, scriptLinks, scriptArchive,
+var allScripts = []*script{scriptChange, scriptEdge, scriptEffects, scriptTies, scriptBulk, scriptCensus, scriptLinks, scriptArchive, scriptState,
 	scriptCreateStream, scriptMarkIntact, scriptLease, scriptRelease}
 
 // script is a Lua script run by EVALSHA (EVALSHA_RO when read-only), and

@@ -2,9 +2,25 @@ package redisgraph
 
 import (
 	"context"
+	"fmt"
+	"strconv"
+
+	"github.com/redis/rueidis"
 
 	fg "github.com/followgraph/followgraph"
 )
+
+// Account states (docs/DESIGN.md "Account states"). A user's state is in
+// its counters hash h: s, the state's word (none: active, never set), and
+// sv, the version of its last change (lua/state.lua). Writes obey it at
+// once (lua/change.lua, lua/edge.lua: user_inactive, target_inactive), and
+// Counts of a user who is not active answer as for no edges. The job that
+// hides and restores a user's edges is built on the archive step
+// (archive.go) but not run yet, so SetState still refuses every state but
+// active, on a standalone Redis as on a Cluster, and Apply and Rebuild a
+// replayed one: no Redis deployment acknowledges a state whose edges
+// nothing would hide. setState, the live change, is what SetState will
+// call once the job runs.
 
 // checkNoState refuses an event that sets a state other than active:
 // replaying it here would show a user who must be hidden, so Apply and
@@ -16,21 +32,54 @@ func checkNoState(e fg.Event) error {
 	return nil
 }
 
-// Account states are not built in any engine yet (docs/DESIGN.md "Account
-// states"): every user is active here, and a change of state is refused
-// before anything changes, so that no Redis deployment hides or loses an
-// edge by a job it cannot run.
+// jobsKey returns the key of the sorted set of the users of user's slot
+// whose account-state jobs are to run (lua/state.lua), beside its outbox.
+func (g *Graph) jobsKey(user fg.UserID) string { return g.outbox(user) + ":jobs" }
 
-// State returns user's state: active, never set.
+// State returns user's state, with the time it was set (zero: never set).
+// Pending is, while the user is in the jobs set, what its job has left of
+// a hide: the edges still counted on its side.
 func (g *Graph) State(ctx context.Context, user fg.UserID) (fg.AccountState, error) {
 	if err := fg.CheckIDs(user); err != nil {
 		return fg.AccountState{}, err
 	}
-	return fg.AccountState{ID: user}, nil
+	res, err := g.readChecked(ctx, func() rueidis.Commands {
+		return rueidis.Commands{
+			g.c.B().Hmget().Key(g.key(user, kindCounters)).Field("s", "sv", "nout", "nin", "nbo", "nbi", "nro", "nri").Build(),
+			g.c.B().Zscore().Key(g.jobsKey(user)).Member(user.String()).Build(),
+		}
+	})
+	if err != nil {
+		return fg.AccountState{}, unavailable("state", err)
+	}
+	vals, err := res[0].ToArray()
+	if err != nil || len(vals) != 8 {
+		return fg.AccountState{}, unavailable("state", fmt.Errorf("reply %v: %w", vals, err))
+	}
+	st := fg.AccountState{ID: user}
+	if word, err := vals[0].ToString(); err == nil {
+		var ok bool
+		if st.State, ok = fg.ParseState(word); !ok {
+			return fg.AccountState{}, unavailable("state", fmt.Errorf("state %q of user %d is not a state", word, user))
+		}
+		v, err := parseVersion(vals[1])
+		if err != nil {
+			return fg.AccountState{}, unavailable("state", err)
+		}
+		st.Since = v.Time()
+	}
+	if _, err := res[1].AsFloat64(); err == nil && !st.State.Active() {
+		for _, c := range vals[2:] {
+			n, _ := c.AsInt64()
+			st.Pending += n
+		}
+	}
+	return st, nil
 }
 
-// SetState refuses every change of state with EUnavailable; setting
-// active, the state every user has here, changes nothing.
+// SetState refuses every change of state with EUnavailable until the job
+// runs (see above); setting active, the state every user has here,
+// changes nothing.
 func (g *Graph) SetState(ctx context.Context, user fg.UserID, s fg.State) (fg.AccountState, error) {
 	if err := fg.CheckIDs(user); err != nil {
 		return fg.AccountState{}, err
@@ -39,7 +88,54 @@ func (g *Graph) SetState(ctx context.Context, user fg.UserID, s fg.State) (fg.Ac
 		return fg.AccountState{}, err
 	}
 	if s.Active() {
-		return fg.AccountState{ID: user}, nil
+		return g.State(ctx, user)
 	}
-	return fg.AccountState{}, fg.Errorf(fg.EUnavailable, "account states are not available yet: no engine runs their jobs")
+	return fg.AccountState{}, fg.Errorf(fg.EUnavailable, "account states are not available on Redis yet: no job hides their edges")
+}
+
+// setState makes user's state s, by lua/state.lua: the state, its event
+// in the outbox and the user in the jobs set, in one step on the user's
+// slot, then the hook, as every live change. Setting the state user has
+// changes nothing; a deleted user's is final (ErrTargetInactive).
+func (g *Graph) setState(ctx context.Context, user fg.UserID, s fg.State) (fg.AccountState, error) {
+	if err := fg.CheckIDs(user); err != nil {
+		return fg.AccountState{}, err
+	}
+	if err := fg.CheckState(s); err != nil {
+		return fg.AccountState{}, err
+	}
+	if g.cluster {
+		return fg.AccountState{}, fg.Errorf(fg.EUnavailable, "account states are not built on a Redis Cluster yet")
+	}
+	if g.gate != nil {
+		if err := g.gate(ctx); err != nil {
+			return fg.AccountState{}, fmt.Errorf("redisgraph: state: %w", err)
+		}
+	}
+	now := max(g.now().UnixMilli(), 0)
+	keys := []string{g.key(user, kindCounters), g.outbox(user), g.jobsKey(user)}
+	args := []string{s.String(), "", strconv.FormatInt(now, 10), "0", strconv.Itoa(g.outboxLimit), user.String(), "0", "0"}
+	res, err := scriptState.exec(ctx, g.c, keys, args).ToArray()
+	if err != nil {
+		return fg.AccountState{}, unavailable("state", err)
+	}
+	status, err := res[0].AsInt64()
+	if err != nil {
+		return fg.AccountState{}, unavailable("state", err)
+	}
+	if err := g.refused("state", user, status, res); err != nil {
+		return fg.AccountState{}, err
+	}
+	if status == changeMade {
+		v, err := parseVersion(res[1])
+		if err != nil {
+			return fg.AccountState{}, unavailable("state", err)
+		}
+		id, _ := res[2].ToString()
+		g.noteStamps(res[3:], user)
+		if err := g.complete(ctx, user, id, fg.NewStateEvent(user, s, v)); err != nil {
+			return fg.AccountState{}, err
+		}
+	}
+	return g.State(ctx, user)
 }

@@ -5,7 +5,10 @@ import (
 	"reflect"
 	"slices"
 	"strconv"
+	"strings"
+	"sync"
 	"testing"
+	"time"
 
 	"github.com/redis/rueidis"
 
@@ -95,8 +98,14 @@ func TestArchive(t *testing.T) {
 	before := archiveSnapshot(t, g, users)
 	edges := int64(n + 100 + links)
 
+	if _, err := g.archive(ctx, 1, archiveHide); err != errStateChanged {
+		t.Fatalf("hide of an active user: %v, want %v", err, errStateChanged)
+	}
+	if _, err := g.setState(ctx, 1, fg.StateSuspended); err != nil {
+		t.Fatal(err)
+	}
 	for run, want := range []int64{edges, 0} {
-		got, err := g.archive(ctx, 1, true)
+		got, err := g.archive(ctx, 1, archiveHide)
 		if err != nil || got != want {
 			t.Fatalf("hide, run %d = %d, %v; want %d", run+1, got, err, want)
 		}
@@ -125,11 +134,17 @@ func TestArchive(t *testing.T) {
 
 	// A batch naming a follower twice, as an HSCAN may, shows it once.
 	twice := []string{member(first), member(first)}
-	if got, err := g.archiveBatch(ctx, 1, archiveSides[0], false, twice); err != nil || got != 1 {
+	if _, err := g.archiveBatch(ctx, 1, archiveSides[0], archiveShow, twice); err != errStateChanged {
+		t.Fatalf("show of a suspended user: %v, want %v", err, errStateChanged)
+	}
+	if _, err := g.setState(ctx, 1, fg.StateActive); err != nil {
+		t.Fatal(err)
+	}
+	if got, err := g.archiveBatch(ctx, 1, archiveSides[0], archiveShow, twice); err != nil || got != 1 {
 		t.Fatalf("show of a batch naming %d twice = %d, %v; want 1", first, got, err)
 	}
 	for run, want := range []int64{edges - 1, 0} {
-		got, err := g.archive(ctx, 1, false)
+		got, err := g.archive(ctx, 1, archiveShow)
 		if err != nil || got != want {
 			t.Fatalf("show, run %d = %d, %v; want %d", run+1, got, err, want)
 		}
@@ -207,4 +222,236 @@ func archiveSnapshot(t *testing.T, g *testGraph, users []fg.UserID) map[fg.UserI
 		views[u] = v
 	}
 	return views
+}
+
+// TestSetState_Writes: a state set by setState (what SetState will call
+// once the job runs) holds at once, in State, Counts and the writes: a
+// user who is not active writes nothing (user_inactive), is followed by
+// nobody (target_inactive), and a deleted one's state is final and it is
+// blocked or muted by nobody; its event reaches the hook and decodes from
+// the outbox as it went in. A follow hidden by the archive step is ended
+// by the follower as stored: the restore does not bring it back, and no
+// count moves twice.
+func TestSetState_Writes(t *testing.T) {
+	ctx := context.Background()
+	var mu sync.Mutex
+	var hooked []fg.Event
+	g := newTestGraph(t, standaloneClient(t), WithHook(func(_ context.Context, e fg.Event) error {
+		mu.Lock()
+		defer mu.Unlock()
+		hooked = append(hooked, e)
+		return nil
+	}))
+	code := fg.ErrorCode
+	for _, f := range [][2]fg.UserID{{1, 2}, {3, 1}, {4, 1}} {
+		if _, err := g.Follow(ctx, f[0], f[1]); err != nil {
+			t.Fatal(err)
+		}
+	}
+	g.touch(1, 6)
+	before := time.Now().Add(-time.Second)
+	st, err := g.setState(ctx, 1, fg.StateDeactivated)
+	if err != nil || st.State != fg.StateDeactivated || st.Since.Before(before) || st.Pending != 3 {
+		t.Fatalf("setState(1, deactivated) = %+v, %v; want deactivated since now, 3 edges pending", st, err)
+	}
+	if got, err := g.State(ctx, 1); err != nil || got != st {
+		t.Errorf("State(1) = %+v, %v; want %+v", got, err, st)
+	}
+	if again, err := g.setState(ctx, 1, fg.StateDeactivated); err != nil || again != st {
+		t.Errorf("setState(1, deactivated) again = %+v, %v; want %+v, unchanged", again, err, st)
+	}
+	if c, err := g.Counts(ctx, []fg.UserID{1}); err != nil || c[0] != (fg.Counts{ID: 1, State: fg.StateDeactivated}) {
+		t.Errorf("Counts(1) = %+v, %v; want no edges, deactivated", c, err)
+	}
+	for _, w := range []struct {
+		name string
+		err  error
+		want string
+	}{
+		{"Follow(1, 5)", second(g.Follow(ctx, 1, 5)), fg.EUserInactive},
+		{"Follow(1, 2) again", second(g.Follow(ctx, 1, 2)), fg.EUserInactive},
+		{"Unfollow(1, 2)", second(g.Unfollow(ctx, 1, 2)), fg.EUserInactive},
+		{"Block(1, 5)", second(g.Block(ctx, 1, 5)), fg.EUserInactive},
+		{"Mute(1, 5)", second(g.Mute(ctx, 1, 5, 0)), fg.EUserInactive},
+		{"SetPrivate(1)", second(g.SetPrivate(ctx, 1, true)), fg.EUserInactive},
+		{"Follow(5, 1)", second(g.Follow(ctx, 5, 1)), fg.ETargetInactive},
+		{"Follow(3, 1), already following", second(g.Follow(ctx, 3, 1)), fg.ETargetInactive},
+	} {
+		if fg.ErrorCode(w.err) != w.want {
+			t.Errorf("%s = %v, want %s", w.name, w.err, w.want)
+		}
+	}
+
+	// The archive step hides 1's follows; 3 ends its follow of 1 as stored.
+	if n, err := g.archive(ctx, 1, archiveHide); err != nil || n != 3 {
+		t.Fatalf("hide = %d, %v; want 3", n, err)
+	}
+	if removed, err := g.Unfollow(ctx, 3, 1); err != nil || !removed {
+		t.Fatalf("Unfollow(3, 1) of a hidden follow = %v, %v; want removed", removed, err)
+	}
+	if c, _ := g.Counts(ctx, []fg.UserID{3}); c[0].FollowingCount != 0 {
+		t.Errorf("Counts(3) = %+v after ending its hidden follow: counted twice", c[0])
+	}
+	if st, err := g.setState(ctx, 1, fg.StateActive); err != nil || st.State != fg.StateActive || st.Pending != 0 {
+		t.Fatalf("setState(1, active) = %+v, %v", st, err)
+	}
+	if n, err := g.archive(ctx, 1, archiveShow); err != nil || n != 2 {
+		t.Fatalf("show = %d, %v; want 2 (not 3's, ended)", n, err)
+	}
+	if e, err := g.IsFollowing(ctx, 3, 1); err != nil || e.Following {
+		t.Errorf("IsFollowing(3, 1) after the restore = %+v, %v: the ended follow came back", e, err)
+	}
+	c, _ := g.Counts(ctx, []fg.UserID{1, 3, 4})
+	if c[0].FollowerCount != 1 || c[0].FollowingCount != 1 || c[1].FollowingCount != 0 || c[2].FollowingCount != 1 {
+		t.Errorf("Counts(1, 3, 4) after the restore = %+v", c)
+	}
+	if _, err := g.Follow(ctx, 1, 5); err != nil {
+		t.Errorf("Follow(1, 5) by 1, active again: %v", err)
+	}
+
+	// Deleted is final, and nobody blocks or mutes a deleted user.
+	if _, err := g.setState(ctx, 6, fg.StateDeleted); err != nil {
+		t.Fatal(err)
+	}
+	for _, w := range []struct {
+		name string
+		err  error
+	}{
+		{"setState(6, active)", second(g.setState(ctx, 6, fg.StateActive))},
+		{"Block(7, 6)", second(g.Block(ctx, 7, 6))},
+		{"Mute(7, 6)", second(g.Mute(ctx, 7, 6, 0))},
+		{"Follow(7, 6)", second(g.Follow(ctx, 7, 6))},
+	} {
+		if code(w.err) != fg.ETargetInactive {
+			t.Errorf("%s = %v, want target_inactive", w.name, w.err)
+		}
+	}
+
+	// Each change of state, once, to the hook, and as the outbox has it.
+	mu.Lock()
+	var states []fg.Event
+	for _, e := range hooked {
+		if e.Op == fg.OpState {
+			states = append(states, e)
+		}
+	}
+	mu.Unlock()
+	want := []fg.State{fg.StateDeactivated, fg.StateActive, fg.StateDeleted}
+	if len(states) != len(want) {
+		t.Fatalf("the hook took %d state events, want %d: %+v", len(states), len(want), states)
+	}
+	for i, e := range states {
+		if e.State != want[i] || e.Validate() != nil {
+			t.Errorf("state event %d = %+v, want %s", i, e, want[i])
+		}
+		f := map[string]string{"u": e.User.String(), "t": "0", "op": "state", "state": e.State.String(), "v": versionHex(e.Version)}
+		if d, err := decodeEvent(f); err != nil || !reflect.DeepEqual(d, e) {
+			t.Errorf("decodeEvent(%v) = %+v, %v; want %+v", f, d, err, e)
+		}
+	}
+}
+
+// second returns the error of a call's two results.
+func second[T any](_ T, err error) error { return err }
+
+// TestSetState_Pairs: an edge turned on with a hidden user is hidden at
+// once (a block of one, an approval of its request), and an edge between
+// two hidden users comes back with the second of them; one with a deleted
+// user is ended on both sides, by the deleted user's drop or by the
+// other's restore, whichever comes first.
+func TestSetState_Pairs(t *testing.T) {
+	ctx := context.Background()
+	g := newTestGraph(t, standaloneClient(t))
+	must := func(err error) {
+		t.Helper()
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	job := func(u fg.UserID, s fg.State, steps ...string) {
+		t.Helper()
+		_, err := g.setState(ctx, u, s)
+		must(err)
+		for _, step := range steps {
+			_, err := g.archive(ctx, u, step)
+			must(err)
+		}
+	}
+	_, err := g.SetPrivate(ctx, 8, true)
+	must(err)
+	for _, f := range [][2]fg.UserID{{1, 8}, {9, 1}, {11, 12}, {13, 14}} {
+		_, err := g.Follow(ctx, f[0], f[1])
+		must(err)
+	}
+	g.touch(1, 9, 11, 12, 13, 14)
+	job(1, fg.StateDeactivated, archiveHide) // 1's request to 8 and 9's follow hidden
+	job(9, fg.StateSuspended, archiveHide)   // nothing left of 9's follow of 1 to hide
+
+	_, err = g.Block(ctx, 5, 1)
+	must(err)
+	if r, err := g.Approve(ctx, 8, 1); err != nil || !r.Created {
+		t.Fatalf("Approve(8, 1) of a hidden request = %+v, %v", r, err)
+	}
+	rel, err := g.Relations(ctx, 5, []fg.UserID{1})
+	must(err)
+	c, err := g.Counts(ctx, []fg.UserID{8})
+	must(err)
+	if rel[0].Blocking || c[0].FollowerCount != 0 || len(linksList(t, g, fg.ListBlocks, 5)) != 0 {
+		t.Errorf("while 1 is hidden: Relations(5, [1]) = %+v, Counts(8) = %+v, 5's blocks %v: want no block shown, no follower",
+			rel[0], c[0], linksList(t, g, fg.ListBlocks, 5))
+	}
+
+	job(1, fg.StateActive, archiveShow)
+	rel, err = g.Relations(ctx, 5, []fg.UserID{1})
+	must(err)
+	c, err = g.Counts(ctx, []fg.UserID{1, 8})
+	must(err)
+	if !rel[0].Blocking || c[0].FollowingCount != 1 || c[1].FollowerCount != 1 || c[0].FollowerCount != 0 {
+		t.Errorf("1 active again: Relations(5, [1]) = %+v, Counts(1, 8) = %+v; want the block, 1 → 8, and not 9 → 1 (9 is hidden)", rel[0], c)
+	}
+	job(9, fg.StateActive, archiveShow)
+	if e, err := g.IsFollowing(ctx, 9, 1); err != nil || !e.Following {
+		t.Errorf("IsFollowing(9, 1) with both active again = %+v, %v", e, err)
+	}
+
+	// 11 hidden, 12 deleted: 11's restore ends the follow. 13 hidden, 14
+	// deleted: 14's drop does.
+	job(11, fg.StateDeactivated, archiveHide)
+	job(12, fg.StateDeleted)
+	job(11, fg.StateActive, archiveShow)
+	job(13, fg.StateDeactivated, archiveHide)
+	job(14, fg.StateDeleted, archiveHide, archiveDrop)
+	job(13, fg.StateActive, archiveShow)
+	c, err = g.Counts(ctx, []fg.UserID{11, 13})
+	must(err)
+	for i, f := range [][2]fg.UserID{{11, 12}, {13, 14}} {
+		if e, err := g.IsFollowing(ctx, f[0], f[1]); err != nil || e.Following || c[i].FollowingCount != 0 {
+			t.Errorf("IsFollowing(%d, %d) of a deleted user = %+v, %v; Counts = %+v", f[0], f[1], e, err, c[i])
+		}
+	}
+	for _, u := range []fg.UserID{11, 12, 13, 14} {
+		for _, k := range []string{kindOutVer, kindInVer} {
+			vs, err := g.c.Do(ctx, g.c.B().Hvals().Key(g.key(u, k)).Build()).AsStrSlice()
+			must(err)
+			for _, v := range vs {
+				if strings.HasPrefix(v, "h") {
+					t.Errorf("%s of user %d keeps a mark: %q", k, u, v)
+				}
+			}
+		}
+	}
+}
+
+// linksList returns the ids of user's list (one page).
+func linksList(t *testing.T, g *testGraph, list string, user fg.UserID) []fg.UserID {
+	t.Helper()
+	p, err := g.Links(context.Background(), list, user, fg.PageRequest{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var ids []fg.UserID
+	for _, e := range p.Entries {
+		ids = append(ids, e.ID)
+	}
+	return ids
 }

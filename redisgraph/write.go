@@ -50,6 +50,13 @@ const (
 	changeNoRequest = -6
 	// changeSlow (SLOW, lua/change.lua only): a change for lua/edge.lua.
 	changeSlow = -7
+	// changeUserInactive (USER_INACTIVE): refused, the user who writes is
+	// not active (lua/state.lua).
+	changeUserInactive = -8
+	// changeTargetInactive (TARGET_INACTIVE; FINAL in lua/state.lua):
+	// refused, the other user is not active (a follow or request) or is
+	// deleted (a block, a mute, a change of state).
+	changeTargetInactive = -9
 )
 
 // Follow makes user follow target, or asks to when target is private; see
@@ -180,6 +187,10 @@ func (g *Graph) refused(op string, user fg.UserID, status int64, res []rueidis.R
 		return fg.ErrBlocked
 	case changeNoRequest:
 		return fg.Errorf(fg.ENoRequest, "no follow request to approve")
+	case changeUserInactive:
+		return fg.ErrUserInactive
+	case changeTargetInactive:
+		return fg.ErrTargetInactive
 	case changeNone, changeMade:
 		return nil
 	}
@@ -250,8 +261,11 @@ func (g *Graph) edgeChange(ctx context.Context, op string, user, target fg.UserI
 }
 
 // hasOtherSide reports whether e changes edges on the side of its target
-// too (mutes and settings do not).
-func hasOtherSide(e fg.Event) bool { k := e.Op.Kind(); return k != fg.KindMute && k != fg.KindPrivate }
+// too (mutes, settings and states do not).
+func hasOtherSide(e fg.Event) bool {
+	k := e.Op.Kind()
+	return k != fg.KindMute && k != fg.KindPrivate && k != fg.KindState
+}
 
 // complete completes a change made on first's side, whose event e is entry
 // id of first's outbox stream: on a Cluster the second step on the other
@@ -495,6 +509,9 @@ func (g *Graph) applySecondSteps(ctx context.Context, events []fg.Event) (int, e
 	}
 	var owners []owner
 	for _, e := range events {
+		if e.Op == fg.OpState {
+			continue // a state is on its user's side only
+		}
 		for _, u := range eventUsers(e) {
 			calls = append(calls, g.effectsCall(e, e.Effects, true, u))
 			owners = append(owners, owner{e, u})

@@ -15,10 +15,21 @@
 --       4 u as a member, then the members of the counterparts, in the order
 --       of their keys.
 --
--- Returns how many edges it hid or showed. A member named twice counts
--- once, and one that is no longer on u's side (hide) or no longer marked
--- (show) is skipped: the step can be run again over the same members, and
--- changes nothing the second time.
+-- ARGV 1 may also be 'drop', for a deleted u: the marks of u's side
+-- become tombstones on both sides (the edge off at its version: nothing
+-- is kept of an edge with a deleted user), sets and counters untouched.
+--
+-- Each step goes only as far as u's state (h's field s) says: hide and
+-- drop need u not active (drop: deleted), show needs u active, else the
+-- step returns -1 having changed nothing (the state changed since its job
+-- began: the job of the new state takes over). A show leaves the mark of
+-- an edge with a counterpart still hidden (that one's job shows it), and
+-- drops one with a counterpart deleted.
+--
+-- Returns how many edges it hid, showed or dropped. A member named twice
+-- counts once, and one that is no longer on u's side (hide) or no longer
+-- marked (show, drop) is skipped: the step can be run again over the same
+-- members, and changes nothing the second time.
 --
 -- u's side is written by one call of each command for the whole batch,
 -- and each counterpart's by a few: this is what keeps a batch of a user
@@ -31,10 +42,13 @@ local sides = {
   bo = {'nbo', nil, 1}, bi = {'nbi', nil, 2},
   ro = {'nro', nil, 8}, ri = {'nri', nil, 16},
 }
-local hide = ARGV[1] == 'hide'
+local op = ARGV[1]
+local hide = op == 'hide'
 local z, vh, h, rf = KEYS[1], KEYS[2], KEYS[3], KEYS[4]
 local mine, theirs, um = sides[ARGV[2]], sides[ARGV[3]], ARGV[4]
 if not mine or not theirs then return redis.error_reply('unknown side ' .. ARGV[2] .. ' or ' .. ARGV[3]) end
+local us = redis.call('HGET', h, 's') or 'active'
+if (op == 'show') ~= (us == 'active') or op == 'drop' and us ~= 'deleted' then return -1 end
 
 -- The members, each once (an HSCAN may return a member twice), with the
 -- index of its keys.
@@ -50,7 +64,7 @@ local scores
 if hide then scores = redis.call('ZMSCORE', z, unpack(ms)) end
 
 -- For each member changed: its version (unmarked), on u's side.
-local changed, zargs, setv, delv = {}, {}, {}, {}
+local changed, zargs, setv, delv, dropped = {}, {}, {}, {}, {}
 for i, m in ipairs(ms) do
   local v
   if hide then
@@ -62,14 +76,34 @@ for i, m in ipairs(ms) do
     end
   elseif vers[i] and string.sub(vers[i], 1, 1) == 'h' then
     v = string.sub(vers[i], 2)
-    zargs[#zargs + 1], zargs[#zargs + 2] = string.format('%d', vms(v)), m
-    if vctr(v) ~= 0 then
+    local cs = op == 'show' and redis.call('HGET', KEYS[4 * at[i] + 3], 's') or 'active'
+    if op == 'drop' or cs == 'deleted' then
       setv[#setv + 1], setv[#setv + 2] = m, v
+      dropped[#dropped + 1] = {m, at[i], v}
+      v = nil
+    elseif cs ~= 'active' then
+      v = nil -- the counterpart is hidden: its job shows the edge
     else
-      delv[#delv + 1] = m
+      zargs[#zargs + 1], zargs[#zargs + 2] = string.format('%d', vms(v)), m
+      if vctr(v) ~= 0 then
+        setv[#setv + 1], setv[#setv + 2] = m, v
+      else
+        delv[#delv + 1] = m
+      end
     end
   end
   if v then changed[#changed + 1] = {m, at[i], v} end
+end
+
+-- The dropped: a tombstone for the mark on both sides, nothing else.
+for _, c in ipairs(dropped) do
+  redis.call('HSET', KEYS[4 * c[2] + 2], um, c[3])
+  redis.call('HINCRBY', KEYS[4 * c[2] + 3], 'st', 1)
+end
+if #dropped > 0 and #changed == 0 then
+  redis.call('HSET', vh, unpack(setv))
+  redis.call('HINCRBY', h, 'st', 1)
+  return #dropped
 end
 local n = #changed
 if n == 0 then return 0 end
@@ -90,6 +124,7 @@ if #setv > 0 then redis.call('HSET', vh, unpack(setv)) end
 if #delv > 0 then redis.call('HDEL', vh, unpack(delv)) end
 redis.call('HINCRBY', h, mine[1], d * n)
 redis.call('HINCRBY', h, 'st', 1)
+n = n + #dropped
 if mine[2] and #setv > 0 then redis.call('HDEL', h, mine[2]) end
 if mine[3] then
   for _, c in ipairs(changed) do flag(rf, c[1], mine[3], d) end

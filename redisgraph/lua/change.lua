@@ -19,7 +19,8 @@
 -- {LIMIT}: the following limit is reached; {FULL}: the outbox is full;
 -- {LOST}: the outbox stream does not exist (Redis lost its data);
 -- {RATE, ms}: u is over its write rate, a token is there in ms;
--- {SLOW}: a change for edge.lua;
+-- {SLOW}: a change for edge.lua; {USER_INACTIVE}, {TARGET_INACTIVE}:
+-- refused by u's or t's account state (state.lua);
 -- {CHANGED, version, the event's outbox entry id, u's stamp[, t's stamp]}:
 -- changed, as the event in the outbox says. Nothing is changed unless the
 -- status is CHANGED.
@@ -37,42 +38,51 @@
 -- without a clock has never had a change or an Apply of an edge of theirs,
 -- so has an empty ov too); every write to ov(u) removes it or sets it to
 -- '0' (this script, and the others through lib.lua's set).
-local NONE, CHANGED, LIMIT, FULL, LOST, RATE, SLOW = 0, 1, -1, -2, -3, -4, -7
+local NONE, CHANGED, LIMIT, FULL, LOST, RATE, SLOW, USER_INACTIVE, TARGET_INACTIVE = 0, 1, -1, -2, -3, -4, -7, -8, -9
 local op, m, out, ov, h = ARGV[1], ARGV[2], KEYS[1], KEYS[2], KEYS[3]
 local follow = op == 'follow'
+local hv, bucket
+if take then
+  hv = redis.call('HMGET', h, 'clk', 'nout', 'st', 'e', 'nbo', 'nbi', 'nro', 's', 'rk', 'rkt')
+else
+  hv = redis.call('HMGET', h, 'clk', 'nout', 'st', 'e', 'nbo', 'nbi', 'nro', 's')
+end
+-- Account states (state.lua): no write by a user who is not active, no
+-- follow of one (on a Cluster, where t's keys are not here, its second
+-- step checks; see write.go).
+if hv[8] and hv[8] ~= 'active' then return {USER_INACTIVE} end
+local th = follow and KEYS[7] and redis.call('HMGET', KEYS[7], 'p', 's')
+if th and th[2] and th[2] ~= 'active' then return {TARGET_INACTIVE} end
 local s = redis.call('ZSCORE', out, m)
 if follow == (s ~= false) then
   -- Nothing to change, as far as this Redis knows: unless it lost the
   -- graph (see the XADD below), when the edge may well be there, or, for
-  -- an unfollow, u has requests out, one of which it may withdraw.
-  if not follow and tonumber(redis.call('HGET', h, 'nro') or '0') > 0 then return {SLOW} end
+  -- an unfollow, u has requests out, one of which it may withdraw, or
+  -- the follow is hidden (the mark of an archived edge: archive.lua),
+  -- which it ends as stored.
+  if not follow and hv[7] and hv[7] ~= '0' then return {SLOW} end
   if redis.call('EXISTS', KEYS[4]) == 0 then return {LOST} end
+  local v = redis.call('HGET', ov, m)
+  if v and string.sub(v, 1, 1) == 'h' then return {SLOW} end
   if take then
-    local b = redis.call('HMGET', h, 'rk', 'rkt')
-    local bucket, wait = take(b[1], b[2])
+    local wait
+    bucket, wait = take(hv[9], hv[10])
     if not bucket then return {RATE, wait} end
     redis.call('HSET', h, unpack(bucket))
   end
-  local v = redis.call('HGET', ov, m)
   if v then return {NONE, v} end
   if s then return {NONE, vfmt(tonumber(s), 0)} end
   return {NONE, ZERO}
 end
-local hv, bucket
-if take then
-  hv = redis.call('HMGET', h, 'clk', 'nout', 'st', 'e', 'nbo', 'nbi', 'nro', 'rk', 'rkt')
-else
-  hv = redis.call('HMGET', h, 'clk', 'nout', 'st', 'e', 'nbo', 'nbi', 'nro')
-end
 -- A follow by a user with blocks either way or requests out, or of a
 -- private target, is edge.lua's: its checks and effects are not here.
 if follow and (hv[5] and hv[5] ~= '0' or hv[6] and hv[6] ~= '0' or hv[7] and hv[7] ~= '0' or
-    ARGV[11] == '1' or (KEYS[7] and redis.call('HGET', KEYS[7], 'p') == '1')) then
+    ARGV[11] == '1' or (th and th[1] == '1')) then
   return {SLOW}
 end
 if take then
   local wait
-  bucket, wait = take(hv[8], hv[9])
+  bucket, wait = take(hv[9], hv[10])
   if not bucket then return {RATE, wait} end
 end
 local empty = not hv[1] or hv[4] == '1'

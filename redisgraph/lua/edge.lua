@@ -35,13 +35,28 @@
 -- since, expiry, the outbox entry id, u's stamp[, t's stamp]}; {LIMIT},
 -- {FULL}, {LOST}, {RATE, ms} as change.lua's; {BLOCKED}: one of u and t
 -- blocks the other; {NOREQUEST}: approve found neither request nor
--- follow. op is the op of the event (or of the edge found), since and
+-- follow; {USER_INACTIVE}, {TARGET_INACTIVE}: refused by u's or t's
+-- account state. op is the op of the event (or of the edge found), since and
 -- expiry are ms (expiry 0: none). Nothing is changed unless CHANGED.
-local NONE, CHANGED, LIMIT, FULL, LOST, RATE, BLOCKED, NOREQUEST = 0, 1, -1, -2, -3, -4, -5, -6
+local NONE, CHANGED, LIMIT, FULL, LOST, RATE, BLOCKED, NOREQUEST, USER_INACTIVE, TARGET_INACTIVE = 0, 1, -1, -2, -3, -4, -5, -6, -8, -9
 local op, tm, um, now = ARGV[1], ARGV[2], ARGV[10], tonumber(ARGV[3])
 local uk = userKeys(1)
 local tk = KEYS[NKEYS + 2] and userKeys(NKEYS + 2)
-local hv = redis.call('HMGET', uk.h, 'clk', 'nout', 'nro', 'rk', 'rkt')
+local hv = redis.call('HMGET', uk.h, 'clk', 'nout', 'nro', 'rk', 'rkt', 's')
+-- Account states (state.lua): no write by a user who is not active (an
+-- undo is the graph's own, of a change already made); no follow or
+-- request of one, nor a block or mute of a deleted one (on a Cluster,
+-- where t's keys are not here, the second step checks; see write.go).
+local tword = tk and redis.call('HGET', tk.h, 's')
+if op ~= 'undo' then
+  if hv[6] and hv[6] ~= 'active' then return {USER_INACTIVE} end
+  if tword and tword ~= 'active' and (op == 'follow' or tword == 'deleted' and (op == 'block' or op == 'mute')) then
+    return {TARGET_INACTIVE}
+  end
+end
+-- What the two states make of an edge turned on (lib.lua's set): a block
+-- of a hidden user, or an approval of a hidden requester, is hidden.
+local pair = pairState(hv[6], tword)
 local bucket
 if take then
   local wait
@@ -179,12 +194,12 @@ end
 local id = redis.call('XADD', KEYS[NKEYS + 1], 'NOMKSTREAM', '*', unpack(fields))
 if not id then return {LOST} end
 local mute = {string.format('%d', since), string.format('%d', exp)}
-for i, e in ipairs(mine) do set(uk, e[1], tm, v, e[2], ms[i], mute) end
+for i, e in ipairs(mine) do set(uk, e[1], tm, v, e[2], ms[i], mute, pair) end
 charge()
 redis.call('HSET', uk.h, 'clk', v)
 local res = {CHANGED, v, eop, since, exp, id, redis.call('HINCRBY', uk.h, 'st', 1)}
 if tk and #theirs > 0 then
-  for i, e in ipairs(theirs) do set(tk, e[1], um, v, e[2], ts[i], mute) end
+  for i, e in ipairs(theirs) do set(tk, e[1], um, v, e[2], ts[i], mute, pair) end
   observe(tk.h, v)
   res[8] = redis.call('HINCRBY', tk.h, 'st', 1)
 end

@@ -46,6 +46,12 @@ if check then
     if linking(e) and blocks(users[e[1]], e[3]) then return {BLOCKED} end
   end
 end
+-- What the users' states make of an edge turned on (lib.lua's set). On a
+-- Cluster's second step only one user's state is here: states are not
+-- built there yet (state.go).
+local words = {}
+for i, uk in ipairs(users) do words[i] = redis.call('HGET', uk.h, 's') end
+local pair = pairState(words[1], words[2])
 local changed, touched = {}, {}
 for _, e in ipairs(effects) do
   local uk, code, m, on = users[e[1]], e[2], e[3], e[4]
@@ -57,7 +63,7 @@ for _, e in ipairs(effects) do
     if write and string.sub(code, 1, 1) == 'r' then write = vless(state(uk, 'f' .. string.sub(code, 2), m)[1], v) end
   end
   if write then
-    set(uk, code, m, v, on, st, mute)
+    set(uk, code, m, v, on, st, mute, pair)
     changed[e[1]] = true
   end
   touched[e[1]] = true

@@ -42,8 +42,10 @@ local sides = {
 -- state returns what side code of the user whose keys are uk holds of
 -- member m, as {the edge's version (ZERO when it never existed), whether
 -- it is on, whether the versions hash holds the version, the score (ms)
--- of an edge that is on}. A mute past its expiry is on as stored (see
--- expired).
+-- of an edge that is on, whether it is hidden}. A mute past its expiry is
+-- on as stored (see expired). A hidden edge (archive.lua's mark, 'h' and
+-- the version, in the versions hash) is on as stored: a change applies
+-- to it as to any (set keeps it out of the sorted set and the counter).
 local function state(uk, code, m)
   if code == 'p' then
     local hv = redis.call('HMGET', uk.h, 'pv', 'p')
@@ -52,6 +54,10 @@ local function state(uk, code, m)
   local s = sides[code]
   local z = redis.call('ZSCORE', uk[s[1]], m)
   local v = redis.call('HGET', uk[s[2]], m)
+  if v and string.sub(v, 1, 1) == 'h' then
+    v = string.sub(v, 2)
+    return {v, true, true, string.format('%d', vms(v)), true}
+  end
   if v then return {v, z ~= false, true, z} end
   if z then return {vfmt(tonumber(z), 0), true, false, z} end
   return {ZERO, false, false}
@@ -77,12 +83,26 @@ end
 -- (keys.go), by side code: what Relations reads in one ZMSCORE.
 local flagOf = {bo = 1, bi = 2, mo = 4, ro = 8, ri = 16}
 
+-- pairState returns what the account states of two users (h's field s of
+-- each; nil: active, or not known here) make of an edge between them:
+-- nil when both are active, 'hidden' when one is deactivated or suspended,
+-- 'deleted' when one is deleted (followgraph.Shown).
+local function pairState(a, b)
+  if a == 'deleted' or b == 'deleted' then return 'deleted' end
+  if a and a ~= 'active' or b and b ~= 'active' then return 'hidden' end
+  return nil
+end
+
 -- set writes the edge of side code with member m of the user whose keys
 -- are uk: on or off at version v, over the state st that state returned.
 -- A mute takes its since and expiry (ms; 0: none) from mute; its version
 -- is always stored, as its score is its since, not its version's time.
--- It does not move the stamp: the caller does, once.
-local function set(uk, code, m, v, on, st, mute)
+-- pair is what the two users' states make of the edge (pairState): an
+-- edge turned on between a hidden user and another is written hidden, as
+-- the account-state job would have left it (archive.lua's mark), and one
+-- with a deleted user is written off. (Mutes are not hidden yet: see
+-- DESIGN.md.) It does not move the stamp: the caller does, once.
+local function set(uk, code, m, v, on, st, mute, pair)
   local h = uk.h
   if code == 'p' then
     redis.call('HSET', h, 'pv', v, 'p', on and '1' or '0')
@@ -90,6 +110,24 @@ local function set(uk, code, m, v, on, st, mute)
   end
   local s = sides[code]
   local z, vh = uk[s[1]], uk[s[2]]
+  if on and code ~= 'mo' and pair == 'deleted' then on = false end
+  if on and code ~= 'mo' and pair == 'hidden' and not st[5] then
+    if st[2] then -- shown: out of the sorted set, the counter and the flags
+      redis.call('ZREM', z, m)
+      redis.call('HINCRBY', h, s[3], -1)
+      local f = flagOf[code]
+      if f and tonumber(redis.call('ZINCRBY', uk.rf, -f, m)) == 0 then redis.call('ZREM', uk.rf, m) end
+    end
+    st = {st[1], true, true, nil, true}
+  end
+  if st[5] then
+    -- A hidden edge: turned on it stays hidden, at its new version;
+    -- turned off, its tombstone replaces the mark. Neither is in the
+    -- sorted set, the counter or the flags.
+    if on then redis.call('HSET', vh, m, 'h' .. v) else redis.call('HSET', vh, m, v) end
+    if s[4] then redis.call('HDEL', h, s[4]) end
+    return
+  end
   local wrote = true
   if on then
     local score = string.format('%d', vms(v))
