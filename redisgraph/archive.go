@@ -54,6 +54,12 @@ var errStateChanged = errors.New("redisgraph: the user's state changed during it
 // pair and is refused. Run again, it finds nothing left to do. When the
 // user's state no longer asks for step, it stops with errStateChanged.
 func (g *Graph) archive(ctx context.Context, user fg.UserID, step string) (int64, error) {
+	return g.archivePaced(ctx, user, step, nil)
+}
+
+// archivePaced is archive calling after (when not nil) with the count of
+// each batch changed once it is done; an error of after stops it.
+func (g *Graph) archivePaced(ctx context.Context, user fg.UserID, step string, after func(int64) error) (int64, error) {
 	if g.cluster {
 		return 0, fg.Errorf(fg.EUnavailable, "redisgraph: archiving edges on a Redis Cluster is not built yet")
 	}
@@ -62,6 +68,9 @@ func (g *Graph) archive(ctx context.Context, user fg.UserID, step string) (int64
 		call := func(ms []string) error {
 			n, err := g.archiveBatch(ctx, user, side, step, ms)
 			total += n
+			if err == nil && after != nil {
+				err = after(n)
+			}
 			return err
 		}
 		var err error

@@ -82,6 +82,7 @@ type Graph struct {
 	reg      prometheus.Registerer // nil: the metrics are not registered
 	guard    guard                 // what reads know of the graph's markers (guard.go)
 	drops    dropper               // the deletes of settled outbox entries (drop.go)
+	jobs     jobStats              // the account-state jobs this Graph runs (jobs.go)
 
 	// secondStepFault, if set, runs before each attempt of a second step;
 	// an error fails the attempt. Only the tests set it, through their

@@ -52,9 +52,9 @@ var (
 )
 
 // allScripts are those loadScripts loads: these, and the small ones of
-// the outbox's streams and leases (init.go, lease.go).
+// the outbox's streams and leases (init.go, lease.go) and the jobs (jobs.go).
 var allScripts = []*script{scriptChange, scriptEdge, scriptEffects, scriptTies, scriptBulk, scriptCensus, scriptLinks, scriptArchive, scriptState,
-	scriptCreateStream, scriptMarkIntact, scriptLease, scriptRelease}
+	scriptCreateStream, scriptMarkIntact, scriptLease, scriptRelease, scriptJobDone}
 
 // script is a Lua script run by EVALSHA (EVALSHA_RO when read-only), and
 // by EVAL when Redis does not have it (after a restart or a failover).

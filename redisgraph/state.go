@@ -37,15 +37,18 @@ func checkNoState(e fg.Event) error {
 func (g *Graph) jobsKey(user fg.UserID) string { return g.outbox(user) + ":jobs" }
 
 // State returns user's state, with the time it was set (zero: never set).
-// Pending is, while the user is in the jobs set, what its job has left of
-// a hide: the edges still counted on its side.
+// Pending is, while the user is in the jobs set, what its job has left:
+// for a hide, the edges still counted on its side; for a restore, its
+// marks (nh), those of edges with a user still hidden included, which
+// that user's restore shows; for a delete, both. It is 0 once the job is
+// done.
 func (g *Graph) State(ctx context.Context, user fg.UserID) (fg.AccountState, error) {
 	if err := fg.CheckIDs(user); err != nil {
 		return fg.AccountState{}, err
 	}
 	res, err := g.readChecked(ctx, func() rueidis.Commands {
 		return rueidis.Commands{
-			g.c.B().Hmget().Key(g.key(user, kindCounters)).Field("s", "sv", "nout", "nin", "nbo", "nbi", "nro", "nri").Build(),
+			g.c.B().Hmget().Key(g.key(user, kindCounters)).Field("s", "sv", "nh", "nout", "nin", "nbo", "nbi", "nro", "nri").Build(),
 			g.c.B().Zscore().Key(g.jobsKey(user)).Member(user.String()).Build(),
 		}
 	})
@@ -53,7 +56,7 @@ func (g *Graph) State(ctx context.Context, user fg.UserID) (fg.AccountState, err
 		return fg.AccountState{}, unavailable("state", err)
 	}
 	vals, err := res[0].ToArray()
-	if err != nil || len(vals) != 8 {
+	if err != nil || len(vals) != 9 {
 		return fg.AccountState{}, unavailable("state", fmt.Errorf("reply %v: %w", vals, err))
 	}
 	st := fg.AccountState{ID: user}
@@ -68,10 +71,20 @@ func (g *Graph) State(ctx context.Context, user fg.UserID) (fg.AccountState, err
 		}
 		st.Since = v.Time()
 	}
-	if _, err := res[1].AsFloat64(); err == nil && !st.State.Active() {
-		for _, c := range vals[2:] {
+	if _, err := res[1].AsFloat64(); err == nil {
+		marks, _ := vals[2].AsInt64()
+		var shown int64
+		for _, c := range vals[3:] {
 			n, _ := c.AsInt64()
-			st.Pending += n
+			shown += n
+		}
+		switch st.State {
+		case fg.StateActive:
+			st.Pending = marks
+		case fg.StateDeleted:
+			st.Pending = shown + marks
+		default:
+			st.Pending = shown
 		}
 	}
 	return st, nil

@@ -155,6 +155,7 @@ func TestArchive(t *testing.T) {
 			t.Errorf("user %d after the restore:\n%+v\nwas\n%+v", u, after[u], before[u])
 		}
 	}
+	checkNoMarks(t, g, users...)
 	// A follow over one of the tombstones the steps kept is still made.
 	if r, err := g.Follow(ctx, 1, 5000); err != nil || !r.Created {
 		t.Errorf("Follow(1, 5000) over its tombstone = %+v, %v", r, err)
@@ -292,8 +293,8 @@ func TestSetState_Writes(t *testing.T) {
 	if c, _ := g.Counts(ctx, []fg.UserID{3}); c[0].FollowingCount != 0 {
 		t.Errorf("Counts(3) = %+v after ending its hidden follow: counted twice", c[0])
 	}
-	if st, err := g.setState(ctx, 1, fg.StateActive); err != nil || st.State != fg.StateActive || st.Pending != 0 {
-		t.Fatalf("setState(1, active) = %+v, %v", st, err)
+	if st, err := g.setState(ctx, 1, fg.StateActive); err != nil || st.State != fg.StateActive || st.Pending != 2 {
+		t.Fatalf("setState(1, active) = %+v, %v; want 2 edges pending (3's follow ended)", st, err)
 	}
 	if n, err := g.archive(ctx, 1, archiveShow); err != nil || n != 2 {
 		t.Fatalf("show = %d, %v; want 2 (not 3's, ended)", n, err)
@@ -429,15 +430,28 @@ func TestSetState_Pairs(t *testing.T) {
 			t.Errorf("IsFollowing(%d, %d) of a deleted user = %+v, %v; Counts = %+v", f[0], f[1], e, err, c[i])
 		}
 	}
-	for _, u := range []fg.UserID{11, 12, 13, 14} {
-		for _, k := range []string{kindOutVer, kindInVer} {
-			vs, err := g.c.Do(ctx, g.c.B().Hvals().Key(g.key(u, k)).Build()).AsStrSlice()
-			must(err)
+	checkNoMarks(t, g, 1, 5, 8, 9, 11, 12, 13, 14)
+}
+
+// checkNoMarks checks that no versions hash of users keeps a mark of the
+// archive step, and that their counters of marks (nh) say none.
+func checkNoMarks(t *testing.T, g *testGraph, users ...fg.UserID) {
+	t.Helper()
+	ctx := context.Background()
+	for _, u := range users {
+		for _, k := range archiveKinds {
+			vs, err := g.c.Do(ctx, g.c.B().Hvals().Key(g.key(u, k.vh)).Build()).AsStrSlice()
+			if err != nil {
+				t.Fatal(err)
+			}
 			for _, v := range vs {
 				if strings.HasPrefix(v, "h") {
-					t.Errorf("%s of user %d keeps a mark: %q", k, u, v)
+					t.Errorf("%s of user %d keeps a mark: %q", k.vh, u, v)
 				}
 			}
+		}
+		if nh, err := g.c.Do(ctx, g.c.B().Hget().Key(g.key(u, kindCounters)).Field("nh").Build()).AsInt64(); err == nil && nh != 0 {
+			t.Errorf("user %d counts %d marks, has none", u, nh)
 		}
 	}
 }
@@ -454,4 +468,167 @@ func linksList(t *testing.T, g *testGraph, list string, user fg.UserID) []fg.Use
 		ids = append(ids, e.ID)
 	}
 	return ids
+}
+
+// TestRunJobs: the runner takes a user out of the jobs set once its job
+// is done, hides and restores every edge kind of the archive step at
+// its rate, resumes a job stopped midway (its runner cancelled) where the
+// marks say, and a state flipped back and forth while others follow and
+// unfollow the user ends with every count equal to its list and every
+// follow on both sides.
+func TestRunJobs(t *testing.T) {
+	ctx := context.Background()
+	g := newTestGraph(t, standaloneClient(t))
+	const followers = 400
+	var events []fg.Event
+	base := fg.VersionAt(1_700_000_000_000)
+	for i := range followers {
+		c := fg.UserID(1000 + i)
+		events = append(events, fg.NewEvent(c, 1, fg.OpFollow, base+fg.Version(i)<<20))
+		if i < 50 {
+			events = append(events, fg.NewEvent(1, c, fg.OpFollow, base+fg.Version(i)<<20+1),
+				fg.NewEvent(fg.UserID(3000+i), 1, fg.OpBlock, base+fg.Version(i)<<20))
+		}
+	}
+	if err := g.Apply(ctx, events); err != nil {
+		t.Fatal(err)
+	}
+	users := []fg.UserID{1}
+	for i := range followers {
+		users = append(users, fg.UserID(1000+i))
+	}
+	for i := range 50 {
+		users = append(users, fg.UserID(3000+i))
+	}
+	before := archiveSnapshot(t, g, users)
+	edges := int64(followers + 100)
+
+	run := func(rate int) (stop func()) {
+		ctx, cancel := context.WithCancel(ctx)
+		done := make(chan error, 1)
+		go func() { done <- g.RunJobs(ctx, rate) }()
+		return func() {
+			cancel()
+			if err := <-done; err != context.Canceled {
+				t.Errorf("RunJobs = %v, want %v", err, context.Canceled)
+			}
+		}
+	}
+	wait := func(u fg.UserID) fg.AccountState {
+		t.Helper()
+		var st fg.AccountState
+		if err := waitFor(30*time.Second, func() bool {
+			var err error
+			st, err = g.State(ctx, u)
+			inJobs := g.c.Do(ctx, g.c.B().Zscore().Key(g.jobsKey(u)).Member(u.String()).Build()).Error() == nil
+			return err == nil && !inJobs
+		}); err != nil {
+			t.Fatalf("the job of user %d did not end: %+v", u, st)
+		}
+		return st
+	}
+
+	// At 1000 edges a second, stopped after 0.2 s and run again.
+	began := time.Now()
+	if st, err := g.setState(ctx, 1, fg.StateSuspended); err != nil || st.Pending != edges {
+		t.Fatalf("setState(1, suspended) = %+v, %v; want %d pending", st, err, edges)
+	}
+	stop := run(1000)
+	time.Sleep(200 * time.Millisecond)
+	stop()
+	if st, _ := g.State(ctx, 1); st.Pending == 0 || st.Pending == edges {
+		t.Fatalf("State(1) after 0.2 s of its job at 1000/s = %+v: want it midway", st)
+	}
+	stop = run(1000)
+	if st := wait(1); st.Pending != 0 || st.State != fg.StateSuspended {
+		t.Errorf("State(1) after its job = %+v", st)
+	}
+	if took := time.Since(began); took < 400*time.Millisecond {
+		t.Errorf("%d edges at 1000/s took %v", edges, took)
+	}
+	if js := g.JobStats(); js.Changed != edges {
+		t.Errorf("JobStats = %+v, want %d changed", js, edges)
+	}
+	stop()
+	for u, s := range archiveSnapshot(t, g, users) {
+		for i, k := range archiveKinds {
+			if s.counts[i] != int64(len(s.sets[i])) || u == 1 && len(s.sets[i]) != 0 {
+				t.Errorf("user %d after the hide: %s of %d, counted %d", u, k.z, len(s.sets[i]), s.counts[i])
+			}
+		}
+	}
+
+	// Flipped under follows and unfollows of 1 by others, unthrottled.
+	stop = run(0)
+	var wg sync.WaitGroup
+	flipping := make(chan struct{})
+	for w := range 4 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := 0; ; i++ {
+				select {
+				case <-flipping:
+					return
+				default:
+				}
+				c := fg.UserID(2000 + w*10 + i%10)
+				g.touch(c)
+				var err error
+				if i%3 == 2 {
+					_, err = g.Graph.Unfollow(ctx, c, 1)
+				} else {
+					_, err = g.Graph.Follow(ctx, c, 1)
+				}
+				if err != nil && fg.ErrorCode(err) != fg.ETargetInactive {
+					t.Errorf("follow or unfollow of 1 by %d: %v", c, err)
+					return
+				}
+			}
+		}()
+	}
+	for i := range 21 { // ending active
+		s := fg.StateActive
+		if i%2 == 1 {
+			s = fg.StateDeactivated
+		}
+		if _, err := g.setState(ctx, 1, s); err != nil {
+			t.Fatal(err)
+		}
+		time.Sleep(time.Duration(i%4) * 5 * time.Millisecond)
+	}
+	close(flipping)
+	wg.Wait()
+	wait(1)
+	stop()
+	for i := range 40 {
+		users = append(users, fg.UserID(2000+i))
+	}
+	after := archiveSnapshot(t, g, users)
+	for u, s := range after {
+		for i, k := range archiveKinds {
+			if s.counts[i] != int64(len(s.sets[i])) {
+				t.Errorf("user %d after the flips: %s of %d, counted %d", u, k.z, len(s.sets[i]), s.counts[i])
+			}
+		}
+		if u == 1 || u >= 2000 && u < 3000 {
+			continue
+		}
+		if !reflect.DeepEqual(s, before[u]) {
+			t.Errorf("user %d after the flips:\n%+v\nwas\n%+v", u, s, before[u])
+		}
+	}
+	// Every follow of 1 on both sides: 1's followers are those whose
+	// following lists 1.
+	var followersOf1 []string
+	for _, z := range after[1].sets[1] {
+		followersOf1 = append(followersOf1, z.Member)
+	}
+	for u, s := range after {
+		lists := slices.ContainsFunc(s.sets[0], func(z rueidis.ZScore) bool { return z.Member == member(1) })
+		if lists != slices.Contains(followersOf1, member(u)) {
+			t.Errorf("user %d lists 1 in its following: %v; 1 lists it in its followers: %v", u, lists, !lists)
+		}
+	}
+	checkNoMarks(t, g, users...)
 }

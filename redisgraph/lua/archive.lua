@@ -3,10 +3,10 @@
 -- bi, ro, ri), on both sides, or shows them again (docs/DESIGN.md
 -- "Account states"). A hidden edge leaves both sorted sets, both counters
 -- and both flags (rf), and its version stays in both versions hashes,
--- marked: 'h' and the 16 hex digits. So the edge's since (the millisecond
--- part) and its version are kept for the restore, each of its sides and
--- counts changes with the other in one script, and a list and its count
--- never disagree.
+-- marked: 'h' and the 16 hex digits (h's field nh counts a user's marks).
+-- So the edge's since (the millisecond part) and its version are kept for
+-- the restore, each of its sides and counts changes with the other in one
+-- script, and a list and its count never disagree.
 --
 -- KEYS: 1 u's sorted set of the side, 2 its versions hash, 3 h(u), 4 rf(u),
 --       then four keys for each counterpart c, of the side opposite: c's
@@ -95,11 +95,15 @@ for i, m in ipairs(ms) do
   if v then changed[#changed + 1] = {m, at[i], v} end
 end
 
--- The dropped: a tombstone for the mark on both sides, nothing else.
+-- The dropped: a tombstone for the mark on both sides, nothing else (nh
+-- counts each user's marks: see lib.lua's set).
 for _, c in ipairs(dropped) do
+  local ch = KEYS[4 * c[2] + 3]
   redis.call('HSET', KEYS[4 * c[2] + 2], um, c[3])
-  redis.call('HINCRBY', KEYS[4 * c[2] + 3], 'st', 1)
+  local hv = redis.call('HMGET', ch, 'st', 'nh')
+  redis.call('HSET', ch, 'st', tonumber(hv[1] or '0') + 1, 'nh', tonumber(hv[2] or '0') - 1)
 end
+if #dropped > 0 then redis.call('HINCRBY', h, 'nh', -#dropped) end
 if #dropped > 0 and #changed == 0 then
   redis.call('HSET', vh, unpack(setv))
   redis.call('HINCRBY', h, 'st', 1)
@@ -123,6 +127,7 @@ end
 if #setv > 0 then redis.call('HSET', vh, unpack(setv)) end
 if #delv > 0 then redis.call('HDEL', vh, unpack(delv)) end
 redis.call('HINCRBY', h, mine[1], d * n)
+redis.call('HINCRBY', h, 'nh', -d * n)
 redis.call('HINCRBY', h, 'st', 1)
 n = n + #dropped
 if mine[2] and #setv > 0 then redis.call('HDEL', h, mine[2]) end
@@ -133,7 +138,7 @@ end
 for _, c in ipairs(changed) do
   local i, v = c[2], c[3]
   local cz, cvh, ch, crf = KEYS[4 * i + 1], KEYS[4 * i + 2], KEYS[4 * i + 3], KEYS[4 * i + 4]
-  local hv = redis.call('HMGET', ch, theirs[1], 'st')
+  local hv = redis.call('HMGET', ch, theirs[1], 'st', 'nh')
   local wrote = true
   if hide then
     redis.call('ZREM', cz, um)
@@ -147,7 +152,8 @@ for _, c in ipairs(changed) do
       redis.call('HDEL', cvh, um)
     end
   end
-  redis.call('HSET', ch, theirs[1], tonumber(hv[1] or '0') + d, 'st', tonumber(hv[2] or '0') + 1)
+  redis.call('HSET', ch, theirs[1], tonumber(hv[1] or '0') + d, 'st', tonumber(hv[2] or '0') + 1,
+    'nh', tonumber(hv[3] or '0') - d)
   if theirs[2] and wrote then redis.call('HDEL', ch, theirs[2]) end
   if theirs[3] then flag(crf, um, theirs[3], d) end
 end

@@ -111,6 +111,7 @@ local function set(uk, code, m, v, on, st, mute, pair)
   local s = sides[code]
   local z, vh = uk[s[1]], uk[s[2]]
   if on and code ~= 'mo' and pair == 'deleted' then on = false end
+  local marked = 0 -- 1: a mark is made here
   if on and code ~= 'mo' and pair == 'hidden' and not st[5] then
     if st[2] then -- shown: out of the sorted set, the counter and the flags
       redis.call('ZREM', z, m)
@@ -118,13 +119,19 @@ local function set(uk, code, m, v, on, st, mute, pair)
       local f = flagOf[code]
       if f and tonumber(redis.call('ZINCRBY', uk.rf, -f, m)) == 0 then redis.call('ZREM', uk.rf, m) end
     end
-    st = {st[1], true, true, nil, true}
+    st, marked = {st[1], true, true, nil, true}, 1
   end
   if st[5] then
     -- A hidden edge: turned on it stays hidden, at its new version;
     -- turned off, its tombstone replaces the mark. Neither is in the
-    -- sorted set, the counter or the flags.
-    if on then redis.call('HSET', vh, m, 'h' .. v) else redis.call('HSET', vh, m, v) end
+    -- sorted set, the counter or the flags; nh counts the user's marks.
+    if on then
+      redis.call('HSET', vh, m, 'h' .. v)
+      if marked == 1 then redis.call('HINCRBY', h, 'nh', 1) end
+    else
+      redis.call('HSET', vh, m, v)
+      redis.call('HINCRBY', h, 'nh', -1)
+    end
     if s[4] then redis.call('HDEL', h, s[4]) end
     return
   end
