@@ -59,8 +59,10 @@ func (g *Graph) RunJobs(ctx context.Context, rate int) error {
 	_, _ = rand.Read(b[:])
 	owner := "jobs-" + hex.EncodeToString(b[:])
 	lease := g.jobsKey(0) + ":lease"
-	defer func() {
-		_ = scriptRelease.exec(context.WithoutCancel(ctx), g.c, []string{lease}, []string{owner}).Error()
+	defer func() { // at a clean stop, so that another node takes the jobs over at once
+		ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), time.Second)
+		defer cancel()
+		_ = scriptRelease.exec(ctx, g.c, []string{lease}, []string{owner}).Error()
 	}()
 	for {
 		if err := ctx.Err(); err != nil {
