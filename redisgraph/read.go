@@ -26,6 +26,11 @@ func (g *Graph) IsFollowing(ctx context.Context, user, target fg.UserID) (fg.Edg
 	if err := fg.CheckIDs(user, target); err != nil {
 		return fg.Edge{}, err
 	}
+	if ok, err := g.active(ctx, user); err != nil {
+		return fg.Edge{}, unavailable("is-following", err)
+	} else if !ok {
+		return fg.Edge{}, nil // as for a user with no edges
+	}
 	r, err := g.readOne(ctx, func() rueidis.Completed {
 		return g.c.B().Zscore().Key(g.key(user, kindOut)).Member(member(target)).Build()
 	})
@@ -69,6 +74,11 @@ func (g *Graph) Following(ctx context.Context, user fg.UserID, req fg.PageReques
 	if err != nil {
 		return fg.Page{}, err
 	}
+	if ok, err := g.active(ctx, user); err != nil {
+		return fg.Page{}, unavailable("following", err)
+	} else if !ok {
+		return fg.Page{}, nil // as for a user with no edges
+	}
 	es, err := g.rangeAfter(ctx, g.key(user, kindOut), q.After, q.Size+1)
 	if err != nil {
 		return fg.Page{}, unavailable("following", err)
@@ -83,6 +93,11 @@ func (g *Graph) Followers(ctx context.Context, user fg.UserID, req fg.PageReques
 	q, err := req.Query(fg.ListFollowers, user)
 	if err != nil {
 		return fg.Page{}, err
+	}
+	if ok, err := g.active(ctx, user); err != nil {
+		return fg.Page{}, unavailable("followers", err)
+	} else if !ok {
+		return fg.Page{}, nil // as for a user with no edges
 	}
 	var es []fg.Entry
 	if q.After != nil || g.cacheMin == 0 {
@@ -233,6 +248,15 @@ func (g *Graph) Relations(ctx context.Context, viewer fg.UserID, ids []fg.UserID
 	if err != nil {
 		return nil, unavailable("relations", err)
 	}
+	if !cs[0].state.Active() { // as for a viewer with no edges
+		for i, id := range ids {
+			out[i] = fg.RelationInfo{ID: id, Relation: fg.RelationNone}
+			if id == viewer {
+				out[i].Relation = fg.RelationSelf
+			}
+		}
+		return out, nil
+	}
 	members := make([]string, len(ids))
 	for i, id := range ids {
 		members[i] = member(id)
@@ -316,7 +340,10 @@ func (g *Graph) probeFlags(ctx context.Context, user fg.UserID, withFlags bool, 
 
 // unexpired returns scores, the scores of members in user's mutes (-1
 // where absent), with -1 also where the mute has expired by the engine's
-// clock.
+// clock, or where the muted user is not active: a mute is on the muter's
+// side only, so no job finds it to hide (docs/DESIGN.md "Account
+// states"); it is hidden here, from the moment of the state, and shown
+// again with its since and expiry when the user is active again.
 func (g *Graph) unexpired(ctx context.Context, user fg.UserID, members []string, scores []int64) ([]int64, error) {
 	var muted []int
 	for i, s := range scores {
@@ -354,6 +381,23 @@ func (g *Graph) unexpired(ctx context.Context, user fg.UserID, members []string,
 				out[muted[k]] = -1
 			}
 			k++
+		}
+	}
+	var ids []fg.UserID
+	var at []int
+	for i, sc := range out {
+		if sc >= 0 {
+			id, _ := memberID(members[i])
+			ids, at = append(ids, id), append(at, i)
+		}
+	}
+	cs, err := g.readCounters(ctx, ids)
+	if err != nil {
+		return nil, err
+	}
+	for j, c := range cs {
+		if !c.state.Active() {
+			out[at[j]] = -1
 		}
 	}
 	return out, nil

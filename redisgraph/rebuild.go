@@ -194,8 +194,13 @@ const linkBatch = 256
 // users' clocks raised. What the change did to other edges (a block's end
 // of the follows) src gives as those edges' own states. These are far
 // fewer than follows: one call per event, pipelined linkBatch at a time.
+// The users' account states come last, by Apply, each putting its user in
+// the jobs set: a rebuilt hidden user's edges are written as stored, and
+// its job hides them again (a Cluster, which has no states, refuses a
+// state other than active).
 func (g *Graph) rebuildLinks(ctx context.Context, src Source, st *RebuildStats) error {
 	var calls []rueidis.LuaExec
+	var states []fg.Event // written last, as Apply writes them: their jobs hide what they must
 	flush := func() error {
 		for _, r := range scriptEffects.execMulti(ctx, g.c, calls) {
 			res, err := r.ToArray()
@@ -215,11 +220,15 @@ func (g *Graph) rebuildLinks(ctx context.Context, src Source, st *RebuildStats) 
 			if err := e.Validate(); err != nil || e.User != u || e.Op.Kind() == fg.KindFollow {
 				return fmt.Errorf("redisgraph: rebuild: the source gave %+v as a link of user %d", e, u)
 			}
-			if err := checkNoState(e); err != nil {
-				return err
-			}
 			if e.Op == fg.OpState {
-				continue // active: every user is here
+				if g.cluster {
+					if err := checkNoState(e); err != nil {
+						return err
+					}
+					continue // active: every user is there
+				}
+				states = append(states, e)
+				continue
 			}
 			own := func(yield func(fg.Effect) bool) {
 				for eff := range e.Effects {
@@ -243,7 +252,10 @@ func (g *Graph) rebuildLinks(ctx context.Context, src Source, st *RebuildStats) 
 			}
 		}
 	}
-	return flush()
+	if err := flush(); err != nil {
+		return err
+	}
+	return g.Apply(ctx, states)
 }
 
 // rebuildSide writes side s of every user of src: one goroutine walks src

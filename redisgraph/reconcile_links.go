@@ -85,7 +85,7 @@ func (r *reconciler) compareLinks(u fg.UserID, red *redisUser) linkCheck {
 				if in {
 					other = e.User
 				}
-				exp[i] = append(exp[i], edgeRec{other, stateOf(e)})
+				exp[i] = append(exp[i], edgeRec{other: other, EdgeState: stateOf(e)})
 			}
 		}
 		c.clock = max(c.clock, e.Version)
@@ -115,7 +115,7 @@ func (r *reconciler) compareLinks(u fg.UserID, red *redisUser) linkCheck {
 			if kind == DiffTombstone && red.ends(l.side, w.other, w.Version) {
 				kind = 0
 			}
-			if settled(kind, w, h).Live {
+			if settled(kind, w, h).Live && !h.hidden { // a hidden edge is in neither the set, the counter nor the flags
 				live++
 				want[w.other] |= 1 << i
 			}

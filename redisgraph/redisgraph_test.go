@@ -26,6 +26,16 @@ func TestConformance(t *testing.T) {
 	}
 }
 
+// TestConformanceStates runs the conformance suite of account states on
+// a standalone Redis, whose jobs the suite runs (a Cluster refuses every
+// state but active: state.go).
+func TestConformanceStates(t *testing.T) {
+	c := standaloneClient(t)
+	graphtest.RunStates(t, func(tb testing.TB, o graphtest.Options) fg.Graph {
+		return newTestGraph(tb, c, WithClock(o.Now), WithMaxFollowing(o.MaxFollowing), WithHook(o.Hook), WithCacheThreshold(1))
+	})
+}
+
 // TestConformanceSecondStepFaults runs the conformance suite on a Cluster
 // whose second steps fail at random, each at most one attempt short of
 // all of them, so that every write is complete when it returns, through

@@ -178,6 +178,11 @@ func (g *Graph) Link(ctx context.Context, kind fg.Kind, user, target fg.UserID) 
 	if err := fg.CheckIDs(user, target); err != nil {
 		return fg.Link{}, err
 	}
+	if ok, err := g.active(ctx, user); err != nil {
+		return fg.Link{}, unavailable("link", err)
+	} else if !ok {
+		return fg.Link{}, nil // as for a user with no edges
+	}
 	res, err := g.readChecked(ctx, func() rueidis.Commands {
 		return rueidis.Commands{g.c.B().Zscore().Key(g.key(user, k)).Member(member(target)).Build(),
 			g.c.B().Hget().Key(g.key(user, kindMuteExp)).Field(member(target)).Build()}
@@ -200,6 +205,13 @@ func (g *Graph) Link(ctx context.Context, kind fg.Kind, user, target fg.UserID) 
 			}
 			l.Expires = fg.Millis(x)
 		}
+		// A mute of a user who is not active is not shown (read.go's
+		// unexpired).
+		if ok, err := g.active(ctx, target); err != nil {
+			return fg.Link{}, unavailable("link", err)
+		} else if !ok {
+			return fg.Link{}, nil
+		}
 	}
 	return l, nil
 }
@@ -217,6 +229,11 @@ func (g *Graph) Links(ctx context.Context, list string, user fg.UserID, req fg.P
 	q, err := req.Query(list, user)
 	if err != nil {
 		return fg.Page{}, err
+	}
+	if ok, err := g.active(ctx, user); err != nil {
+		return fg.Page{}, unavailable(list, err)
+	} else if !ok {
+		return fg.Page{}, nil // as for a user with no edges
 	}
 	key := g.key(user, k)
 	if k != kindMuteOut {

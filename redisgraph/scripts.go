@@ -34,26 +34,29 @@ var (
 	luaArchive string
 	//go:embed lua/state.lua
 	luaState string
+	//go:embed lua/applystate.lua
+	luaApplyState string
 )
 
 // The scripts. The write scripts share lua/version.lua, all but the plain
 // follow's lua/lib.lua, and the live ones lua/live.lua; each file says
 // what it takes and returns.
 var (
-	scriptChange  = newScript(luaVersion+luaLive+luaChange, false)      // a live follow or unfollow
-	scriptEdge    = newScript(luaVersion+luaLib+luaLive+luaEdge, false) // a live change of any kind
-	scriptEffects = newScript(luaVersion+luaLib+luaEffects, false)      // an event's effects: second steps, Apply
-	scriptTies    = newScript(luaTies, true)                            // the entries after a cursor in its millisecond
-	scriptBulk    = newScript(luaVersion+luaLib+luaBulk, false)         // many edges of one side: Rebuild, repairs
-	scriptCensus  = newScript(luaCensus, true)                          // a user's counters and set sizes, for Reconcile
-	scriptLinks   = newScript(luaVersion+luaLib+luaLinks, false)        // Reconcile's repairs of the other kinds
-	scriptArchive = newScript(luaVersion+luaArchive, false)             // a batch of an account-state job's edges
-	scriptState   = newScript(luaVersion+luaLive+luaState, false)       // a live change of a user's account state
+	scriptChange     = newScript(luaVersion+luaLive+luaChange, false)      // a live follow or unfollow
+	scriptEdge       = newScript(luaVersion+luaLib+luaLive+luaEdge, false) // a live change of any kind
+	scriptEffects    = newScript(luaVersion+luaLib+luaEffects, false)      // an event's effects: second steps, Apply
+	scriptTies       = newScript(luaTies, true)                            // the entries after a cursor in its millisecond
+	scriptBulk       = newScript(luaVersion+luaLib+luaBulk, false)         // many edges of one side: Rebuild, repairs
+	scriptCensus     = newScript(luaCensus, true)                          // a user's counters and set sizes, for Reconcile
+	scriptLinks      = newScript(luaVersion+luaLib+luaLinks, false)        // Reconcile's repairs of the other kinds
+	scriptArchive    = newScript(luaVersion+luaArchive, false)             // a batch of an account-state job's edges
+	scriptState      = newScript(luaVersion+luaLive+luaState, false)       // a live change of a user's account state
+	scriptApplyState = newScript(luaVersion+luaLib+luaApplyState, false)   // a replayed one
 )
 
 // allScripts are those loadScripts loads: these, and the small ones of
 // the outbox's streams and leases (init.go, lease.go) and the jobs (jobs.go).
-var allScripts = []*script{scriptChange, scriptEdge, scriptEffects, scriptTies, scriptBulk, scriptCensus, scriptLinks, scriptArchive, scriptState,
+var allScripts = []*script{scriptChange, scriptEdge, scriptEffects, scriptTies, scriptBulk, scriptCensus, scriptLinks, scriptArchive, scriptState, scriptApplyState,
 	scriptCreateStream, scriptMarkIntact, scriptLease, scriptRelease, scriptJobDone}
 
 // script is a Lua script run by EVALSHA (EVALSHA_RO when read-only), and

@@ -93,6 +93,11 @@ func (g *Graph) KnownFollowers(ctx context.Context, user, target fg.UserID, req 
 
 // setQuery answers q, the intersection of p (the paging side) and o.
 func (g *Graph) setQuery(ctx context.Context, op string, q fg.PageQuery, p, o side) (fg.SetPage, error) {
+	if ok, err := g.active(ctx, p.user, o.user); err != nil {
+		return fg.SetPage{}, unavailable(op, err)
+	} else if !ok {
+		return fg.SetPage{}, nil // as for a user with no edges
+	}
 	sp, err := g.setPage(ctx, q, p, o)
 	if err != nil {
 		return fg.SetPage{}, unavailable(op, err)

@@ -32,6 +32,22 @@ func checkNoState(e fg.Event) error {
 	return nil
 }
 
+// active reports whether every one of ids is active, through the cache
+// (readCounters): a read about a user who is not active answers as for a
+// user with no edges.
+func (g *Graph) active(ctx context.Context, ids ...fg.UserID) (bool, error) {
+	cs, err := g.readCounters(ctx, ids)
+	if err != nil {
+		return false, err
+	}
+	for _, c := range cs {
+		if !c.state.Active() {
+			return false, nil
+		}
+	}
+	return true, nil
+}
+
 // jobsKey returns the key of the sorted set of the users of user's slot
 // whose account-state jobs are to run (lua/state.lua), beside its outbox.
 func (g *Graph) jobsKey(user fg.UserID) string { return g.outbox(user) + ":jobs" }
@@ -90,20 +106,25 @@ func (g *Graph) State(ctx context.Context, user fg.UserID) (fg.AccountState, err
 	return st, nil
 }
 
-// SetState refuses every change of state with EUnavailable until the job
-// runs (see above); setting active, the state every user has here,
-// changes nothing.
+// SetState sets user's state; see followgraph.Graph. On a standalone
+// Redis it is setState, and RunJobs runs its job. On a Cluster, whose job
+// is not built yet, every change of state is refused with EUnavailable
+// before anything changes (setting active, every user's state there,
+// changes nothing).
 func (g *Graph) SetState(ctx context.Context, user fg.UserID, s fg.State) (fg.AccountState, error) {
-	if err := fg.CheckIDs(user); err != nil {
-		return fg.AccountState{}, err
+	if g.cluster {
+		if err := fg.CheckIDs(user); err != nil {
+			return fg.AccountState{}, err
+		}
+		if err := fg.CheckState(s); err != nil {
+			return fg.AccountState{}, err
+		}
+		if s.Active() {
+			return g.State(ctx, user)
+		}
+		return fg.AccountState{}, fg.Errorf(fg.EUnavailable, "account states are not available on a Redis Cluster yet: no job hides their edges")
 	}
-	if err := fg.CheckState(s); err != nil {
-		return fg.AccountState{}, err
-	}
-	if s.Active() {
-		return g.State(ctx, user)
-	}
-	return fg.AccountState{}, fg.Errorf(fg.EUnavailable, "account states are not available on Redis yet: no job hides their edges")
+	return g.setState(ctx, user, s)
 }
 
 // setState makes user's state s, by lua/state.lua: the state, its event

@@ -13,14 +13,16 @@ import (
 	"github.com/redis/rueidis"
 
 	fg "github.com/followgraph/followgraph"
+	"github.com/followgraph/followgraph/graphtest"
+	"github.com/followgraph/followgraph/memgraph"
 )
 
-// TestApply_RefusesStates: until Redis has account states, replaying a
-// state other than active fails the batch before anything of it is
-// written; active, every user's state here, passes.
+// TestApply_RefusesStates: until a Redis Cluster has account states,
+// replaying a state other than active there fails the batch before
+// anything of it is written; active, every user's state there, passes.
 func TestApply_RefusesStates(t *testing.T) {
 	ctx := context.Background()
-	g := newTestGraph(t, modes[0].client(t))
+	g := newTestGraph(t, clusterClient(t))
 	v := fg.VersionAt(1_700_000_000_000)
 	err := g.Apply(ctx, []fg.Event{fg.NewEvent(2, 1, fg.OpFollow, v+1), fg.NewStateEvent(1, fg.StateDeactivated, v+2)})
 	if fg.ErrorCode(err) != fg.EUnavailable {
@@ -631,4 +633,61 @@ func TestRunJobs(t *testing.T) {
 		}
 	}
 	checkNoMarks(t, g, users...)
+}
+
+// TestRebuildReconcile_States: a memgraph with a hidden user, a deleted
+// one and their edges of every kind, its jobs done, rebuilt into Redis
+// with Redis's jobs then done, answers as the source (the states, and the
+// hidden edges hidden), and Reconcile finds no difference, reading the
+// archive's marks as the stored edges the source walks.
+func TestRebuildReconcile_States(t *testing.T) {
+	ctx := t.Context()
+	v := fg.VersionAt(sourceEpoch)
+	at := func(i int) fg.Version { return v + fg.Version(i)<<fg.VersionCounterBits }
+	src := memgraph.New()
+	events := []fg.Event{
+		fg.NewEvent(1, 2, fg.OpFollow, at(1)),
+		fg.NewEvent(2, 1, fg.OpFollow, at(2)),
+		fg.NewEvent(3, 1, fg.OpFollow, at(3)),
+		fg.NewEvent(1, 4, fg.OpBlock, at(4)),
+		fg.NewEvent(5, 1, fg.OpRequest, at(5)),
+		fg.NewEvent(3, 6, fg.OpFollow, at(6)),
+		fg.NewEvent(6, 2, fg.OpFollow, at(7)),
+		fg.NewStateEvent(1, fg.StateDeactivated, at(8)),
+		fg.NewStateEvent(6, fg.StateDeleted, at(9)),
+	}
+	if err := src.Apply(ctx, events); err != nil {
+		t.Fatal(err)
+	}
+	graphtest.RunJobs(t, src, 0)
+	graphtest.WaitJobs(t, src)
+	g := newTestGraph(t, standaloneClient(t))
+	touchSource(g, src)
+	if _, err := g.Rebuild(ctx, src, RebuildOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	graphtest.RunJobs(t, g, 0)
+	if err := waitFor(30*time.Second, func() bool {
+		n, err := g.c.Do(ctx, g.c.B().Zcard().Key(g.jobsKey(0)).Build()).AsInt64()
+		return err == nil && n == 0
+	}); err != nil {
+		t.Fatal("the jobs of the rebuilt states did not end")
+	}
+	ids := []fg.UserID{1, 2, 3, 4, 5, 6}
+	want, err := src.Counts(ctx, ids)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got, err := g.Counts(ctx, ids); err != nil || !reflect.DeepEqual(got, want) {
+		t.Errorf("Counts after the rebuild = %+v, %v\nwant %+v", got, err, want)
+	}
+	for _, u := range []fg.UserID{1, 6} {
+		a, _ := src.State(ctx, u)
+		if b, err := g.State(ctx, u); err != nil || b.State != a.State || !b.Since.Equal(a.Since) {
+			t.Errorf("State(%d) after the rebuild = %+v, %v; want %+v", u, b, err, a)
+		}
+	}
+	if st, diffs := reconcile(t, g, src, ReconcileOptions{}); st.Differences() != 0 {
+		t.Errorf("Reconcile with hidden edges = %+v, %v; want no difference", st, diffs)
+	}
 }

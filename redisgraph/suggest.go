@@ -33,6 +33,11 @@ func (g *Graph) Suggestions(ctx context.Context, user fg.UserID, limit int) ([]f
 	if err != nil {
 		return nil, err
 	}
+	if ok, err := g.active(ctx, user); err != nil {
+		return nil, unavailable("suggestions", err)
+	} else if !ok {
+		return nil, nil // as for a user with no edges
+	}
 	out, err := g.suggest(ctx, user, size)
 	if err != nil {
 		return nil, unavailable("suggestions", err)

@@ -464,18 +464,27 @@ func (g *Graph) Apply(ctx context.Context, events []fg.Event) error {
 		if err := e.Validate(); err != nil {
 			return err
 		}
-		if err := checkNoState(e); err != nil {
-			return err
+		if g.cluster {
+			if err := checkNoState(e); err != nil {
+				return err
+			}
 		}
 	}
 	if len(events) == 0 {
 		return nil
 	}
-	var calls []rueidis.LuaExec
+	var calls, states []rueidis.LuaExec
 	var owners [][]fg.UserID // the users of each call, for their stamps
+	var stateOwners []fg.UserID
 	for _, e := range events {
 		if e.Op == fg.OpState {
-			continue // active: every user is here
+			// On a Cluster, active: every user is there (checkNoState).
+			if !g.cluster {
+				states = append(states, rueidis.LuaExec{Keys: []string{g.key(e.User, kindCounters), g.jobsKey(e.User)},
+					Args: []string{e.State.String(), versionHex(e.Version), e.User.String()}})
+				stateOwners = append(stateOwners, e.User)
+			}
+			continue
 		}
 		users := eventUsers(e)
 		if !g.cluster {
@@ -492,6 +501,16 @@ func (g *Graph) Apply(ctx context.Context, events []fg.Event) error {
 			return unavailable("apply", err)
 		}
 		g.noteStamps(res[1:], owners[i]...)
+	}
+	if len(states) == 0 {
+		return nil
+	}
+	for i, r := range scriptApplyState.execMulti(ctx, g.c, states) {
+		res, err := r.ToArray()
+		if err != nil {
+			return unavailable("apply", err)
+		}
+		g.noteStamps(res[1:], stateOwners[i])
 	}
 	return nil
 }

@@ -18,7 +18,20 @@ import (
 // followers and 1k followees, and once in the middle of restoring it.
 // After each restart the job finishes, every counterpart's counts equal
 // its lists, and restoring brings back every edge with its original since.
-func TestServe_StateJobKillNine(t *testing.T) {
+func TestServe_StateJobKillNine(t *testing.T) { stateJobKillNine(t) }
+
+// TestServe_RedisStateJobKillNine is TestServe_StateJobKillNine on a
+// standalone Redis, where the job's progress is in Redis (the marks, the
+// jobs set) and the restarted node takes the job over when the killed
+// one's lease runs out.
+func TestServe_RedisStateJobKillNine(t *testing.T) {
+	url, prefix := testRedis(t)
+	stateJobKillNine(t, "--redis", url, "--redis-prefix", prefix)
+}
+
+// stateJobKillNine runs TestServe_StateJobKillNine with engine, the flags
+// of import and serve that name the engine (none: embedded).
+func stateJobKillNine(t *testing.T, engine ...string) {
 	const (
 		user      = fg.UserID(1)
 		followers = 30_000
@@ -38,7 +51,7 @@ func TestServe_StateJobKillNine(t *testing.T) {
 	if err := os.WriteFile(file, []byte(b.String()), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	runBinary(t, "import", file, "--data", data)
+	runBinary(t, append([]string{"import", file, "--data", data}, engine...)...)
 	var fers, fees []fg.UserID
 	for i := range followers {
 		fers = append(fers, fg.UserID(100_000+i))
@@ -48,7 +61,8 @@ func TestServe_StateJobKillNine(t *testing.T) {
 	}
 	ctx := context.Background()
 
-	s := start(t, data, "--jobs-rate", rate)
+	flags := append([]string{"--jobs-rate", rate}, engine...)
+	s := start(t, data, flags...)
 	firstSince := since(t, s.client, 100_000, user)
 	for _, st := range []fg.State{fg.StateDeactivated, fg.StateActive} {
 		set, err := s.client.SetState(ctx, user, st)
@@ -63,7 +77,7 @@ func TestServe_StateJobKillNine(t *testing.T) {
 		s.kill()
 		t.Logf("%s: killed with %d of %d edges pending", st, mid.Pending, followers+followees)
 
-		s = start(t, data, "--jobs-rate", rate)
+		s = start(t, data, flags...)
 		done := waitPending(t, s.client, user)
 		if done.State != st || !done.Since.Equal(set.Since) {
 			t.Fatalf("State(1) after the restart = %+v, want %s since %v", done, st, set.Since)
@@ -153,29 +167,39 @@ func since(t *testing.T, c *client.Client, user, target fg.UserID) time.Time {
 	return e.Since
 }
 
-// TestServe_RedisRefusesStates: a node serving from Redis has no account
-// states yet (docs/API.md, "Where they are served"): a PUT of a state
-// other than active answers 503 unavailable and changes nothing, and
-// every user stays active and shown.
-func TestServe_RedisRefusesStates(t *testing.T) {
+// TestServe_RedisStates: a node serving from a standalone Redis runs
+// account states (docs/API.md, "Where they are served"): a deactivated
+// user's follow leaves its follower's counts once the job has run, and
+// comes back with its since on active; a deleted user's state is final.
+func TestServe_RedisStates(t *testing.T) {
 	url, prefix := testRedis(t)
 	s := start(t, t.TempDir(), "--redis", url, "--redis-prefix", prefix)
 	ctx := context.Background()
 	if _, err := s.client.Follow(ctx, 2, 1); err != nil {
 		t.Fatal(err)
 	}
-	for _, st := range []fg.State{fg.StateDeactivated, fg.StateSuspended, fg.StateDeleted} {
-		if _, err := s.client.SetState(ctx, 1, st); fg.ErrorCode(err) != fg.EUnavailable {
-			t.Errorf("SetState(1, %s) on Redis = %v, want unavailable", st, err)
-		}
+	first := since(t, s.client, 2, 1)
+	if a, err := s.client.SetState(ctx, 1, fg.StateDeactivated); err != nil || a.State != fg.StateDeactivated {
+		t.Fatalf("SetState(1, deactivated) = %+v, %v", a, err)
 	}
-	if a, err := s.client.State(ctx, 1); err != nil || a != (fg.AccountState{ID: 1}) {
-		t.Errorf("State(1) after the refused changes = %+v, %v; want active, never set", a, err)
+	waitPending(t, s.client, 1)
+	if c, err := s.client.Counts(ctx, []fg.UserID{1, 2}); err != nil || c[0] != (fg.Counts{ID: 1, State: fg.StateDeactivated}) || c[1].FollowingCount != 0 {
+		t.Errorf("Counts(1, 2) after the job = %+v, %v; want 1 deactivated, 2 following nobody", c, err)
 	}
-	if a, err := s.client.SetState(ctx, 1, fg.StateActive); err != nil || a.State != fg.StateActive {
-		t.Errorf("SetState(1, active) on Redis = %+v, %v; want active, no error", a, err)
+	if _, err := s.client.Follow(ctx, 3, 1); fg.ErrorCode(err) != fg.ETargetInactive {
+		t.Errorf("Follow(3, 1) of a deactivated user = %v, want target_inactive", err)
 	}
-	if c, err := s.client.Counts(ctx, []fg.UserID{1, 2}); err != nil || c[0].FollowerCount != 1 || c[1].FollowingCount != 1 {
-		t.Errorf("Counts(1, 2) after the refused changes = %+v, %v", c, err)
+	if _, err := s.client.SetState(ctx, 1, fg.StateActive); err != nil {
+		t.Fatal(err)
+	}
+	waitPending(t, s.client, 1)
+	if got := since(t, s.client, 2, 1); !got.Equal(first) {
+		t.Errorf("2→1 restored since %v, want the original %v", got, first)
+	}
+	if _, err := s.client.SetState(ctx, 4, fg.StateDeleted); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.client.SetState(ctx, 4, fg.StateActive); fg.ErrorCode(err) != fg.ETargetInactive {
+		t.Errorf("SetState(4, active) of a deleted user = %v, want target_inactive", err)
 	}
 }

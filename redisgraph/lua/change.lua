@@ -58,12 +58,11 @@ if follow == (s ~= false) then
   -- Nothing to change, as far as this Redis knows: unless it lost the
   -- graph (see the XADD below), when the edge may well be there, or, for
   -- an unfollow, u has requests out, one of which it may withdraw, or
-  -- the follow is hidden (the mark of an archived edge: archive.lua),
-  -- which it ends as stored.
-  if not follow and hv[7] and hv[7] ~= '0' then return {SLOW} end
+  -- marks (nh: archive.lua), one of which may be this follow or request
+  -- hidden, which it ends as stored.
+  if not follow and (hv[7] and hv[7] ~= '0' or hv[9] and hv[9] ~= '0') then return {SLOW} end
   if redis.call('EXISTS', KEYS[4]) == 0 then return {LOST} end
   local v = redis.call('HGET', ov, m)
-  if v and string.sub(v, 1, 1) == 'h' then return {SLOW} end
   if take then
     local wait
     bucket, wait = take(hv[10], hv[11])

@@ -119,7 +119,9 @@ elseif op == 'mute' or op == 'unmute' then
   local mu = state(uk, 'mo', tm)
   local x = 0
   if mu[2] then x = expiry(uk, tm) end
-  local on = mu[2] and (x == 0 or x > now)
+  -- A mute of a deleted user is kept by no read (read.go's unexpired),
+  -- nor by an unmute: nothing is kept of an edge with a deleted user.
+  local on = mu[2] and (x == 0 or x > now) and tword ~= 'deleted'
   if op == 'unmute' then
     if not on then return none({mu[1], false}) end
     mine = {{'mo', false}}

@@ -1,0 +1,107 @@
+package redisgraph
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	fg "github.com/followgraph/followgraph"
+	"github.com/followgraph/followgraph/memgraph"
+)
+
+// BenchmarkJob deactivates, then makes active again, a user with
+// -archive-followers followers who follows 1000 of them, on the standalone
+// Redis of FOLLOWGRAPH_TEST_REDIS: each time by SetState, then RunJobs
+// unthrottled until the user has left the jobs set (its job done), with
+// SLOWLOG logging every command over a millisecond meanwhile. The graph is
+// written by Rebuild from a memgraph first (not timed). It reports each
+// job's seconds, the slowest command Redis logged and how many were over
+// 1 ms, and checks the counts after each job (0 followers shown, then all).
+//
+//	go test -run '^$' -bench BenchmarkJob -benchtime 1x -timeout 30m ./redisgraph/
+func BenchmarkJob(b *testing.B) {
+	ctx := context.Background()
+	c := standaloneClient(b)
+	n := *archiveFollowers
+	const user = fg.UserID(1)
+	base := int64(1_700_000_000_000)
+	src := memgraph.New()
+	err := src.Load(ctx, func(yield func(fg.Event) bool) {
+		for i := range n {
+			f := fg.UserID(1000 + i)
+			if !yield(fg.NewEvent(f, user, fg.OpFollow, fg.VersionAt(base+int64(i)))) {
+				return
+			}
+			if i < 1000 && !yield(fg.NewEvent(user, f, fg.OpFollow, fg.VersionAt(base+int64(n+i)))) {
+				return
+			}
+		}
+	})
+	if err != nil {
+		b.Fatal(err)
+	}
+	prefix := randomPrefix()
+	g, err := New(ctx, c, WithPrefix(prefix))
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer func() {
+		g.Close()
+		if err := unlinkPrefix(ctx, c, prefix+":"); err != nil {
+			b.Errorf("deleting %s: %v", prefix, err)
+		}
+	}()
+	loaded := time.Now()
+	if _, err := g.Rebuild(ctx, src, RebuildOptions{}); err != nil {
+		b.Fatal(err)
+	}
+	b.Logf("%d followers written in %v", n, time.Since(loaded).Round(time.Millisecond))
+	if _, err := g.InitOutbox(ctx); err != nil { // for the state's events
+		b.Fatal(err)
+	}
+	jobCtx, cancel := context.WithCancel(ctx)
+	done := make(chan error, 1)
+	go func() { done <- g.RunJobs(jobCtx, 0) }()
+	defer func() {
+		cancel()
+		if err := <-done; err != context.Canceled {
+			b.Errorf("RunJobs = %v", err)
+		}
+	}()
+	inJobs := func() bool {
+		return c.Do(ctx, c.B().Zscore().Key(g.jobsKey(user)).Member(user.String()).Build()).Error() == nil
+	}
+
+	restore := slowlogAll(b, c)
+	defer restore()
+	b.ResetTimer()
+	for b.Loop() {
+		for _, step := range []struct {
+			name  string
+			state fg.State
+			nin   int64
+		}{{"deactivate", fg.StateDeactivated, 0}, {"active", fg.StateActive, int64(n)}} {
+			mustDo(b, c, c.B().SlowlogReset().Build())
+			began := time.Now()
+			if _, err := g.SetState(ctx, user, step.state); err != nil {
+				b.Fatal(err)
+			}
+			for inJobs() {
+				time.Sleep(10 * time.Millisecond)
+			}
+			took := time.Since(began)
+			if nin, _ := c.Do(ctx, c.B().Hget().Key(g.key(user, kindCounters)).Field("nin").Build()).AsInt64(); nin != step.nin {
+				b.Fatalf("after the job to %s, nin(1) = %d, want %d", step.state, nin, step.nin)
+			}
+			if st, err := g.State(ctx, user); err != nil || st.Pending != 0 || st.State != step.state {
+				b.Fatalf("State(1) after its job = %+v, %v", st, err)
+			}
+			slow, slowest := slowSince(b, c)
+			b.ReportMetric(took.Seconds(), step.name+"-s")
+			b.ReportMetric(float64(slow), step.name+"-cmds-over-1ms")
+			b.ReportMetric(float64(slowest.Microseconds()), step.name+"-max-cmd-µs")
+			b.Logf("%s: the job of %d edges in %v; %d commands over 1 ms, the slowest %v",
+				step.name, n+1000, took.Round(time.Millisecond), slow, slowest)
+		}
+	}
+}
