@@ -9,11 +9,19 @@ import (
 	fg "github.com/followgraph/followgraph"
 )
 
-// archiveBatch is how many edges one call of the archive script hides
-// or shows: with u's side written once per batch, 16 keeps nearly every
-// call of a user with millions of followers near a millisecond
+// archiveBatch is how many edges one call of the archive script hides:
+// with u's side written once per batch, 16 keeps nearly every call of a
+// user with millions of followers near a millisecond
 // (docs/BENCHMARKS.md "Redis: the archive step").
 const archiveBatch = 16
+
+// showBatch is archiveBatch for a show or a drop, whose members come by
+// HSCAN in the hash's order, not the set's, so that each call's
+// counterparts are scattered over memory: at 16 a call, 4 to 7% of the
+// calls of a restore of 2M followers took over a millisecond, at 8 0.05
+// to 0.12% (docs/BENCHMARKS.md "Redis: a job over a user with 2M
+// followers"). A variable only for BenchmarkJob, which compares sizes.
+var showBatch = 8
 
 // archiveSide is one side of a user's edges, as the archive script takes
 // it: its code (lua/lib.lua's sides) and the kinds of its sorted set and
@@ -106,7 +114,7 @@ func (g *Graph) eachHidden(ctx context.Context, vh string, f func([]string) erro
 	var cursor uint64
 	var batch []string
 	for {
-		scan, err := g.c.Do(ctx, g.c.B().Hscan().Key(vh).Cursor(cursor).Count(archiveBatch).Build()).AsScanEntry()
+		scan, err := g.c.Do(ctx, g.c.B().Hscan().Key(vh).Cursor(cursor).Count(int64(showBatch)).Build()).AsScanEntry()
 		if err != nil {
 			return err
 		}
@@ -114,7 +122,7 @@ func (g *Graph) eachHidden(ctx context.Context, vh string, f func([]string) erro
 			if !strings.HasPrefix(scan.Elements[j+1], "h") {
 				continue
 			}
-			if batch = append(batch, scan.Elements[j]); len(batch) == archiveBatch {
+			if batch = append(batch, scan.Elements[j]); len(batch) == showBatch {
 				if err := f(batch); err != nil {
 					return err
 				}

@@ -140,6 +140,12 @@ func slowSince(tb testing.TB, c rueidis.Client) (int, time.Duration) {
 		tb.Fatal(err)
 	}
 	var slowest time.Duration
+	byName := map[string]int{}
+	defer func() {
+		if len(byName) > 0 {
+			tb.Logf("slow commands by name: %v", byName)
+		}
+	}()
 	for i, v := range vals {
 		f, err := v.ToArray()
 		if err != nil || len(f) < 4 {
@@ -149,8 +155,11 @@ func slowSince(tb testing.TB, c rueidis.Client) (int, time.Duration) {
 		if d := time.Duration(us) * time.Microsecond; d > slowest {
 			slowest = d
 		}
+		args, _ := f[3].AsStrSlice()
+		if len(args) > 0 {
+			byName[args[0]]++
+		}
 		if i < 3 {
-			args, _ := f[3].AsStrSlice()
 			if len(args) > 4 {
 				args = args[:4]
 			}

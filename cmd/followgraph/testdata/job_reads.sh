@@ -5,21 +5,33 @@
 # followers). BIN imports a generated graph of EDGES edges plus a user
 # (9000000000) with 2M followers of its own, and serves it (the embedded
 # default, --jobs-rate $JOBS_RATE, 0 by default: the jobs as fast as memgraph
-# runs them). Then,
-# PAIRS times, `bench --mix reads --rate 10000` for SECONDS with no job, and
-# again for SECONDS while a loop deactivates the celebrity, waits for its
+# runs them; with REDIS set, a Redis URL, the graph is imported into that
+# Redis under a prefix of its own, which serve then serves from, and
+# deleted at the end). Then, PAIRS times, `bench --mix reads --rate $RATE`
+# (10000 by default) for SECONDS with no job, and again for SECONDS while a loop deactivates the celebrity, waits for its
 # job, makes it active again, waits, and so on. Prints each run's reads
 # p50/p99/max, the jobs the loop finished during it, and the medians.
 set -euo pipefail
 bin=$1 edges=$2 secs=$3 pairs=$4
 celeb=9000000000 port=18093
 work=$(mktemp -d)
-trap 'kill $(jobs -p) 2>/dev/null || true; rm -rf "$work"' EXIT
+engine=()
+if [[ -n ${REDIS:-} ]]; then
+	engine=(--redis "$REDIS" --redis-prefix "jobreads$$")
+fi
+cleanup() {
+	kill $(jobs -p) 2>/dev/null || true
+	if [[ -n ${REDIS:-} ]]; then
+		redis-cli -u "$REDIS" --scan --pattern "jobreads$$:*" | xargs -r -n 1000 redis-cli -u "$REDIS" unlink >/dev/null
+	fi
+	rm -rf "$work"
+}
+trap cleanup EXIT
 "$bin" gen --edges "$edges" --seed 1 -o "$work/g.tsv" >/dev/null
 now=$(date +%s%3N)
 awk -v c="$celeb" -v t="$((now - 86400000))" 'BEGIN { for (i = 1; i <= 2000000; i++) printf "%d %d %d\n", 10000000000 + i, c, t + i }' >>"$work/g.tsv"
-"$bin" import "$work/g.tsv" --data "$work/d" >/dev/null
-"$bin" serve --data "$work/d" --addr "127.0.0.1:$port" --jobs-rate "${JOBS_RATE:-0}" >"$work/serve.log" 2>&1 &
+"$bin" import "$work/g.tsv" --data "$work/d" "${engine[@]}" >/dev/null
+"$bin" serve --data "$work/d" --addr "127.0.0.1:$port" --jobs-rate "${JOBS_RATE:-0}" "${engine[@]}" >"$work/serve.log" 2>&1 &
 until curl -sf "http://127.0.0.1:$port/readyz" >/dev/null; do sleep 0.2; done
 url="http://127.0.0.1:$port"
 
@@ -39,7 +51,7 @@ flip() {
 }
 
 run() { # run LABEL SEED: one bench of reads, printed
-	"$bin" bench --url "$url" --mix reads --rate 10000 --duration "${secs}s" --seed "$2" --json >"$work/b.json"
+	"$bin" bench --url "$url" --mix reads --rate "${RATE:-10000}" --duration "${secs}s" --seed "$2" --json >"$work/b.json"
 	python3 -c '
 import json, sys
 t = json.load(open(sys.argv[1]))["total"]
