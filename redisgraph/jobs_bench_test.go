@@ -10,7 +10,6 @@ import (
 	"time"
 
 	fg "github.com/followgraph/followgraph"
-	"github.com/followgraph/followgraph/memgraph"
 )
 
 // BenchmarkJob deactivates, then makes active again, a user with
@@ -31,41 +30,7 @@ func BenchmarkJob(b *testing.B) {
 	c := standaloneClient(b)
 	n := *archiveFollowers
 	const user = fg.UserID(1)
-	base := int64(1_700_000_000_000)
-	src := memgraph.New()
-	err := src.Load(ctx, func(yield func(fg.Event) bool) {
-		for i := range n {
-			f := fg.UserID(1000 + i)
-			if !yield(fg.NewEvent(f, user, fg.OpFollow, fg.VersionAt(base+int64(i)))) {
-				return
-			}
-			if i < 1000 && !yield(fg.NewEvent(user, f, fg.OpFollow, fg.VersionAt(base+int64(n+i)))) {
-				return
-			}
-		}
-	})
-	if err != nil {
-		b.Fatal(err)
-	}
-	prefix := randomPrefix()
-	g, err := New(ctx, c, WithPrefix(prefix))
-	if err != nil {
-		b.Fatal(err)
-	}
-	defer func() {
-		g.Close()
-		if err := unlinkPrefix(ctx, c, prefix+":"); err != nil {
-			b.Errorf("deleting %s: %v", prefix, err)
-		}
-	}()
-	loaded := time.Now()
-	if _, err := g.Rebuild(ctx, src, RebuildOptions{}); err != nil {
-		b.Fatal(err)
-	}
-	b.Logf("%d followers written in %v", n, time.Since(loaded).Round(time.Millisecond))
-	if _, err := g.InitOutbox(ctx); err != nil { // for the state's events
-		b.Fatal(err)
-	}
+	g := celebrityGraph(b, c, user, n)
 	// runJobs starts a runner, with the show batch size given (set
 	// before it starts, and read by it only), and returns what stops it.
 	runJobs := func(batch int) (stop func()) {

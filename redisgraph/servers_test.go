@@ -172,6 +172,16 @@ func (g *testGraph) SetPrivate(ctx context.Context, user fg.UserID, private bool
 	return g.Graph.SetPrivate(ctx, user, private)
 }
 
+func (g *testGraph) SetState(ctx context.Context, user fg.UserID, st fg.State) (fg.AccountState, error) {
+	g.touch(user)
+	return g.Graph.SetState(ctx, user, st)
+}
+
+func (g *testGraph) setState(ctx context.Context, user fg.UserID, st fg.State) (fg.AccountState, error) {
+	g.touch(user)
+	return g.Graph.setState(ctx, user, st)
+}
+
 func (g *testGraph) Apply(ctx context.Context, events []fg.Event) error {
 	for _, e := range events {
 		g.touch(e.User, e.Target)
@@ -180,7 +190,8 @@ func (g *testGraph) Apply(ctx context.Context, events []fg.Event) error {
 }
 
 // deleteKeys deletes the keys of every user recorded, and the outbox
-// streams and the graph's markers (all of them: InitOutbox made them).
+// streams, their jobs sets and lease, and the graph's markers (all of
+// them: InitOutbox made them).
 func (g *testGraph) deleteKeys(tb testing.TB) {
 	g.mu.Lock()
 	defer g.mu.Unlock()
@@ -189,7 +200,8 @@ func (g *testGraph) deleteKeys(tb testing.TB) {
 		cmds = append(cmds, g.c.B().Unlink().Key(g.userKeys(nil, u)...).Build())
 	}
 	for i, key := range g.outboxKeys() {
-		cmds = append(cmds, g.c.B().Unlink().Key(key).Build(), g.c.B().Unlink().Key(g.markerKey(i)).Build())
+		cmds = append(cmds, g.c.B().Unlink().Key(key).Build(), g.c.B().Unlink().Key(g.markerKey(i)).Build(),
+			g.c.B().Unlink().Key(key+":jobs").Build(), g.c.B().Unlink().Key(key+":jobs:lease").Build())
 	}
 	for _, r := range g.c.DoMulti(context.Background(), cmds...) {
 		if err := r.Error(); err != nil {
