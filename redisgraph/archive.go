@@ -17,9 +17,9 @@ const archiveBatch = 16
 
 // showBatch is archiveBatch for a show or a drop, whose members come by
 // HSCAN in the hash's order, not the set's, so that each call's
-// counterparts are scattered over memory: at 16 a call, 4 to 7% of the
-// calls of a restore of 2M followers took over a millisecond, at 8 0.05
-// to 0.12% (docs/BENCHMARKS.md "Redis: a job over a user with 2M
+// counterparts are scattered over memory: at 16 a call, 3.6 and 6.7% of
+// the calls of a restore of 2M followers took over a millisecond, at 8
+// 0.05 and 0.12% (docs/BENCHMARKS.md "Redis: a job over a user with 2M
 // followers"). A variable only for BenchmarkJob, which compares sizes.
 var showBatch = 8
 

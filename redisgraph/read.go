@@ -26,10 +26,8 @@ func (g *Graph) IsFollowing(ctx context.Context, user, target fg.UserID) (fg.Edg
 	if err := fg.CheckIDs(user, target); err != nil {
 		return fg.Edge{}, err
 	}
-	if ok, err := g.active(ctx, user); err != nil {
-		return fg.Edge{}, unavailable("is-following", err)
-	} else if !ok {
-		return fg.Edge{}, nil // as for a user with no edges
+	if stop, err := g.inactive(ctx, "is-following", user); stop {
+		return fg.Edge{}, err
 	}
 	r, err := g.readOne(ctx, func() rueidis.Completed {
 		return g.c.B().Zscore().Key(g.key(user, kindOut)).Member(member(target)).Build()
@@ -74,10 +72,8 @@ func (g *Graph) Following(ctx context.Context, user fg.UserID, req fg.PageReques
 	if err != nil {
 		return fg.Page{}, err
 	}
-	if ok, err := g.active(ctx, user); err != nil {
-		return fg.Page{}, unavailable("following", err)
-	} else if !ok {
-		return fg.Page{}, nil // as for a user with no edges
+	if stop, err := g.inactive(ctx, "following", user); stop {
+		return fg.Page{}, err
 	}
 	es, err := g.rangeAfter(ctx, g.key(user, kindOut), q.After, q.Size+1)
 	if err != nil {
@@ -94,16 +90,18 @@ func (g *Graph) Followers(ctx context.Context, user fg.UserID, req fg.PageReques
 	if err != nil {
 		return fg.Page{}, err
 	}
-	if ok, err := g.active(ctx, user); err != nil {
+	cs, err := g.readCounters(ctx, []fg.UserID{user})
+	if err != nil {
 		return fg.Page{}, unavailable("followers", err)
-	} else if !ok {
+	}
+	if !cs[0].state.Active() {
 		return fg.Page{}, nil // as for a user with no edges
 	}
 	var es []fg.Entry
 	if q.After != nil || g.cacheMin == 0 {
 		es, err = g.rangeAfter(ctx, g.key(user, kindIn), q.After, q.Size+1)
 	} else {
-		es, err = g.firstFollowers(ctx, user, q.Size+1)
+		es, err = g.firstFollowers(ctx, user, cs[0], q.Size+1)
 	}
 	if err != nil {
 		return fg.Page{}, unavailable("followers", err)
@@ -112,7 +110,8 @@ func (g *Graph) Followers(ctx context.Context, user fg.UserID, req fg.PageReques
 }
 
 // firstFollowers returns the n newest followers of user, from the cache
-// when user has at least cacheMin followers.
+// when user has at least cacheMin followers by c, its counters just read
+// through the cache.
 //
 // The page is cached on the same connection as the user's counters hash
 // (both keys are in one slot), where Redis sends their invalidations in
@@ -121,13 +120,9 @@ func (g *Graph) Followers(ctx context.Context, user fg.UserID, req fg.PageReques
 // the invalidation of an older page has been processed, and the page read
 // next is at least as new. Counters read again from Redis, past a stale
 // cache entry, do not prove that: the page is then read from Redis too.
-func (g *Graph) firstFollowers(ctx context.Context, user fg.UserID, n int) ([]fg.Entry, error) {
-	cs, err := g.readCounters(ctx, []fg.UserID{user})
-	if err != nil {
-		return nil, err
-	}
+func (g *Graph) firstFollowers(ctx context.Context, user fg.UserID, c counters, n int) ([]fg.Entry, error) {
 	key := g.key(user, kindIn)
-	if c := cs[0]; c.followers < g.cacheMin || !c.fresh {
+	if c.followers < g.cacheMin || !c.fresh {
 		return g.rangeAfter(ctx, key, nil, n)
 	}
 	cr := g.begin(nil)

@@ -178,10 +178,8 @@ func (g *Graph) Link(ctx context.Context, kind fg.Kind, user, target fg.UserID) 
 	if err := fg.CheckIDs(user, target); err != nil {
 		return fg.Link{}, err
 	}
-	if ok, err := g.active(ctx, user); err != nil {
-		return fg.Link{}, unavailable("link", err)
-	} else if !ok {
-		return fg.Link{}, nil // as for a user with no edges
+	if stop, err := g.inactive(ctx, "link", user); stop {
+		return fg.Link{}, err // nil: as for a user with no edges
 	}
 	res, err := g.readChecked(ctx, func() rueidis.Commands {
 		return rueidis.Commands{g.c.B().Zscore().Key(g.key(user, k)).Member(member(target)).Build(),
@@ -207,10 +205,8 @@ func (g *Graph) Link(ctx context.Context, kind fg.Kind, user, target fg.UserID) 
 		}
 		// A mute of a user who is not active is not shown (read.go's
 		// unexpired).
-		if ok, err := g.active(ctx, target); err != nil {
-			return fg.Link{}, unavailable("link", err)
-		} else if !ok {
-			return fg.Link{}, nil
+		if stop, err := g.inactive(ctx, "link", target); stop {
+			return fg.Link{}, err
 		}
 	}
 	return l, nil
@@ -230,10 +226,8 @@ func (g *Graph) Links(ctx context.Context, list string, user fg.UserID, req fg.P
 	if err != nil {
 		return fg.Page{}, err
 	}
-	if ok, err := g.active(ctx, user); err != nil {
-		return fg.Page{}, unavailable(list, err)
-	} else if !ok {
-		return fg.Page{}, nil // as for a user with no edges
+	if stop, err := g.inactive(ctx, list, user); stop {
+		return fg.Page{}, err // nil: as for a user with no edges
 	}
 	key := g.key(user, k)
 	if k != kindMuteOut {

@@ -93,11 +93,6 @@ func (g *Graph) KnownFollowers(ctx context.Context, user, target fg.UserID, req 
 
 // setQuery answers q, the intersection of p (the paging side) and o.
 func (g *Graph) setQuery(ctx context.Context, op string, q fg.PageQuery, p, o side) (fg.SetPage, error) {
-	if ok, err := g.active(ctx, p.user, o.user); err != nil {
-		return fg.SetPage{}, unavailable(op, err)
-	} else if !ok {
-		return fg.SetPage{}, nil // as for a user with no edges
-	}
 	sp, err := g.setPage(ctx, q, p, o)
 	if err != nil {
 		return fg.SetPage{}, unavailable(op, err)
@@ -111,7 +106,7 @@ func (g *Graph) setPage(ctx context.Context, q fg.PageQuery, p, o side) (fg.SetP
 		return fg.SetPage{}, err
 	}
 	np, no := p.size(cs[0]), o.size(cs[1])
-	if np == 0 || no == 0 {
+	if np == 0 || no == 0 || !cs[0].state.Active() || !cs[1].state.Active() { // an inactive user: as for one with no edges
 		return fg.SetPage{}, nil
 	}
 	var keys []fg.Key // every member, when o was walked whole

@@ -32,20 +32,21 @@ func checkNoState(e fg.Event) error {
 	return nil
 }
 
-// active reports whether every one of ids is active, through the cache
-// (readCounters): a read about a user who is not active answers as for a
-// user with no edges.
-func (g *Graph) active(ctx context.Context, ids ...fg.UserID) (bool, error) {
+// inactive reports whether the read op about ids must stop: one of them
+// is not active (read through the cache, readCounters), so that it
+// answers as for a user with no edges, or their states could not be read
+// (the error, op's EUnavailable).
+func (g *Graph) inactive(ctx context.Context, op string, ids ...fg.UserID) (bool, error) {
 	cs, err := g.readCounters(ctx, ids)
 	if err != nil {
-		return false, err
+		return true, unavailable(op, err)
 	}
 	for _, c := range cs {
 		if !c.state.Active() {
-			return false, nil
+			return true, nil
 		}
 	}
-	return true, nil
+	return false, nil
 }
 
 // jobsKey returns the key of the sorted set of the users of user's slot

@@ -33,12 +33,14 @@ func (g *Graph) Suggestions(ctx context.Context, user fg.UserID, limit int) ([]f
 	if err != nil {
 		return nil, err
 	}
-	if ok, err := g.active(ctx, user); err != nil {
+	cs, err := g.readCounters(ctx, []fg.UserID{user})
+	if err != nil {
 		return nil, unavailable("suggestions", err)
-	} else if !ok {
-		return nil, nil // as for a user with no edges
 	}
-	out, err := g.suggest(ctx, user, size)
+	if !cs[0].state.Active() {
+		return []fg.Suggestion{}, nil // as for a user with no edges
+	}
+	out, err := g.suggest(ctx, user, cs[0], size)
 	if err != nil {
 		return nil, unavailable("suggestions", err)
 	}
@@ -51,7 +53,7 @@ type candidate struct {
 	via   []fg.UserID
 }
 
-func (g *Graph) suggest(ctx context.Context, user fg.UserID, size int) ([]fg.Suggestion, error) {
+func (g *Graph) suggest(ctx context.Context, user fg.UserID, uc counters, size int) ([]fg.Suggestion, error) {
 	newest := func(id fg.UserID, n int) rueidis.Completed {
 		return g.c.B().Zrange().Key(g.key(id, kindOut)).Min("0").Max(strconv.Itoa(n - 1)).Rev().Build()
 	}
@@ -106,11 +108,7 @@ func (g *Graph) suggest(ctx context.Context, user fg.UserID, size int) ([]fg.Sug
 	})
 	// Drop those user follows, has asked to follow, blocks, is blocked by
 	// or mutes, testing the best first, in batches; the flags only when
-	// user's counters say it has edges of the other kinds.
-	cs, err := g.readCounters(ctx, []fg.UserID{user})
-	if err != nil {
-		return nil, err
-	}
+	// user's counters, uc, say it has edges of the other kinds.
 	const excluded = flagRequested | flagBlocking | flagBlockedBy | flagMuting
 	out := []fg.Suggestion{}
 	for len(cands) > 0 && len(out) < size {
@@ -120,7 +118,7 @@ func (g *Graph) suggest(ctx context.Context, user fg.UserID, size int) ([]fg.Sug
 		for i, c := range batch {
 			ms[i] = member(c.id)
 		}
-		scores, flags, err := g.probeFlags(ctx, user, cs[0].linked(), ms, g.key(user, kindOut))
+		scores, flags, err := g.probeFlags(ctx, user, uc.linked(), ms, g.key(user, kindOut))
 		if err != nil {
 			return nil, err
 		}
