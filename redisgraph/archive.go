@@ -3,8 +3,11 @@ package redisgraph
 import (
 	"context"
 	"errors"
+	"iter"
 	"strconv"
 	"strings"
+
+	"github.com/redis/rueidis"
 
 	fg "github.com/followgraph/followgraph"
 )
@@ -56,11 +59,11 @@ var errStateChanged = errors.New("redisgraph: the user's state changed during it
 
 // archive runs step (archiveHide, archiveShow, archiveDrop) on every edge
 // of user of archiveSides, in batches of archiveBatch, and returns how
-// many it changed. It is the step the account-state job of a standalone
-// Redis is built on (docs/DESIGN.md "Account states"); a Cluster, whose
-// two sides of an edge live in two slots, needs the job's two steps per
-// pair and is refused. Run again, it finds nothing left to do. When the
-// user's state no longer asks for step, it stops with errStateChanged.
+// many it changed. It is the step the account-state job is built on
+// (docs/DESIGN.md "Account states"); on a Cluster, whose two sides of an
+// edge live in two slots, each batch is two steps (archiveCounterparts).
+// Run again, it finds nothing left to do. When the user's state no longer
+// asks for step, it stops with errStateChanged.
 func (g *Graph) archive(ctx context.Context, user fg.UserID, step string) (int64, error) {
 	return g.archivePaced(ctx, user, step, nil)
 }
@@ -68,9 +71,6 @@ func (g *Graph) archive(ctx context.Context, user fg.UserID, step string) (int64
 // archivePaced is archive calling after (when not nil) with the count of
 // each batch changed once it is done; an error of after stops it.
 func (g *Graph) archivePaced(ctx context.Context, user fg.UserID, step string, after func(int64) error) (int64, error) {
-	if g.cluster {
-		return 0, fg.Errorf(fg.EUnavailable, "redisgraph: archiving edges on a Redis Cluster is not built yet")
-	}
 	var total int64
 	for _, side := range archiveSides {
 		call := func(ms []string) error {
@@ -144,8 +144,25 @@ func (g *Graph) eachHidden(ctx context.Context, vh string, f func([]string) erro
 func (g *Graph) archiveBatch(ctx context.Context, user fg.UserID, side archiveSide, step string, ms []string) (int64, error) {
 	keys := make([]string, 0, 4+4*len(ms))
 	keys = append(keys, g.key(user, side.z), g.key(user, side.vh), g.key(user, kindCounters), g.key(user, kindFlags))
-	args := make([]string, 0, 4+len(ms))
+	args := make([]string, 0, 4+2*len(ms))
 	args = append(args, step, side.code, side.ccode, member(user))
+	if g.cluster {
+		answers, err := g.archiveCounterparts(ctx, user, side, step, ms)
+		if err != nil {
+			return 0, err
+		}
+		if g.jobStepFault != nil {
+			if err := g.jobStepFault(user); err != nil {
+				return 0, err
+			}
+		}
+		args = append(append(args, ms...), answers...)
+		n, err := scriptArchive.exec(ctx, g.c, keys, args).AsInt64()
+		if err != nil {
+			return 0, unavailable("job", err)
+		}
+		return n, nil
+	}
 	for _, m := range ms {
 		c, ok := memberID(m)
 		if !ok {
@@ -159,4 +176,168 @@ func (g *Graph) archiveBatch(ctx context.Context, user fg.UserID, side archiveSi
 		return 0, errStateChanged
 	}
 	return n, err
+}
+
+// archiveCounterparts is the first step of a batch of a job on a Cluster:
+// each counterpart's side of its edge with user, by lua/pairside.lua on
+// the counterpart's slot, pipelined. It returns the answer of each of ms,
+// in their order, for lua/archive.lua to write user's side by ("0" for a
+// member whose edge user's side no longer holds as the step needs: that
+// call skips it too). It reads user's state first, and stops with
+// errStateChanged when it no longer asks for step; a state changed after
+// that read is met by the next batch, since the second step completes
+// what this one did whatever the state (lua/archive.lua).
+func (g *Graph) archiveCounterparts(ctx context.Context, user fg.UserID, side archiveSide, step string, ms []string) ([]string, error) {
+	cmds := rueidis.Commands{
+		g.c.B().Hget().Key(g.key(user, kindCounters)).Field("s").Build(),
+		g.c.B().Hmget().Key(g.key(user, side.vh)).Field(ms...).Build(),
+	}
+	if step == archiveHide {
+		cmds = append(cmds, g.c.B().Zmscore().Key(g.key(user, side.z)).Member(ms...).Build())
+	}
+	res := g.c.DoMulti(ctx, cmds...)
+	word, err := res[0].ToString()
+	if rueidis.IsRedisNil(err) {
+		word, err = fg.StateActive.String(), nil
+	}
+	vers, err2 := res[1].ToArray()
+	var scores []rueidis.RedisMessage
+	var err3 error
+	if step == archiveHide {
+		scores, err3 = res[2].ToArray()
+	}
+	if err := errors.Join(err, err2, err3); err != nil {
+		return nil, unavailable("job", err)
+	}
+	active := word == fg.StateActive.String()
+	if (step == archiveShow) != active || step == archiveDrop && word != fg.StateDeleted.String() {
+		return nil, errStateChanged
+	}
+	answers := make([]string, len(ms))
+	var calls []rueidis.LuaExec
+	var at []int // the index in ms of each call's member
+	called := make(map[string]bool, len(ms))
+	for i, m := range ms {
+		answers[i] = "0"
+		v, _ := vers[i].ToString()
+		if step == archiveHide {
+			score, err := scores[i].AsFloat64()
+			if err != nil {
+				continue // no longer on user's side
+			}
+			if v == "" {
+				v = versionHex(fg.VersionAt(int64(score)))
+			}
+		} else if hidden, ok := strings.CutPrefix(v, "h"); ok {
+			v = hidden
+		} else {
+			continue // no longer marked
+		}
+		c, ok := memberID(m)
+		if !ok {
+			return nil, fg.Errorf(fg.EInternal, "redisgraph: member %q of %s is not a user id", m, g.key(user, side.z))
+		}
+		if called[m] {
+			continue // named twice by HSCAN: the script reads the first's answer
+		}
+		called[m] = true
+		calls = append(calls, g.pairSideCall(c, side.ccode, side.cz, side.cvh, user, step, v))
+		at = append(at, i)
+	}
+	for j, r := range scriptPairSide.execMulti(ctx, g.c, calls) {
+		n, err := r.AsInt64()
+		if err != nil {
+			return nil, unavailable("job", err)
+		}
+		answers[at[j]] = strconv.FormatInt(n, 10)
+	}
+	return answers, nil
+}
+
+// statePairs gathers, on a Cluster, the edges that calls of lua/effects.lua
+// turned on (or found on) between users one of whom is not active, by
+// what each call answered of its user's state, so that settlePairs
+// brings both sides to what the states make of them. Each call there
+// has one user, so a side written by a user's own state (lib.lua's set
+// with pairState) cannot know the other's: the caller, which knows both
+// ends, completes it. Keyed by the event's ID.
+type statePairs map[string]pairNote
+
+type pairNote struct {
+	e       fg.Event
+	effects iter.Seq[fg.Effect]
+	step    string // archiveHide, or archiveDrop when one of them is deleted
+}
+
+// note records e, whose effects (all or some of e's) a call applied,
+// when words (the states the call answered, one per user) include one
+// that is not active.
+func (p statePairs) note(e fg.Event, effects iter.Seq[fg.Effect], words ...rueidis.RedisMessage) {
+	for _, w := range words {
+		word, err := w.ToString()
+		st, ok := fg.ParseState(word)
+		if err != nil || !ok || st.Active() {
+			continue
+		}
+		step := archiveHide
+		if st == fg.StateDeleted {
+			step = archiveDrop
+		}
+		if n, ok := p[e.ID()]; !ok || n.step != archiveDrop {
+			p[e.ID()] = pairNote{e, effects, step}
+		}
+	}
+}
+
+// settlePairs makes each edge of p that its event turned on (a follow, a
+// block or a request: a mute is its muter's alone, and hidden at read
+// time) hidden on both sides, or ended when one of its users is deleted,
+// by lua/pairside.lua at the event's version: a side that holds a newer
+// change is left as it is, and a side done already changes nothing.
+func (g *Graph) settlePairs(ctx context.Context, p statePairs) error {
+	var calls []rueidis.LuaExec
+	for _, n := range p {
+		v := versionHex(n.e.Version)
+		for eff := range n.effects {
+			if !eff.On || eff.Kind == fg.KindMute || eff.Kind == fg.KindPrivate {
+				continue
+			}
+			side, ok := sideOf(eff.Kind)
+			if !ok {
+				continue
+			}
+			calls = append(calls,
+				g.pairSideCall(eff.User, side.code, side.z, side.vh, eff.Target, n.step, v),
+				g.pairSideCall(eff.Target, side.ccode, side.cz, side.cvh, eff.User, n.step, v))
+		}
+	}
+	for _, r := range scriptPairSide.execMulti(ctx, g.c, calls) {
+		if err := r.Error(); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// sideOf returns the archive side of kind's edges out of their user.
+func sideOf(k fg.Kind) (archiveSide, bool) {
+	switch k {
+	case fg.KindFollow:
+		return archiveSides[1], true
+	case fg.KindBlock:
+		return archiveSides[3], true
+	case fg.KindRequest:
+		return archiveSides[5], true
+	}
+	return archiveSide{}, false
+}
+
+// pairSideCall is the call of lua/pairside.lua on user's side code
+// (sorted set kind z, versions hash kind vh) of its edge with other, for
+// step at version v.
+func (g *Graph) pairSideCall(user fg.UserID, code, z, vh string, other fg.UserID, step, v string) rueidis.LuaExec {
+	return rueidis.LuaExec{
+		Keys: []string{g.key(user, z), g.key(user, vh), g.key(user, kindCounters), g.key(user, kindFlags)},
+		Args: []string{step, code, member(other), v},
+	}
 }

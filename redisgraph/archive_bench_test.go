@@ -45,7 +45,7 @@ func BenchmarkArchive(b *testing.B) {
 			nin        int64
 			batch      int // edges a call
 		}{{"hide", archiveHide, fg.StateDeactivated, 0, archiveBatch}, {"restore", archiveShow, fg.StateActive, int64(n), showBatch}} {
-			if _, err := g.setState(ctx, user, step.state); err != nil {
+			if _, err := g.SetState(ctx, user, step.state); err != nil {
 				b.Fatal(err)
 			}
 			mustDo(b, c, c.B().SlowlogReset().Build())

@@ -1,14 +1,18 @@
 package redisgraph
 
 import (
+	"context"
 	"errors"
 	"math/rand/v2"
+	"reflect"
 	"slices"
 	"sync"
 	"sync/atomic"
 	"testing"
+	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
+	"github.com/redis/rueidis"
 
 	fg "github.com/followgraph/followgraph"
 )
@@ -387,5 +391,66 @@ func TestClusterApply(t *testing.T) {
 	}
 	if es := outboxEvents(t, g, []fg.UserID{1, 3}); len(es[g.outbox(1)])+len(es[g.outbox(3)]) != 0 {
 		t.Errorf("Apply wrote events to the outbox: %v", es)
+	}
+}
+
+// TestClusterJobStepFaults: on a Cluster, the second step of a batch of
+// an account-state job (the user's side, once the counterparts' sides are
+// written) fails at random, as a crash between the two would leave it.
+// The runner, run again after each failure as serve runs it, resumes: the
+// hide ends with every list agreeing with its count and user 1 in nobody's
+// list or flags; the restore brings every edge back as it was, with its
+// version and since; the delete then leaves no edge with user 1 anywhere.
+func TestClusterJobStepFaults(t *testing.T) {
+	var failed atomic.Int64
+	g := newTestGraph(t, clusterClient(t), withJobStepFault(func(fg.UserID) error {
+		if rand.IntN(3) == 0 {
+			failed.Add(1)
+			return errInjected
+		}
+		return nil
+	}))
+	ctx := t.Context()
+	users, _ := archiveFixture(t, g, 1000)
+	before := archiveSnapshot(t, g, users)
+
+	runCtx, stop := context.WithCancel(ctx)
+	done := make(chan struct{})
+	go func() { // as serve's runJobs: again after each failure
+		defer close(done)
+		for runCtx.Err() == nil {
+			_ = g.RunJobs(runCtx, 0)
+		}
+	}()
+	t.Cleanup(func() { stop(); <-done })
+
+	for _, st := range []fg.State{fg.StateSuspended, fg.StateActive, fg.StateDeleted} {
+		was := failed.Load()
+		if _, err := g.SetState(ctx, 1, st); err != nil {
+			t.Fatal(err)
+		}
+		if err := waitFor(time.Minute, func() bool {
+			_, err := g.c.Do(ctx, g.c.B().Zscore().Key(g.jobsKey(1)).Member("1").Build()).AsFloat64()
+			return rueidis.IsRedisNil(err)
+		}); err != nil {
+			t.Fatalf("the %s job is not done after a minute", st)
+		}
+		if failed.Load() == was {
+			t.Errorf("the %s job had no batch fail: the test tests nothing", st)
+		}
+		snap := archiveSnapshot(t, g, users)
+		if st.Active() {
+			for _, u := range users {
+				if !reflect.DeepEqual(snap[u], before[u]) {
+					t.Errorf("user %d after the restore:\n%+v\nwas\n%+v", u, snap[u], before[u])
+				}
+			}
+			checkNoMarks(t, g, users...)
+			continue
+		}
+		checkArchived(t, snap, before, 1)
+		if st == fg.StateDeleted {
+			checkNoMarks(t, g, users...)
+		}
 	}
 }

@@ -8,3 +8,10 @@ import fg "github.com/followgraph/followgraph"
 func withSecondStepFault(fault func(fg.Event) error) Option {
 	return func(g *Graph) { g.secondStepFault = fault }
 }
+
+// withJobStepFault makes fault run before the second step of each batch
+// of an account-state job on a Cluster, the user's side, once the
+// counterparts' sides are written: an error fails the batch there.
+func withJobStepFault(fault func(fg.UserID) error) Option {
+	return func(g *Graph) { g.jobStepFault = fault }
+}

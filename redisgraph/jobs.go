@@ -9,11 +9,14 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/redis/rueidis"
+
 	fg "github.com/followgraph/followgraph"
 )
 
-// The account-state jobs of a standalone Redis (docs/DESIGN.md "Account
-// states"). A change of state puts its user in the jobs set (lua/state.lua);
+// The account-state jobs (docs/DESIGN.md "Account states"). A change of
+// state puts its user in the jobs set of its slot (lua/state.lua: one set
+// on a standalone Redis, one per slot on a Cluster);
 // a runner takes the users from it, oldest change first, and brings each
 // user's edges to its state by the archive step (archive.go): hide for a
 // deactivated or suspended user, show for an active one, hide then drop
@@ -22,18 +25,32 @@ import (
 // (jobDone removes it only if the state is still the one the job ran
 // for), so a runner that dies leaves the job to the next, which redoes
 // nothing (each step skips what is done). Of the nodes that run jobs, the
-// one that holds the jobs lease runs them, one user at a time.
+// one that holds the jobs lease runs them, one user at a time. On a
+// Cluster a runner looks at every slot's set, 1024 a round trip, so an
+// idle one looks less often (jobsPollCluster); a change of state on the
+// runner's own Graph wakes it at once.
 
 const (
-	jobsLeaseTTL   = 10 * time.Second       // how long a silent runner keeps the jobs
-	jobsLeaseRenew = time.Second            // how often a runner renews it
-	jobsPoll       = 200 * time.Millisecond // how often an idle runner looks for jobs
-	jobsChunk      = 100                    // users a runner reads from the jobs set at a time
+	jobsLeaseTTL    = 10 * time.Second       // how long a silent runner keeps the jobs
+	jobsLeaseRenew  = time.Second            // how often a runner renews it
+	jobsPoll        = 200 * time.Millisecond // how often an idle runner looks for jobs
+	jobsPollCluster = time.Second            // the same on a Cluster, where a look reads 16384 sets
+	jobsChunk       = 100                    // users a runner reads from the jobs set at a time
 )
 
 // jobStats are the figures of the jobs this Graph runs (JobStats).
 type jobStats struct {
 	running, pending, changed atomic.Int64
+	wake                      chan struct{} // a change of state on this Graph: look for jobs now
+}
+
+// wakeJobs tells this Graph's runner that a job is there, so that it
+// does not wait for its next look.
+func (g *Graph) wakeJobs() {
+	select {
+	case g.jobs.wake <- struct{}{}:
+	default:
+	}
 }
 
 // errLeaseLost stops a job whose runner no longer holds the jobs lease.
@@ -48,12 +65,11 @@ return 0`, false)
 
 // RunJobs runs the account-state jobs until ctx ends, changing at most
 // rate edges a second (0: as fast as Redis allows), while this Graph holds
-// the jobs lease; see followgraph.JobRunner. On a Cluster, where states
-// are not built yet (state.go), there is never a job: it waits for ctx.
+// the jobs lease; see followgraph.JobRunner.
 func (g *Graph) RunJobs(ctx context.Context, rate int) error {
+	poll := jobsPoll
 	if g.cluster {
-		<-ctx.Done()
-		return ctx.Err()
+		poll = jobsPollCluster
 	}
 	var b [8]byte
 	_, _ = rand.Read(b[:])
@@ -77,7 +93,8 @@ func (g *Graph) RunJobs(ctx context.Context, rate int) error {
 		}
 		select {
 		case <-ctx.Done():
-		case <-time.After(jobsPoll):
+		case <-time.After(poll):
+		case <-g.jobs.wake:
 		}
 	}
 }
@@ -90,14 +107,7 @@ func (g *Graph) runSomeJobs(ctx context.Context, rate int, lease, owner string) 
 		g.jobs.running.Store(0)
 		return false, err
 	}
-	key := g.jobsKey(0)
-	res := g.c.DoMulti(ctx, g.c.B().Zcard().Key(key).Build(),
-		g.c.B().Zrange().Key(key).Min("0").Max(strconv.Itoa(jobsChunk-1)).Build())
-	n, err := res[0].AsInt64()
-	if err != nil {
-		return false, unavailable("jobs", err)
-	}
-	users, err := res[1].AsStrSlice()
+	n, users, err := g.jobUsers(ctx)
 	if err != nil {
 		return false, unavailable("jobs", err)
 	}
@@ -105,13 +115,55 @@ func (g *Graph) runSomeJobs(ctx context.Context, rate int, lease, owner string) 
 	for _, word := range users {
 		u, err := fg.ParseUserID(word)
 		if err != nil {
-			return false, fg.Errorf(fg.EInternal, "redisgraph: member %q of %s is not a user id", word, key)
+			return false, fg.Errorf(fg.EInternal, "redisgraph: member %q of a jobs set is not a user id", word)
 		}
 		if err := g.runJob(ctx, u, rate, lease, owner); err != nil {
 			return true, err
 		}
 	}
 	return len(users) > 0, nil
+}
+
+// jobUsers returns how many users the jobs sets hold, and the first
+// jobsChunk of them: on a standalone Redis the oldest changes first; on a
+// Cluster the sets that hold any are found by their sizes, and each
+// slot's users come oldest first.
+func (g *Graph) jobUsers(ctx context.Context) (int64, []string, error) {
+	if !g.cluster {
+		key := g.jobsKey(0)
+		res := g.c.DoMulti(ctx, g.c.B().Zcard().Key(key).Build(),
+			g.c.B().Zrange().Key(key).Min("0").Max(strconv.Itoa(jobsChunk-1)).Build())
+		n, err := res[0].AsInt64()
+		if err != nil {
+			return 0, nil, err
+		}
+		users, err := res[1].AsStrSlice()
+		return n, users, err
+	}
+	var total int64
+	var sets []string
+	err := g.eachOutbox(g.perStream(ctx, func(key string) rueidis.Completed {
+		return g.c.B().Zcard().Key(key + ":jobs").Build()
+	}), func(key string, n int64) {
+		if total += n; n > 0 {
+			sets = append(sets, key+":jobs")
+		}
+	})
+	if err != nil {
+		return 0, nil, err
+	}
+	var users []string
+	for _, key := range sets {
+		if len(users) >= jobsChunk {
+			break
+		}
+		us, err := g.c.Do(ctx, g.c.B().Zrange().Key(key).Min("0").Max(strconv.Itoa(jobsChunk-len(users)-1)).Build()).AsStrSlice()
+		if err != nil {
+			return 0, nil, err
+		}
+		users = append(users, us...)
+	}
+	return total, users, nil
 }
 
 func (g *Graph) claimJobs(ctx context.Context, lease, owner string) (bool, error) {

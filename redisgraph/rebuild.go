@@ -196,13 +196,15 @@ const linkBatch = 256
 // fewer than follows: one call per event, pipelined linkBatch at a time.
 // The users' account states come last, by Apply, each putting its user in
 // the jobs set: a rebuilt hidden user's edges are written as stored, and
-// its job hides them again (a Cluster, which has no states, refuses a
-// state other than active).
+// its job hides them again. (On a Cluster, an edge written where Redis
+// holds an inactive state already is settled on both sides, as Apply's.)
 func (g *Graph) rebuildLinks(ctx context.Context, src Source, st *RebuildStats) error {
 	var calls []rueidis.LuaExec
 	var states []fg.Event // written last, as Apply writes them: their jobs hide what they must
+	var of []fg.Event     // on a Cluster, the event of each call
 	flush := func() error {
-		for _, r := range scriptEffects.execMulti(ctx, g.c, calls) {
+		p := statePairs{}
+		for i, r := range scriptEffects.execMulti(ctx, g.c, calls) {
 			res, err := r.ToArray()
 			if err != nil {
 				return unavailable("rebuild", err)
@@ -210,9 +212,15 @@ func (g *Graph) rebuildLinks(ctx context.Context, src Source, st *RebuildStats) 
 			if n, _ := res[0].AsInt64(); n == changeMade {
 				st.Written++
 			}
+			if g.cluster {
+				p.note(of[i], ownEffect(of[i]), res[2:]...)
+			}
 		}
 		st.Calls += int64(len(calls))
-		calls = calls[:0]
+		calls, of = calls[:0], of[:0]
+		if err := g.settlePairs(ctx, p); err != nil {
+			return unavailable("rebuild", err)
+		}
 		return nil
 	}
 	for u := range src.Users() {
@@ -221,28 +229,18 @@ func (g *Graph) rebuildLinks(ctx context.Context, src Source, st *RebuildStats) 
 				return fmt.Errorf("redisgraph: rebuild: the source gave %+v as a link of user %d", e, u)
 			}
 			if e.Op == fg.OpState {
-				if g.cluster {
-					if err := checkNoState(e); err != nil {
-						return err
-					}
-					continue // active: every user is there
-				}
 				states = append(states, e)
 				continue
 			}
-			own := func(yield func(fg.Effect) bool) {
-				for eff := range e.Effects {
-					yield(eff)
-					return
-				}
-			}
+			own := ownEffect(e)
 			st.Edges++
 			users := eventUsers(e)
 			if !g.cluster {
-				calls = append(calls, g.effectsCall(e, own, false, users...))
+				calls = append(calls, g.effectsCall(e, own, refuseNothing, users...))
 			} else {
 				for _, x := range users {
-					calls = append(calls, g.effectsCall(e, own, false, x))
+					calls = append(calls, g.effectsCall(e, own, refuseNothing, x))
+					of = append(of, e)
 				}
 			}
 			if len(calls) >= linkBatch {
@@ -256,6 +254,18 @@ func (g *Graph) rebuildLinks(ctx context.Context, src Source, st *RebuildStats) 
 		return err
 	}
 	return g.Apply(ctx, states)
+}
+
+// ownEffect yields the first of e's effects, the one on the edge e is
+// the last change of: what the source gives of the others, it gives as
+// those edges' own events.
+func ownEffect(e fg.Event) iter.Seq[fg.Effect] {
+	return func(yield func(fg.Effect) bool) {
+		for eff := range e.Effects {
+			yield(eff)
+			return
+		}
+	}
 }
 
 // rebuildSide writes side s of every user of src: one goroutine walks src

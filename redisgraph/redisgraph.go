@@ -88,6 +88,9 @@ type Graph struct {
 	// an error fails the attempt. Only the tests set it, through their
 	// own Option (faults_test.go); New's callers cannot.
 	secondStepFault func(fg.Event) error
+	// jobStepFault, the same for a job's batch on a Cluster: it runs
+	// between the counterparts' step and the user's (archive.go).
+	jobStepFault func(fg.UserID) error
 }
 
 // Option configures a Graph.
@@ -188,6 +191,7 @@ func New(ctx context.Context, client rueidis.Client, opts ...Option) (*Graph, er
 		writeRate:   "0",
 		writeBurst:  "0",
 		cacheMin:    DefaultCacheThreshold,
+		jobs:        jobStats{wake: make(chan struct{}, 1)},
 		deferred: prometheus.NewCounter(prometheus.CounterOpts{
 			Name: "followgraph_redis_second_steps_deferred_total",
 			Help: "Second steps of changes on a Redis Cluster (the followee's side) that failed every retry, left to the outbox.",

@@ -27,13 +27,16 @@ func TestConformance(t *testing.T) {
 }
 
 // TestConformanceStates runs the conformance suite of account states on
-// a standalone Redis, whose jobs the suite runs (a Cluster refuses every
-// state but active: state.go).
+// a standalone Redis and on a Cluster, whose jobs the suite runs.
 func TestConformanceStates(t *testing.T) {
-	c := standaloneClient(t)
-	graphtest.RunStates(t, func(tb testing.TB, o graphtest.Options) fg.Graph {
-		return newTestGraph(tb, c, WithClock(o.Now), WithMaxFollowing(o.MaxFollowing), WithHook(o.Hook), WithCacheThreshold(1))
-	})
+	for _, m := range modes {
+		t.Run(m.name, func(t *testing.T) {
+			c := m.client(t)
+			graphtest.RunStates(t, func(tb testing.TB, o graphtest.Options) fg.Graph {
+				return newTestGraph(tb, c, WithClock(o.Now), WithMaxFollowing(o.MaxFollowing), WithHook(o.Hook), WithCacheThreshold(1))
+			})
+		})
+	}
 }
 
 // TestConformanceSecondStepFaults runs the conformance suite on a Cluster

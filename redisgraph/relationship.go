@@ -53,6 +53,15 @@ func (g *Graph) link(ctx context.Context, op string, user, target fg.UserID, d t
 	if err := fg.CheckLinkIDs(user, target); err != nil {
 		return fg.LinkResult{}, err
 	}
+	if g.cluster { // the target's state is not on the user's slot (inactiveEnds)
+		cs, err := g.readCounters(ctx, []fg.UserID{user, target})
+		if err != nil {
+			return fg.LinkResult{}, unavailable(op, err)
+		}
+		if err := inactiveEnds(cs, true); err != nil {
+			return fg.LinkResult{}, err
+		}
+	}
 	r, err := g.live(ctx, op, user, target, g.writeRate, strconv.FormatInt(d.Milliseconds(), 10))
 	if err != nil {
 		return fg.LinkResult{}, err

@@ -32,6 +32,8 @@ var (
 	luaLinks string
 	//go:embed lua/archive.lua
 	luaArchive string
+	//go:embed lua/pairside.lua
+	luaPairSide string
 	//go:embed lua/state.lua
 	luaState string
 	//go:embed lua/applystate.lua
@@ -50,13 +52,14 @@ var (
 	scriptCensus     = newScript(luaCensus, true)                          // a user's counters and set sizes, for Reconcile
 	scriptLinks      = newScript(luaVersion+luaLib+luaLinks, false)        // Reconcile's repairs of the other kinds
 	scriptArchive    = newScript(luaVersion+luaArchive, false)             // a batch of an account-state job's edges
+	scriptPairSide   = newScript(luaVersion+luaLib+luaPairSide, false)     // one counterpart's side of a job's edge, on a Cluster
 	scriptState      = newScript(luaVersion+luaLive+luaState, false)       // a live change of a user's account state
 	scriptApplyState = newScript(luaVersion+luaLib+luaApplyState, false)   // a replayed one
 )
 
 // allScripts are those loadScripts loads: these, and the small ones of
 // the outbox's streams and leases (init.go, lease.go) and the jobs (jobs.go).
-var allScripts = []*script{scriptChange, scriptEdge, scriptEffects, scriptTies, scriptBulk, scriptCensus, scriptLinks, scriptArchive, scriptState, scriptApplyState,
+var allScripts = []*script{scriptChange, scriptEdge, scriptEffects, scriptTies, scriptBulk, scriptCensus, scriptLinks, scriptArchive, scriptPairSide, scriptState, scriptApplyState,
 	scriptCreateStream, scriptMarkIntact, scriptLease, scriptRelease, scriptJobDone}
 
 // script is a Lua script run by EVALSHA (EVALSHA_RO when read-only), and

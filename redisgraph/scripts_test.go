@@ -16,7 +16,8 @@ func TestChangeStatus(t *testing.T) {
 			changeNone, changeMade, changeLimit, changeOutboxFull, changeDataLost, changeRateLimited, changeBlocked, changeNoRequest, changeUserInactive, changeTargetInactive)},
 		{"state.lua", luaState, fmt.Sprintf("\nlocal NONE, CHANGED, FULL, LOST, FINAL = %d, %d, %d, %d, %d\n",
 			changeNone, changeMade, changeOutboxFull, changeDataLost, changeTargetInactive)},
-		{"effects.lua", luaEffects, fmt.Sprintf("\nlocal NONE, CHANGED, BLOCKED = %d, %d, %d\n", changeNone, changeMade, changeBlocked)},
+		{"effects.lua", luaEffects, fmt.Sprintf("\nlocal NONE, CHANGED, BLOCKED, TARGET_INACTIVE = %d, %d, %d, %d\n",
+			changeNone, changeMade, changeBlocked, changeTargetInactive)},
 	} {
 		if !strings.Contains(s.src, s.want) {
 			t.Errorf("lua/%s does not define its statuses as write.go does:%s", s.name, s.want)

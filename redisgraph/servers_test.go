@@ -177,11 +177,6 @@ func (g *testGraph) SetState(ctx context.Context, user fg.UserID, st fg.State) (
 	return g.Graph.SetState(ctx, user, st)
 }
 
-func (g *testGraph) setState(ctx context.Context, user fg.UserID, st fg.State) (fg.AccountState, error) {
-	g.touch(user)
-	return g.Graph.setState(ctx, user, st)
-}
-
 func (g *testGraph) Apply(ctx context.Context, events []fg.Event) error {
 	for _, e := range events {
 		g.touch(e.User, e.Target)

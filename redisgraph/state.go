@@ -15,22 +15,8 @@ import (
 // sv, the version of its last change (lua/state.lua). Writes obey it at
 // once (lua/change.lua, lua/edge.lua: user_inactive, target_inactive), and
 // Counts of a user who is not active answer as for no edges. The job that
-// hides and restores a user's edges is built on the archive step
-// (archive.go) but not run yet, so SetState still refuses every state but
-// active, on a standalone Redis as on a Cluster, and Apply and Rebuild a
-// replayed one: no Redis deployment acknowledges a state whose edges
-// nothing would hide. setState, the live change, is what SetState will
-// call once the job runs.
-
-// checkNoState refuses an event that sets a state other than active:
-// replaying it here would show a user who must be hidden, so Apply and
-// Rebuild stop before writing anything of their batch.
-func checkNoState(e fg.Event) error {
-	if e.Op == fg.OpState && !e.State.Active() {
-		return fg.Errorf(fg.EUnavailable, "redisgraph: user %d is %s, and account states are not built on Redis yet", e.User, e.State)
-	}
-	return nil
-}
+// hides and restores a user's edges (jobs.go) is built on the archive step
+// (archive.go), in two steps a batch on a Cluster.
 
 // inactive reports whether the read op about ids must stop: one of them
 // is not active (read through the cache, readCounters), so that it
@@ -47,6 +33,22 @@ func (g *Graph) inactive(ctx context.Context, op string, ids ...fg.UserID) (bool
 		}
 	}
 	return false, nil
+}
+
+// inactiveEnds checks, on a Cluster before a write's first step, the
+// states of its user and target (cs, as readCounters read them through
+// the cache): no write by a user who is not active (ErrUserInactive), no
+// follow of one (ErrTargetInactive), and, when link is set (a block or a
+// mute), none of a deleted one. The scripts check the user's state again
+// on its own slot, and the second step the target's (write.go).
+func inactiveEnds(cs []counters, link bool) error {
+	switch {
+	case !cs[0].state.Active():
+		return fg.ErrUserInactive
+	case link && cs[1].state == fg.StateDeleted, !link && !cs[1].state.Active():
+		return fg.ErrTargetInactive
+	}
+	return nil
 }
 
 // jobsKey returns the key of the sorted set of the users of user's slot
@@ -107,40 +109,17 @@ func (g *Graph) State(ctx context.Context, user fg.UserID) (fg.AccountState, err
 	return st, nil
 }
 
-// SetState sets user's state; see followgraph.Graph. On a standalone
-// Redis it is setState, and RunJobs runs its job. On a Cluster, whose job
-// is not built yet, every change of state is refused with EUnavailable
-// before anything changes (setting active, every user's state there,
-// changes nothing).
+// SetState sets user's state, and RunJobs runs its job; see
+// followgraph.Graph. The change is lua/state.lua: the state, its event in
+// the outbox and the user in the jobs set, in one step on the user's slot,
+// then the hook, as every live change. Setting the state user has changes
+// nothing; a deleted user's is final (ErrTargetInactive).
 func (g *Graph) SetState(ctx context.Context, user fg.UserID, s fg.State) (fg.AccountState, error) {
-	if g.cluster {
-		if err := fg.CheckIDs(user); err != nil {
-			return fg.AccountState{}, err
-		}
-		if err := fg.CheckState(s); err != nil {
-			return fg.AccountState{}, err
-		}
-		if s.Active() {
-			return g.State(ctx, user)
-		}
-		return fg.AccountState{}, fg.Errorf(fg.EUnavailable, "account states are not available on a Redis Cluster yet: no job hides their edges")
-	}
-	return g.setState(ctx, user, s)
-}
-
-// setState makes user's state s, by lua/state.lua: the state, its event
-// in the outbox and the user in the jobs set, in one step on the user's
-// slot, then the hook, as every live change. Setting the state user has
-// changes nothing; a deleted user's is final (ErrTargetInactive).
-func (g *Graph) setState(ctx context.Context, user fg.UserID, s fg.State) (fg.AccountState, error) {
 	if err := fg.CheckIDs(user); err != nil {
 		return fg.AccountState{}, err
 	}
 	if err := fg.CheckState(s); err != nil {
 		return fg.AccountState{}, err
-	}
-	if g.cluster {
-		return fg.AccountState{}, fg.Errorf(fg.EUnavailable, "account states are not built on a Redis Cluster yet")
 	}
 	if g.gate != nil {
 		if err := g.gate(ctx); err != nil {
@@ -168,6 +147,7 @@ func (g *Graph) setState(ctx context.Context, user fg.UserID, s fg.State) (fg.Ac
 		}
 		id, _ := res[2].ToString()
 		g.noteStamps(res[3:], user)
+		g.wakeJobs()
 		if err := g.complete(ctx, user, id, fg.NewStateEvent(user, s, v)); err != nil {
 			return fg.AccountState{}, err
 		}

@@ -17,42 +17,82 @@ import (
 	"github.com/followgraph/followgraph/memgraph"
 )
 
-// TestApply_RefusesStates: until a Redis Cluster has account states,
-// replaying a state other than active there fails the batch before
-// anything of it is written; active, every user's state there, passes.
-func TestApply_RefusesStates(t *testing.T) {
-	ctx := context.Background()
-	g := newTestGraph(t, clusterClient(t))
-	v := fg.VersionAt(1_700_000_000_000)
-	err := g.Apply(ctx, []fg.Event{fg.NewEvent(2, 1, fg.OpFollow, v+1), fg.NewStateEvent(1, fg.StateDeactivated, v+2)})
-	if fg.ErrorCode(err) != fg.EUnavailable {
-		t.Fatalf("Apply of a deactivated state = %v, want unavailable", err)
-	}
-	if c, _ := g.Counts(ctx, []fg.UserID{1}); c[0].FollowerCount != 0 {
-		t.Errorf("Counts(1) = %+v: the refused batch wrote its follow", c)
-	}
-	if err := g.Apply(ctx, []fg.Event{fg.NewEvent(2, 1, fg.OpFollow, v+1), fg.NewEvent(1, 0, fg.OpState, v+3)}); err != nil {
-		t.Fatalf("Apply of an active state: %v", err)
-	}
-	if c, _ := g.Counts(ctx, []fg.UserID{1}); c[0].FollowerCount != 1 {
-		t.Errorf("Counts(1) = %+v after the follow", c)
-	}
-}
-
 // TestArchive: the archive step hides every follow, block and request of
 // user 1, both ways, on both sides, in both counts and flags, and shows
 // them again as they were, versions (with and without a counter) and
 // tombstones of its own included; the edges of user 2 with the same
 // counterparts never change, and each step run a second time changes
-// nothing.
+// nothing. On a Cluster it takes two steps a batch, the counterparts'
+// sides first, to the same ends.
 func TestArchive(t *testing.T) {
+	for _, m := range modes {
+		t.Run(m.name, func(t *testing.T) { testArchive(t, newTestGraph(t, m.client(t))) })
+	}
+}
+
+func testArchive(t *testing.T, g *testGraph) {
 	ctx := context.Background()
-	g := newTestGraph(t, standaloneClient(t))
-	const first, n = 1000, 300
+	const first = 1000
+	users, edges := archiveFixture(t, g, first)
+	before := archiveSnapshot(t, g, users)
+
+	if _, err := g.archive(ctx, 1, archiveHide); err != errStateChanged {
+		t.Fatalf("hide of an active user: %v, want %v", err, errStateChanged)
+	}
+	if _, err := g.SetState(ctx, 1, fg.StateSuspended); err != nil {
+		t.Fatal(err)
+	}
+	for run, want := range []int64{edges, 0} {
+		got, err := g.archive(ctx, 1, archiveHide)
+		if err != nil || got != want {
+			t.Fatalf("hide, run %d = %d, %v; want %d", run+1, got, err, want)
+		}
+	}
+	checkArchived(t, archiveSnapshot(t, g, users), before, 1)
+
+	// A batch naming a follower twice, as an HSCAN may, shows it once.
+	twice := []string{member(first), member(first)}
+	if _, err := g.archiveBatch(ctx, 1, archiveSides[0], archiveShow, twice); err != errStateChanged {
+		t.Fatalf("show of a suspended user: %v, want %v", err, errStateChanged)
+	}
+	if _, err := g.SetState(ctx, 1, fg.StateActive); err != nil {
+		t.Fatal(err)
+	}
+	if got, err := g.archiveBatch(ctx, 1, archiveSides[0], archiveShow, twice); err != nil || got != 1 {
+		t.Fatalf("show of a batch naming %d twice = %d, %v; want 1", first, got, err)
+	}
+	for run, want := range []int64{edges - 1, 0} {
+		got, err := g.archive(ctx, 1, archiveShow)
+		if err != nil || got != want {
+			t.Fatalf("show, run %d = %d, %v; want %d", run+1, got, err, want)
+		}
+	}
+	after := archiveSnapshot(t, g, users)
+	for _, u := range users {
+		if !reflect.DeepEqual(after[u], before[u]) {
+			t.Errorf("user %d after the restore:\n%+v\nwas\n%+v", u, after[u], before[u])
+		}
+	}
+	checkNoMarks(t, g, users...)
+	// A follow over one of the tombstones the steps kept is still made.
+	if r, err := g.Follow(ctx, 1, 5000); err != nil || !r.Created {
+		t.Errorf("Follow(1, 5000) over its tombstone = %+v, %v", r, err)
+	}
+}
+
+// archiveFixture applies to g the edges of TestArchive: user 1 followed by
+// 300 users from first on (a third at versions whose counter is not 0),
+// following 100 of them, and 10 blocks and requests each way; user 2 has
+// the same with the same counterparts but for the follows out; and user 1
+// has tombstones of its own. It returns the users and user 1's edges.
+func archiveFixture(t *testing.T, g *testGraph, first fg.UserID) ([]fg.UserID, int64) {
+	t.Helper()
+	ctx := context.Background()
+	const n = 300
 	base := int64(1_700_000_000_000)
 	var events []fg.Event
 	for i := range n {
-		c := fg.UserID(first + i)
+		c := first + fg.UserID(i)
 		v := fg.VersionAt(base + int64(i))
 		if i%3 == 0 {
 			v += fg.Version(i + 1) // a version whose counter is not zero
@@ -89,7 +129,7 @@ func TestArchive(t *testing.T) {
 	}
 	users := []fg.UserID{1, 2}
 	for i := range n {
-		users = append(users, fg.UserID(first+i))
+		users = append(users, first+fg.UserID(i))
 	}
 	for i := range 10 {
 		users = append(users, fg.UserID(6000+i), fg.UserID(6100+i), fg.UserID(7000+i), fg.UserID(7100+i))
@@ -97,70 +137,32 @@ func TestArchive(t *testing.T) {
 	for i := range 5 {
 		users = append(users, fg.UserID(5000+i))
 	}
-	before := archiveSnapshot(t, g, users)
-	edges := int64(n + 100 + links)
+	return users, int64(n + 100 + links)
+}
 
-	if _, err := g.archive(ctx, 1, archiveHide); err != errStateChanged {
-		t.Fatalf("hide of an active user: %v, want %v", err, errStateChanged)
-	}
-	if _, err := g.setState(ctx, 1, fg.StateSuspended); err != nil {
-		t.Fatal(err)
-	}
-	for run, want := range []int64{edges, 0} {
-		got, err := g.archive(ctx, 1, archiveHide)
-		if err != nil || got != want {
-			t.Fatalf("hide, run %d = %d, %v; want %d", run+1, got, err, want)
-		}
-	}
-	hidden := archiveSnapshot(t, g, users)
-	for _, u := range users {
-		s := hidden[u]
+// checkArchived checks a snapshot of users taken once user's edges are
+// hidden or dropped: every list has its count, user lists nobody and is
+// listed by nobody, in no flags either, and user 2 is as it was before.
+func checkArchived(t *testing.T, hidden, before map[fg.UserID]archiveView, user fg.UserID) {
+	t.Helper()
+	for u, s := range hidden {
 		for i, k := range archiveKinds {
 			if s.counts[i] != int64(len(s.sets[i])) {
 				t.Errorf("user %d after the hide: %s of %d members, its counter %d", u, k.z, len(s.sets[i]), s.counts[i])
 			}
-			if u == 1 && len(s.sets[i]) != 0 {
-				t.Errorf("user 1 after the hide: %s of %d members", k.z, len(s.sets[i]))
+			if u == user && len(s.sets[i]) != 0 {
+				t.Errorf("user %d after the hide: %s of %d members", user, k.z, len(s.sets[i]))
 			}
-			if slices.ContainsFunc(s.sets[i], func(z rueidis.ZScore) bool { return z.Member == member(1) }) {
-				t.Errorf("user %d lists user 1 in %s after the hide", u, k.z)
+			if slices.ContainsFunc(s.sets[i], func(z rueidis.ZScore) bool { return z.Member == member(user) }) {
+				t.Errorf("user %d lists user %d in %s after the hide", u, user, k.z)
 			}
 		}
-		if len(s.flags) != 0 && u == 1 || slices.ContainsFunc(s.flags, func(z rueidis.ZScore) bool { return z.Member == member(1) }) {
-			t.Errorf("user %d after the hide has flags of user 1 (user 1: any): %v", u, s.flags)
+		if len(s.flags) != 0 && u == user || slices.ContainsFunc(s.flags, func(z rueidis.ZScore) bool { return z.Member == member(user) }) {
+			t.Errorf("user %d after the hide has flags of user %d (user %d: any): %v", u, user, user, s.flags)
 		}
 		if u == 2 && !reflect.DeepEqual(s, before[u]) {
-			t.Errorf("user 2 changed by user 1's hide:\n%+v\nwas\n%+v", s, before[u])
+			t.Errorf("user 2 changed by user %d's hide:\n%+v\nwas\n%+v", user, s, before[u])
 		}
-	}
-
-	// A batch naming a follower twice, as an HSCAN may, shows it once.
-	twice := []string{member(first), member(first)}
-	if _, err := g.archiveBatch(ctx, 1, archiveSides[0], archiveShow, twice); err != errStateChanged {
-		t.Fatalf("show of a suspended user: %v, want %v", err, errStateChanged)
-	}
-	if _, err := g.setState(ctx, 1, fg.StateActive); err != nil {
-		t.Fatal(err)
-	}
-	if got, err := g.archiveBatch(ctx, 1, archiveSides[0], archiveShow, twice); err != nil || got != 1 {
-		t.Fatalf("show of a batch naming %d twice = %d, %v; want 1", first, got, err)
-	}
-	for run, want := range []int64{edges - 1, 0} {
-		got, err := g.archive(ctx, 1, archiveShow)
-		if err != nil || got != want {
-			t.Fatalf("show, run %d = %d, %v; want %d", run+1, got, err, want)
-		}
-	}
-	after := archiveSnapshot(t, g, users)
-	for _, u := range users {
-		if !reflect.DeepEqual(after[u], before[u]) {
-			t.Errorf("user %d after the restore:\n%+v\nwas\n%+v", u, after[u], before[u])
-		}
-	}
-	checkNoMarks(t, g, users...)
-	// A follow over one of the tombstones the steps kept is still made.
-	if r, err := g.Follow(ctx, 1, 5000); err != nil || !r.Created {
-		t.Errorf("Follow(1, 5000) over its tombstone = %+v, %v", r, err)
 	}
 }
 
@@ -227,8 +229,7 @@ func archiveSnapshot(t *testing.T, g *testGraph, users []fg.UserID) map[fg.UserI
 	return views
 }
 
-// TestSetState_Writes: a state set by setState (what SetState will call
-// once the job runs) holds at once, in State, Counts and the writes: a
+// TestSetState_Writes: a state set by SetState holds at once, in State, Counts and the writes: a
 // user who is not active writes nothing (user_inactive), is followed by
 // nobody (target_inactive), and a deleted one's state is final and it is
 // blocked or muted by nobody; its event reaches the hook and decodes from
@@ -253,15 +254,15 @@ func TestSetState_Writes(t *testing.T) {
 	}
 	g.touch(1, 6)
 	before := time.Now().Add(-time.Second)
-	st, err := g.setState(ctx, 1, fg.StateDeactivated)
+	st, err := g.SetState(ctx, 1, fg.StateDeactivated)
 	if err != nil || st.State != fg.StateDeactivated || st.Since.Before(before) || st.Pending != 3 {
-		t.Fatalf("setState(1, deactivated) = %+v, %v; want deactivated since now, 3 edges pending", st, err)
+		t.Fatalf("SetState(1, deactivated) = %+v, %v; want deactivated since now, 3 edges pending", st, err)
 	}
 	if got, err := g.State(ctx, 1); err != nil || got != st {
 		t.Errorf("State(1) = %+v, %v; want %+v", got, err, st)
 	}
-	if again, err := g.setState(ctx, 1, fg.StateDeactivated); err != nil || again != st {
-		t.Errorf("setState(1, deactivated) again = %+v, %v; want %+v, unchanged", again, err, st)
+	if again, err := g.SetState(ctx, 1, fg.StateDeactivated); err != nil || again != st {
+		t.Errorf("SetState(1, deactivated) again = %+v, %v; want %+v, unchanged", again, err, st)
 	}
 	if c, err := g.Counts(ctx, []fg.UserID{1}); err != nil || c[0] != (fg.Counts{ID: 1, State: fg.StateDeactivated}) {
 		t.Errorf("Counts(1) = %+v, %v; want no edges, deactivated", c, err)
@@ -295,8 +296,8 @@ func TestSetState_Writes(t *testing.T) {
 	if c, _ := g.Counts(ctx, []fg.UserID{3}); c[0].FollowingCount != 0 {
 		t.Errorf("Counts(3) = %+v after ending its hidden follow: counted twice", c[0])
 	}
-	if st, err := g.setState(ctx, 1, fg.StateActive); err != nil || st.State != fg.StateActive || st.Pending != 2 {
-		t.Fatalf("setState(1, active) = %+v, %v; want 2 edges pending (3's follow ended)", st, err)
+	if st, err := g.SetState(ctx, 1, fg.StateActive); err != nil || st.State != fg.StateActive || st.Pending != 2 {
+		t.Fatalf("SetState(1, active) = %+v, %v; want 2 edges pending (3's follow ended)", st, err)
 	}
 	if n, err := g.archive(ctx, 1, archiveShow); err != nil || n != 2 {
 		t.Fatalf("show = %d, %v; want 2 (not 3's, ended)", n, err)
@@ -313,14 +314,14 @@ func TestSetState_Writes(t *testing.T) {
 	}
 
 	// Deleted is final, and nobody blocks or mutes a deleted user.
-	if _, err := g.setState(ctx, 6, fg.StateDeleted); err != nil {
+	if _, err := g.SetState(ctx, 6, fg.StateDeleted); err != nil {
 		t.Fatal(err)
 	}
 	for _, w := range []struct {
 		name string
 		err  error
 	}{
-		{"setState(6, active)", second(g.setState(ctx, 6, fg.StateActive))},
+		{"SetState(6, active)", second(g.SetState(ctx, 6, fg.StateActive))},
 		{"Block(7, 6)", second(g.Block(ctx, 7, 6))},
 		{"Mute(7, 6)", second(g.Mute(ctx, 7, 6, 0))},
 		{"Follow(7, 6)", second(g.Follow(ctx, 7, 6))},
@@ -373,7 +374,7 @@ func TestSetState_Pairs(t *testing.T) {
 	}
 	job := func(u fg.UserID, s fg.State, steps ...string) {
 		t.Helper()
-		_, err := g.setState(ctx, u, s)
+		_, err := g.SetState(ctx, u, s)
 		must(err)
 		for _, step := range steps {
 			_, err := g.archive(ctx, u, step)
@@ -532,8 +533,8 @@ func TestRunJobs(t *testing.T) {
 
 	// At 1000 edges a second, stopped after 0.2 s and run again.
 	began := time.Now()
-	if st, err := g.setState(ctx, 1, fg.StateSuspended); err != nil || st.Pending != edges {
-		t.Fatalf("setState(1, suspended) = %+v, %v; want %d pending", st, err, edges)
+	if st, err := g.SetState(ctx, 1, fg.StateSuspended); err != nil || st.Pending != edges {
+		t.Fatalf("SetState(1, suspended) = %+v, %v; want %d pending", st, err, edges)
 	}
 	stop := run(1000)
 	time.Sleep(200 * time.Millisecond)
@@ -594,7 +595,7 @@ func TestRunJobs(t *testing.T) {
 		if i%2 == 1 {
 			s = fg.StateDeactivated
 		}
-		if _, err := g.setState(ctx, 1, s); err != nil {
+		if _, err := g.SetState(ctx, 1, s); err != nil {
 			t.Fatal(err)
 		}
 		time.Sleep(time.Duration(i%4) * 5 * time.Millisecond)
@@ -661,33 +662,38 @@ func TestRebuildReconcile_States(t *testing.T) {
 	}
 	graphtest.RunJobs(t, src, 0)
 	graphtest.WaitJobs(t, src)
-	g := newTestGraph(t, standaloneClient(t))
-	touchSource(g, src)
-	if _, err := g.Rebuild(ctx, src, RebuildOptions{}); err != nil {
-		t.Fatal(err)
-	}
-	graphtest.RunJobs(t, g, 0)
-	if err := waitFor(30*time.Second, func() bool {
-		n, err := g.c.Do(ctx, g.c.B().Zcard().Key(g.jobsKey(0)).Build()).AsInt64()
-		return err == nil && n == 0
-	}); err != nil {
-		t.Fatal("the jobs of the rebuilt states did not end")
-	}
-	ids := []fg.UserID{1, 2, 3, 4, 5, 6}
-	want, err := src.Counts(ctx, ids)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if got, err := g.Counts(ctx, ids); err != nil || !reflect.DeepEqual(got, want) {
-		t.Errorf("Counts after the rebuild = %+v, %v\nwant %+v", got, err, want)
-	}
-	for _, u := range []fg.UserID{1, 6} {
-		a, _ := src.State(ctx, u)
-		if b, err := g.State(ctx, u); err != nil || b.State != a.State || !b.Since.Equal(a.Since) {
-			t.Errorf("State(%d) after the rebuild = %+v, %v; want %+v", u, b, err, a)
-		}
-	}
-	if st, diffs := reconcile(t, g, src, ReconcileOptions{}); st.Differences() != 0 {
-		t.Errorf("Reconcile with hidden edges = %+v, %v; want no difference", st, diffs)
+	for _, m := range modes {
+		t.Run(m.name, func(t *testing.T) {
+			c := m.client(t)
+			g := newTestGraph(t, c)
+			touchSource(g, src)
+			if _, err := g.Rebuild(ctx, src, RebuildOptions{}); err != nil {
+				t.Fatal(err)
+			}
+			graphtest.RunJobs(t, g, 0)
+			if err := waitFor(30*time.Second, func() bool {
+				n, _, err := g.jobUsers(ctx)
+				return err == nil && n == 0
+			}); err != nil {
+				t.Fatal("the jobs of the rebuilt states did not end")
+			}
+			ids := []fg.UserID{1, 2, 3, 4, 5, 6}
+			want, err := src.Counts(ctx, ids)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got, err := g.Counts(ctx, ids); err != nil || !reflect.DeepEqual(got, want) {
+				t.Errorf("Counts after the rebuild = %+v, %v\nwant %+v", got, err, want)
+			}
+			for _, u := range []fg.UserID{1, 6} {
+				a, _ := src.State(ctx, u)
+				if b, err := g.State(ctx, u); err != nil || b.State != a.State || !b.Since.Equal(a.Since) {
+					t.Errorf("State(%d) after the rebuild = %+v, %v; want %+v", u, b, err, a)
+				}
+			}
+			if st, diffs := reconcile(t, g, src, ReconcileOptions{}); st.Differences() != 0 {
+				t.Errorf("Reconcile with hidden edges = %+v, %v; want no difference", st, diffs)
+			}
+		})
 	}
 }

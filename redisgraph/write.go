@@ -66,19 +66,25 @@ const (
 // reached (a write whose reply was lost may have been made; a retry is
 // idempotent). On a Cluster, whether target is private is read before
 // that step, through the client-side cache: a follow racing with target's
-// SetPrivate(true) may be made as a follow, as if just before it.
+// SetPrivate(true) may be made as a follow, as if just before it, and
+// the account states of the two are read the same way and checked again
+// by the second step (a follow of a user made inactive meanwhile is
+// undone: ErrTargetInactive).
 func (g *Graph) Follow(ctx context.Context, user, target fg.UserID) (fg.FollowResult, error) {
 	if err := fg.CheckLinkIDs(user, target); err != nil {
 		return fg.FollowResult{}, err
 	}
 	private := ""
 	if g.cluster {
-		cs, err := g.readCounters(ctx, []fg.UserID{target})
+		cs, err := g.readCounters(ctx, []fg.UserID{user, target})
 		if err != nil {
 			return fg.FollowResult{}, unavailable("follow", err)
 		}
+		if err := inactiveEnds(cs, false); err != nil {
+			return fg.FollowResult{}, err
+		}
 		private = "0"
-		if cs[0].private {
+		if cs[1].private {
 			private = "1"
 		}
 	}
@@ -270,26 +276,29 @@ func hasOtherSide(e fg.Event) bool {
 // complete completes a change made on first's side, whose event e is entry
 // id of first's outbox stream: on a Cluster the second step on the other
 // user's side (undoing the change if that step meets a block: then it
-// returns ErrBlocked), then the hook and the delete of the outbox entry.
+// returns ErrBlocked, or ErrTargetInactive if the target of a follow or
+// request is not active there), then the hook and the delete of the
+// outbox entry.
 func (g *Graph) complete(ctx context.Context, first fg.UserID, id string, e fg.Event) error {
 	other := e.Target
 	if other == first {
 		other = e.User
 	}
-	settled, blocked := true, false
+	settled := true
+	var refused error
 	if g.cluster && hasOtherSide(e) {
-		settled, blocked = g.secondStep(ctx, e, other)
+		settled, refused = g.secondStep(ctx, e, other)
 	}
 	if err := g.acknowledge(ctx, first, id, e, settled); err != nil {
 		return err
 	}
-	if !blocked {
+	if refused == nil {
 		return nil
 	}
 	if err := g.undo(ctx, e, first); err != nil {
 		return err
 	}
-	return fg.ErrBlocked
+	return refused
 }
 
 // acknowledge passes e to the hook and, once it took it and the change is
@@ -334,63 +343,80 @@ var errUnacknowledged = &fg.Error{Code: fg.EUnavailable,
 	Message: "the write is made but the event log did not acknowledge it: it may take effect; retry (writes are idempotent)"}
 
 // secondStep applies e on the side of user side (Cluster only), retrying
-// with backoff, and reports whether it is done, and whether it was refused
-// because one of the two blocks the other (see lua/effects.lua); after the
+// with backoff, and reports whether it is done, and why it was refused, if
+// it was: ErrBlocked, one of the two blocks the other, or
+// ErrTargetInactive, side is the target of a follow or request and not
+// active (see lua/effects.lua). When it is done and side is not active,
+// the other side of the edges e turned on is settled as side's state
+// makes them (settlePairs): hidden, or ended for a deleted side. After the
 // last attempt fails it counts the step as deferred and leaves it to the
 // outbox (Outbox.Settle, Repair). It goes on when ctx is cancelled: the
 // first step is done, and the caller hanging up must not leave the second
 // undone.
-func (g *Graph) secondStep(ctx context.Context, e fg.Event, side fg.UserID) (done, blocked bool) {
+func (g *Graph) secondStep(ctx context.Context, e fg.Event, side fg.UserID) (done bool, refused error) {
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), secondStepTimeout)
 	defer cancel()
 	wait := secondStepBackoff
 	for attempt := 1; ; attempt++ {
-		blocked, err := g.secondStepOnce(ctx, e, side)
+		refused, err := g.secondStepOnce(ctx, e, side)
 		if err == nil {
-			return true, blocked
+			return true, refused
 		}
 		if attempt == secondStepAttempts {
 			g.deferred.Inc()
-			return false, false
+			return false, nil
 		}
 		select {
 		case <-time.After(wait):
 		case <-ctx.Done():
 			g.deferred.Inc()
-			return false, false
+			return false, nil
 		}
 		wait *= 2
 	}
 }
 
-func (g *Graph) secondStepOnce(ctx context.Context, e fg.Event, side fg.UserID) (blocked bool, err error) {
+func (g *Graph) secondStepOnce(ctx context.Context, e fg.Event, side fg.UserID) (refused, err error) {
 	if g.secondStepFault != nil {
 		if err := g.secondStepFault(e); err != nil {
-			return false, err
+			return nil, err
 		}
 	}
-	call := g.effectsCall(e, e.Effects, true, side)
+	check := refuseBlocks
+	if e.Op == fg.OpFollow || e.Op == fg.OpRequest {
+		check = refuseInactive
+	}
+	call := g.effectsCall(e, e.Effects, check, side)
 	res, err := scriptEffects.exec(ctx, g.c, call.Keys, call.Args).ToArray()
 	if err != nil {
-		return false, err
+		return nil, err
 	}
-	if n, _ := res[0].AsInt64(); n == changeBlocked {
-		return true, nil
+	switch n, _ := res[0].AsInt64(); n {
+	case changeBlocked:
+		return fg.ErrBlocked, nil
+	case changeTargetInactive:
+		return fg.ErrTargetInactive, nil
 	}
 	g.noteStamps(res[1:], side)
-	return false, nil
+	p := statePairs{}
+	p.note(e, e.Effects, res[2:]...)
+	return nil, g.settlePairs(ctx, p)
 }
+
+// What lua/effects.lua refuses (its ARGV 2).
+const (
+	refuseNothing  = "0" // Apply: the log holds what was decided
+	refuseBlocks   = "1" // a follow or request between users one of whom blocks the other
+	refuseInactive = "2" // that, and a follow or request of a user who is not active
+)
 
 // effectsCall returns the call of lua/effects.lua that applies effects (e's
 // Effects, or some of them) of e on the sides of users (one or two of e's
-// users), refusing a follow or request between users one of whom blocks
-// the other when check is set.
-func (g *Graph) effectsCall(e fg.Event, effects iter.Seq[fg.Effect], check bool, users ...fg.UserID) rueidis.LuaExec {
+// users), refusing what check says (refuseNothing, refuseBlocks,
+// refuseInactive).
+func (g *Graph) effectsCall(e fg.Event, effects iter.Seq[fg.Effect], check string, users ...fg.UserID) rueidis.LuaExec {
 	var c rueidis.LuaExec
-	c.Args = []string{versionHex(e.Version), "0", millis(e.Since), millis(e.Expires), kindLetter[e.Op.Kind()], ""}
-	if check {
-		c.Args[1] = "1"
-	}
+	c.Args = []string{versionHex(e.Version), check, millis(e.Since), millis(e.Expires), kindLetter[e.Op.Kind()], ""}
 	for i, u := range users {
 		c.Keys = g.userKeys(c.Keys, u)
 		n := len(c.Args)
@@ -464,11 +490,6 @@ func (g *Graph) Apply(ctx context.Context, events []fg.Event) error {
 		if err := e.Validate(); err != nil {
 			return err
 		}
-		if g.cluster {
-			if err := checkNoState(e); err != nil {
-				return err
-			}
-		}
 	}
 	if len(events) == 0 {
 		return nil
@@ -476,31 +497,37 @@ func (g *Graph) Apply(ctx context.Context, events []fg.Event) error {
 	var calls, states []rueidis.LuaExec
 	var owners [][]fg.UserID // the users of each call, for their stamps
 	var stateOwners []fg.UserID
+	var of []fg.Event // the event of each call
 	for _, e := range events {
 		if e.Op == fg.OpState {
-			// On a Cluster, active: every user is there (checkNoState).
-			if !g.cluster {
-				states = append(states, rueidis.LuaExec{Keys: []string{g.key(e.User, kindCounters), g.jobsKey(e.User)},
-					Args: []string{e.State.String(), versionHex(e.Version), e.User.String()}})
-				stateOwners = append(stateOwners, e.User)
-			}
+			states = append(states, rueidis.LuaExec{Keys: []string{g.key(e.User, kindCounters), g.jobsKey(e.User)},
+				Args: []string{e.State.String(), versionHex(e.Version), e.User.String()}})
+			stateOwners = append(stateOwners, e.User)
 			continue
 		}
 		users := eventUsers(e)
 		if !g.cluster {
-			calls, owners = append(calls, g.effectsCall(e, e.Effects, false, users...)), append(owners, users)
+			calls, owners = append(calls, g.effectsCall(e, e.Effects, refuseNothing, users...)), append(owners, users)
 			continue
 		}
 		for _, u := range users {
-			calls, owners = append(calls, g.effectsCall(e, e.Effects, false, u)), append(owners, []fg.UserID{u})
+			calls, owners = append(calls, g.effectsCall(e, e.Effects, refuseNothing, u)), append(owners, []fg.UserID{u})
+			of = append(of, e)
 		}
 	}
+	p := statePairs{}
 	for i, r := range scriptEffects.execMulti(ctx, g.c, calls) {
 		res, err := r.ToArray()
 		if err != nil {
 			return unavailable("apply", err)
 		}
 		g.noteStamps(res[1:], owners[i]...)
+		if g.cluster {
+			p.note(of[i], of[i].Effects, res[2:]...)
+		}
+	}
+	if err := g.settlePairs(ctx, p); err != nil {
+		return unavailable("apply", err)
 	}
 	if len(states) == 0 {
 		return nil
@@ -519,7 +546,10 @@ func (g *Graph) Apply(ctx context.Context, events []fg.Event) error {
 // effects of each again on both users' sides (Cluster only), pipelined;
 // the side a change was made on has it already, and changes nothing. It
 // returns how many changed anything. A follow or request whose side meets
-// a block is undone on the other side (see edgeChange).
+// a block is undone on the other side (see edgeChange); an edge turned on
+// with a user who is not active is settled on both sides (settlePairs),
+// since the first step may have been made before that user's state
+// changed and its job went by.
 func (g *Graph) applySecondSteps(ctx context.Context, events []fg.Event) (int, error) {
 	var calls []rueidis.LuaExec
 	type owner struct {
@@ -532,12 +562,13 @@ func (g *Graph) applySecondSteps(ctx context.Context, events []fg.Event) (int, e
 			continue // a state is on its user's side only
 		}
 		for _, u := range eventUsers(e) {
-			calls = append(calls, g.effectsCall(e, e.Effects, true, u))
+			calls = append(calls, g.effectsCall(e, e.Effects, refuseBlocks, u))
 			owners = append(owners, owner{e, u})
 		}
 	}
 	changed := 0
 	var errs []error
+	p := statePairs{}
 	for i, r := range scriptEffects.execMulti(ctx, g.c, calls) {
 		res, err := r.ToArray()
 		if err != nil {
@@ -559,6 +590,10 @@ func (g *Graph) applySecondSteps(ctx context.Context, events []fg.Event) (int, e
 			continue
 		}
 		g.noteStamps(res[1:], o.side)
+		p.note(o.e, o.e.Effects, res[2:]...)
+	}
+	if err := g.settlePairs(ctx, p); err != nil {
+		errs = append(errs, err)
 	}
 	return changed, errors.Join(errs...)
 }

@@ -203,3 +203,12 @@ func TestServe_RedisStates(t *testing.T) {
 		t.Errorf("SetState(4, active) of a deleted user = %v, want target_inactive", err)
 	}
 }
+
+// TestServe_ClusterStateJobKillNine is TestServe_StateJobKillNine on a
+// Redis Cluster of three masters, where each batch of the job takes two
+// steps (the counterparts' sides, then the user's), so that the kill may
+// land between the two as well as within either.
+func TestServe_ClusterStateJobKillNine(t *testing.T) {
+	c := startCluster(t)
+	stateJobKillNine(t, "--redis", "redis+cluster://"+strings.Join(c.addrs, ","))
+}

@@ -26,6 +26,16 @@
 -- an edge with a counterpart still hidden (that one's job shows it), and
 -- drops one with a counterpart deleted.
 --
+-- On a Redis Cluster the counterparts' keys are not given (KEYS is u's
+-- four), since they are in other slots: pairside.lua has written each
+-- counterpart's side first, and ARGV holds, after the members, its
+-- answer for each, in their order. The script then writes u's side to
+-- match: a hide or a drop whatever the answers (a counterpart that held
+-- a newer change has its second step on its way here), a show as the
+-- answer says (DONE: shown, WAIT: kept, ENDED: dropped, NEWER: kept),
+-- and it does not check u's state: it completes what the first step
+-- did, and the job of a state changed since undoes it.
+--
 -- Returns how many edges it hid, showed or dropped. A member named twice
 -- counts once, and one that is no longer on u's side (hide) or no longer
 -- marked (show, drop) is skipped: the step can be run again over the same
@@ -47,13 +57,21 @@ local hide = op == 'hide'
 local z, vh, h, rf = KEYS[1], KEYS[2], KEYS[3], KEYS[4]
 local mine, theirs, um = sides[ARGV[2]], sides[ARGV[3]], ARGV[4]
 if not mine or not theirs then return redis.error_reply('unknown side ' .. ARGV[2] .. ' or ' .. ARGV[3]) end
-local us = redis.call('HGET', h, 's') or 'active'
-if (op == 'show') ~= (us == 'active') or op == 'drop' and us ~= 'deleted' then return -1 end
+local cluster = #KEYS == 4
+local nm = #ARGV - 4
+if cluster then
+  nm = nm / 2
+else
+  local us = redis.call('HGET', h, 's') or 'active'
+  if (op == 'show') ~= (us == 'active') or op == 'drop' and us ~= 'deleted' then return -1 end
+end
+-- A show's answer from pairside.lua, as the counterpart's state it tells.
+local answered = {['1'] = 'active', ['2'] = 'hidden', ['3'] = 'deleted', ['0'] = 'newer'}
 
 -- The members, each once (an HSCAN may return a member twice), with the
--- index of its keys.
+-- index of its keys (and answer).
 local ms, at, seen = {}, {}, {}
-for i = 5, #ARGV do
+for i = 5, 4 + nm do
   if not seen[ARGV[i]] then
     seen[ARGV[i]] = true
     ms[#ms + 1], at[#ms + 1] = ARGV[i], i - 4
@@ -76,7 +94,12 @@ for i, m in ipairs(ms) do
     end
   elseif vers[i] and string.sub(vers[i], 1, 1) == 'h' then
     v = string.sub(vers[i], 2)
-    local cs = op == 'show' and redis.call('HGET', KEYS[4 * at[i] + 3], 's') or 'active'
+    local cs = 'active'
+    if op == 'show' and cluster then
+      cs = answered[ARGV[4 + nm + at[i]]]
+    elseif op == 'show' then
+      cs = redis.call('HGET', KEYS[4 * at[i] + 3], 's') or 'active'
+    end
     if op == 'drop' or cs == 'deleted' then
       setv[#setv + 1], setv[#setv + 2] = m, v
       dropped[#dropped + 1] = {m, at[i], v}
@@ -97,7 +120,7 @@ end
 
 -- The dropped: a tombstone for the mark on both sides, nothing else (nh
 -- counts each user's marks: see lib.lua's set).
-for _, c in ipairs(dropped) do
+for _, c in ipairs(cluster and {} or dropped) do
   local ch = KEYS[4 * c[2] + 3]
   redis.call('HSET', KEYS[4 * c[2] + 2], um, c[3])
   local hv = redis.call('HMGET', ch, 'st', 'nh')
@@ -135,6 +158,7 @@ if mine[3] then
   for _, c in ipairs(changed) do flag(rf, c[1], mine[3], d) end
 end
 
+if cluster then return n end
 for _, c in ipairs(changed) do
   local i, v = c[2], c[3]
   local cz, cvh, ch, crf = KEYS[4 * i + 1], KEYS[4 * i + 2], KEYS[4 * i + 3], KEYS[4 * i + 4]

@@ -12,15 +12,21 @@
 -- KEYS: the 17 keys of each user (lib.lua's userKeys), one or two users.
 -- ARGV: 1 the version, 2 '1' to refuse (change nothing, return BLOCKED)
 --       when a follow or request would be turned on between two users one
---       of whom blocks the other, as a live second step must, 3 and 4 a
+--       of whom blocks the other, as a live second step must, '2' to
+--       refuse that and also (TARGET_INACTIVE) a follow or request turned
+--       on here, on the side of its target, when the target is not active
+--       (the live second step of a follow or request), 3 and 4 a
 --       mute's since and expiry (ms; expiry 0: none), 5 the letter of the
 --       event's kind, 6 how many effects are the first user's, then each
 --       effect as three values: its side code (lib.lua's sides, or 'p'),
 --       the other user as a member ('' for 'p'), '1' for on or '0' for off.
 --
--- Returns {CHANGED (1) or NONE (0), each user's stamp}, or {BLOCKED}.
-local NONE, CHANGED, BLOCKED = 0, 1, -5
-local v, check, mute, ekind, n1 = ARGV[1], ARGV[2] == '1', {ARGV[3], ARGV[4]}, ARGV[5], tonumber(ARGV[6])
+-- Returns {CHANGED (1) or NONE (0), each user's stamp, each user's
+-- account state ('active' when never set)}, or {BLOCKED}, or
+-- {TARGET_INACTIVE}. On a Cluster, where each call has one user, the
+-- caller settles the other side by the state (write.go's pairs).
+local NONE, CHANGED, BLOCKED, TARGET_INACTIVE = 0, 1, -5, -9
+local v, check, mute, ekind, n1 = ARGV[1], ARGV[2] ~= '0', {ARGV[3], ARGV[4]}, ARGV[5], tonumber(ARGV[6])
 local users = {userKeys(1)}
 if KEYS[NKEYS + 1] then users[2] = userKeys(NKEYS + 1) end
 local effects = {}
@@ -47,10 +53,19 @@ if check then
   end
 end
 -- What the users' states make of an edge turned on (lib.lua's set). On a
--- Cluster's second step only one user's state is here: states are not
--- built there yet (state.go).
+-- Cluster only one user's state is here: the caller settles the other
+-- side (write.go's pairs).
 local words = {}
 for i, uk in ipairs(users) do words[i] = redis.call('HGET', uk.h, 's') end
+if ARGV[2] == '2' then
+  for _, e in ipairs(effects) do
+    local w = words[e[1]]
+    if linking(e) and string.sub(e[2], 2) == 'i' and w and w ~= 'active' and
+        vless(state(users[e[1]], e[2], e[3])[1], v) then
+      return {TARGET_INACTIVE}
+    end
+  end
+end
 local pair = pairState(words[1], words[2])
 local changed, touched = {}, {}
 for _, e in ipairs(effects) do
@@ -83,4 +98,5 @@ for u, uk in ipairs(users) do
     res[u + 1] = stamp(uk.h)
   end
 end
+for u = 1, #users do res[#users + 1 + u] = words[u] or 'active' end
 return res
