@@ -190,18 +190,43 @@ func mustDo(tb testing.TB, c rueidis.Client, cmd rueidis.Completed) {
 
 // unlinkPrefix unlinks every key whose name starts with p.
 func unlinkPrefix(ctx context.Context, c rueidis.Client, p string) error {
+	if c.Mode() != rueidis.ClientModeCluster {
+		return unlinkScanned(ctx, c, c, p, false)
+	}
+	for _, n := range c.Nodes() { // each node scans its own keys (the test Cluster has no replicas)
+		if err := unlinkScanned(ctx, n, c, p, true); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// unlinkScanned unlinks the keys of prefix p that SCAN on scan finds, by
+// c: on a Cluster (one) each key by a command of its own, since the keys
+// of one UNLINK must share a slot.
+func unlinkScanned(ctx context.Context, scan, c rueidis.Client, p string, one bool) error {
 	var cursor uint64
 	for {
-		scan, err := c.Do(ctx, c.B().Scan().Cursor(cursor).Match(p+"*").Count(5000).Build()).AsScanEntry()
+		found, err := scan.Do(ctx, scan.B().Scan().Cursor(cursor).Match(p+"*").Count(5000).Build()).AsScanEntry()
 		if err != nil {
 			return err
 		}
-		if len(scan.Elements) > 0 {
-			if err := c.Do(ctx, c.B().Unlink().Key(scan.Elements...).Build()).Error(); err != nil {
+		if one {
+			cmds := make(rueidis.Commands, len(found.Elements))
+			for i, k := range found.Elements {
+				cmds[i] = c.B().Unlink().Key(k).Build()
+			}
+			for _, r := range c.DoMulti(ctx, cmds...) {
+				if err := r.Error(); err != nil {
+					return err
+				}
+			}
+		} else if len(found.Elements) > 0 {
+			if err := c.Do(ctx, c.B().Unlink().Key(found.Elements...).Build()).Error(); err != nil {
 				return err
 			}
 		}
-		if cursor = scan.Cursor; cursor == 0 {
+		if cursor = found.Cursor; cursor == 0 {
 			return nil
 		}
 	}

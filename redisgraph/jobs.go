@@ -41,12 +41,18 @@ const (
 // jobStats are the figures of the jobs this Graph runs (JobStats).
 type jobStats struct {
 	running, pending, changed atomic.Int64
+	leading                   atomic.Bool   // this Graph's runner held the lease at its last look
 	wake                      chan struct{} // a change of state on this Graph: look for jobs now
 }
 
 // wakeJobs tells this Graph's runner that a job is there, so that it
-// does not wait for its next look.
+// does not wait for its next look, and, when that runner holds the
+// lease, counts the job in JobStats' Running at once (the look sets the
+// figure it reads).
 func (g *Graph) wakeJobs() {
+	if g.jobs.leading.Load() {
+		g.jobs.running.Add(1)
+	}
 	select {
 	case g.jobs.wake <- struct{}{}:
 	default:
@@ -75,6 +81,7 @@ func (g *Graph) RunJobs(ctx context.Context, rate int) error {
 	_, _ = rand.Read(b[:])
 	owner := "jobs-" + hex.EncodeToString(b[:])
 	lease := g.jobsKey(0) + ":lease"
+	defer g.jobs.leading.Store(false)
 	defer func() { // at a clean stop, so that another node takes the jobs over at once
 		ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), time.Second)
 		defer cancel()
@@ -105,6 +112,7 @@ func (g *Graph) runSomeJobs(ctx context.Context, rate int, lease, owner string) 
 	held, err := g.claimJobs(ctx, lease, owner)
 	if err != nil || !held {
 		g.jobs.running.Store(0)
+		g.jobs.leading.Store(false)
 		return false, err
 	}
 	n, users, err := g.jobUsers(ctx)
@@ -112,6 +120,7 @@ func (g *Graph) runSomeJobs(ctx context.Context, rate int, lease, owner string) 
 		return false, unavailable("jobs", err)
 	}
 	g.jobs.running.Store(n)
+	g.jobs.leading.Store(true)
 	for _, word := range users {
 		u, err := fg.ParseUserID(word)
 		if err != nil {

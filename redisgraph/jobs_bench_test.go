@@ -46,9 +46,6 @@ func BenchmarkJob(b *testing.B) {
 		}
 	}
 	defer func(old int) { showBatch = old }(showBatch)
-	inJobs := func() bool {
-		return c.Do(ctx, c.B().Zscore().Key(g.jobsKey(user)).Member(user.String()).Build()).Error() == nil
-	}
 
 	restore := slowlogAll(b, c)
 	defer restore()
@@ -62,20 +59,7 @@ func BenchmarkJob(b *testing.B) {
 				nin   int64
 			}{{"deactivate", fg.StateDeactivated, 0}, {"active", fg.StateActive, int64(n)}} {
 				mustDo(b, c, c.B().SlowlogReset().Build())
-				began := time.Now()
-				if _, err := g.SetState(ctx, user, step.state); err != nil {
-					b.Fatal(err)
-				}
-				for inJobs() {
-					time.Sleep(10 * time.Millisecond)
-				}
-				took := time.Since(began)
-				if nin, _ := c.Do(ctx, c.B().Hget().Key(g.key(user, kindCounters)).Field("nin").Build()).AsInt64(); nin != step.nin {
-					b.Fatalf("after the job to %s, nin(1) = %d, want %d", step.state, nin, step.nin)
-				}
-				if st, err := g.State(ctx, user); err != nil || st.Pending != 0 || st.State != step.state {
-					b.Fatalf("State(1) after its job = %+v, %v", st, err)
-				}
+				took := timeJob(b, g, user, step.state, step.nin)
 				slow, slowest := slowSince(b, c)
 				name := fmt.Sprintf("%s-show%d", step.name, batch)
 				b.ReportMetric(took.Seconds(), name+"-s")
@@ -106,4 +90,65 @@ func intList(name string, def []int, usage string) *[]int {
 		return nil
 	})
 	return v
+}
+
+// timeJob sets user's state to st on g, whose runner runs, waits until
+// the user has left the jobs set (its job done), checks that its
+// followers shown are then nin, and returns how long it took.
+func timeJob(b *testing.B, g *Graph, user fg.UserID, st fg.State, nin int64) time.Duration {
+	b.Helper()
+	ctx := context.Background()
+	began := time.Now()
+	if _, err := g.SetState(ctx, user, st); err != nil {
+		b.Fatal(err)
+	}
+	for g.c.Do(ctx, g.c.B().Zscore().Key(g.jobsKey(user)).Member(user.String()).Build()).Error() == nil {
+		time.Sleep(10 * time.Millisecond)
+	}
+	took := time.Since(began)
+	if got, _ := g.c.Do(ctx, g.c.B().Hget().Key(g.key(user, kindCounters)).Field("nin").Build()).AsInt64(); got != nin {
+		b.Fatalf("after the job to %s, nin(%d) = %d, want %d", st, user, got, nin)
+	}
+	if a, err := g.State(ctx, user); err != nil || a.Pending != 0 || a.State != st {
+		b.Fatalf("State(%d) after its job = %+v, %v", user, a, err)
+	}
+	return took
+}
+
+// BenchmarkJobCluster is BenchmarkJob on the tests' Redis Cluster of three
+// masters on this machine, where each batch of a job is two steps (the
+// counterparts' sides, one call each, pipelined, then the user's): it
+// reports each job's seconds and edges a second (no SLOWLOG: its commands
+// are on three servers).
+//
+//	go test -run '^$' -bench BenchmarkJobCluster -benchtime 1x -timeout 60m ./redisgraph/ -args -archive-followers 200000
+func BenchmarkJobCluster(b *testing.B) {
+	ctx := context.Background()
+	c := clusterClient(b)
+	n := *archiveFollowers
+	const user = fg.UserID(1)
+	g := celebrityGraph(b, c, user, n)
+	jobCtx, cancel := context.WithCancel(ctx)
+	done := make(chan error, 1)
+	go func() { done <- g.RunJobs(jobCtx, 0) }()
+	defer func() {
+		cancel()
+		if err := <-done; err != context.Canceled {
+			b.Errorf("RunJobs = %v", err)
+		}
+	}()
+	b.ResetTimer()
+	for b.Loop() {
+		for _, step := range []struct {
+			name  string
+			state fg.State
+			nin   int64
+		}{{"deactivate", fg.StateDeactivated, 0}, {"active", fg.StateActive, int64(n)}} {
+			took := timeJob(b, g, user, step.state, step.nin)
+			edges := float64(n + 1000)
+			b.ReportMetric(took.Seconds(), step.name+"-s")
+			b.ReportMetric(edges/took.Seconds(), step.name+"-edges/s")
+			b.Logf("%s: the job of %d edges in %v, %.0f edges/s", step.name, n+1000, took.Round(time.Millisecond), edges/took.Seconds())
+		}
+	}
 }

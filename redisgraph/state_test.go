@@ -438,6 +438,32 @@ func TestSetState_Pairs(t *testing.T) {
 
 // checkNoMarks checks that no versions hash of users keeps a mark of the
 // archive step, and that their counters of marks (nh) say none.
+// checkMarksCounted checks that user's count of its marks (h's nh) is the
+// number of marks in its versions hashes.
+func checkMarksCounted(t *testing.T, g *testGraph, user fg.UserID) {
+	t.Helper()
+	ctx := context.Background()
+	marks := int64(0)
+	for _, k := range archiveKinds {
+		vs, err := g.c.Do(ctx, g.c.B().Hvals().Key(g.key(user, k.vh)).Build()).AsStrSlice()
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, v := range vs {
+			if strings.HasPrefix(v, "h") {
+				marks++
+			}
+		}
+	}
+	nh, err := g.c.Do(ctx, g.c.B().Hget().Key(g.key(user, kindCounters)).Field("nh").Build()).AsInt64()
+	if err != nil && !rueidis.IsRedisNil(err) {
+		t.Fatal(err)
+	}
+	if nh != marks {
+		t.Errorf("user %d counts %d marks, has %d", user, nh, marks)
+	}
+}
+
 func checkNoMarks(t *testing.T, g *testGraph, users ...fg.UserID) {
 	t.Helper()
 	ctx := context.Background()
@@ -640,8 +666,17 @@ func TestRunJobs(t *testing.T) {
 // one and their edges of every kind, its jobs done, rebuilt into Redis
 // with Redis's jobs then done, answers as the source (the states, and the
 // hidden edges hidden), and Reconcile finds no difference, reading the
-// archive's marks as the stored edges the source walks.
+// archive's marks as the stored edges the source walks. A second rebuild,
+// into the keys that hold the marks now, changes nothing, and a repair of
+// a hidden follow that the source has ended since leaves a tombstone for
+// its mark on both sides, without showing anything.
 func TestRebuildReconcile_States(t *testing.T) {
+	for _, m := range modes {
+		t.Run(m.name, func(t *testing.T) { testRebuildReconcileStates(t, m.client(t)) })
+	}
+}
+
+func testRebuildReconcileStates(t *testing.T, c rueidis.Client) {
 	ctx := t.Context()
 	v := fg.VersionAt(sourceEpoch)
 	at := func(i int) fg.Version { return v + fg.Version(i)<<fg.VersionCounterBits }
@@ -662,38 +697,58 @@ func TestRebuildReconcile_States(t *testing.T) {
 	}
 	graphtest.RunJobs(t, src, 0)
 	graphtest.WaitJobs(t, src)
-	for _, m := range modes {
-		t.Run(m.name, func(t *testing.T) {
-			c := m.client(t)
-			g := newTestGraph(t, c)
-			touchSource(g, src)
-			if _, err := g.Rebuild(ctx, src, RebuildOptions{}); err != nil {
-				t.Fatal(err)
-			}
-			graphtest.RunJobs(t, g, 0)
-			if err := waitFor(30*time.Second, func() bool {
-				n, _, err := g.jobUsers(ctx)
-				return err == nil && n == 0
-			}); err != nil {
-				t.Fatal("the jobs of the rebuilt states did not end")
-			}
-			ids := []fg.UserID{1, 2, 3, 4, 5, 6}
-			want, err := src.Counts(ctx, ids)
-			if err != nil {
-				t.Fatal(err)
-			}
-			if got, err := g.Counts(ctx, ids); err != nil || !reflect.DeepEqual(got, want) {
-				t.Errorf("Counts after the rebuild = %+v, %v\nwant %+v", got, err, want)
-			}
-			for _, u := range []fg.UserID{1, 6} {
-				a, _ := src.State(ctx, u)
-				if b, err := g.State(ctx, u); err != nil || b.State != a.State || !b.Since.Equal(a.Since) {
-					t.Errorf("State(%d) after the rebuild = %+v, %v; want %+v", u, b, err, a)
-				}
-			}
-			if st, diffs := reconcile(t, g, src, ReconcileOptions{}); st.Differences() != 0 {
-				t.Errorf("Reconcile with hidden edges = %+v, %v; want no difference", st, diffs)
-			}
-		})
+	g := newTestGraph(t, c)
+	touchSource(g, src)
+	if _, err := g.Rebuild(ctx, src, RebuildOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	graphtest.RunJobs(t, g, 0)
+	if err := waitFor(30*time.Second, func() bool {
+		n, _, err := g.jobUsers(ctx)
+		return err == nil && n == 0
+	}); err != nil {
+		t.Fatal("the jobs of the rebuilt states did not end")
+	}
+	ids := []fg.UserID{1, 2, 3, 4, 5, 6}
+	want, err := src.Counts(ctx, ids)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got, err := g.Counts(ctx, ids); err != nil || !reflect.DeepEqual(got, want) {
+		t.Errorf("Counts after the rebuild = %+v, %v\nwant %+v", got, err, want)
+	}
+	for _, u := range []fg.UserID{1, 6} {
+		a, _ := src.State(ctx, u)
+		if b, err := g.State(ctx, u); err != nil || b.State != a.State || !b.Since.Equal(a.Since) {
+			t.Errorf("State(%d) after the rebuild = %+v, %v; want %+v", u, b, err, a)
+		}
+	}
+	if st, diffs := reconcile(t, g, src, ReconcileOptions{}); st.Differences() != 0 {
+		t.Errorf("Reconcile with hidden edges = %+v, %v; want no difference", st, diffs)
+	}
+
+	// Rebuilt again, into keys that hold the marks now: nothing changes.
+	if _, err := g.Rebuild(ctx, src, RebuildOptions{}); err != nil {
+		t.Fatalf("Rebuild over the marks: %v", err)
+	}
+	if st, diffs := reconcile(t, g, src, ReconcileOptions{}); st.Differences() != 0 {
+		t.Errorf("Reconcile after the second rebuild = %+v, %v; want no difference", st, diffs)
+	}
+	// The source ends 3's hidden follow of 1; the repair writes its
+	// tombstone over both marks, and shows nothing.
+	if ok, err := src.Unfollow(ctx, 3, 1); err != nil || !ok {
+		t.Fatalf("Unfollow(3, 1) in the source = %v, %v", ok, err)
+	}
+	if st, _ := reconcile(t, g, src, ReconcileOptions{Fix: true}); st.Differences() == 0 {
+		t.Error("Reconcile found no difference after the source ended 3→1")
+	}
+	if st, diffs := reconcile(t, g, src, ReconcileOptions{}); st.Differences() != 0 {
+		t.Errorf("Reconcile after the repair = %+v, %v; want no difference", st, diffs)
+	}
+	if got, err := g.Counts(ctx, ids); err != nil || !reflect.DeepEqual(got, want) {
+		t.Errorf("Counts after the repair = %+v, %v\nwant %+v", got, err, want)
+	}
+	for _, u := range ids {
+		checkMarksCounted(t, g, u)
 	}
 }

@@ -24,6 +24,15 @@
 -- Redis holds of every edge, and one ZADD, ZREM, HSET and HDEL write the
 -- winners.
 --
+-- A hidden edge (archive.lua's mark: 'h' and the version, in the versions
+-- hash, the edge in neither the sorted set nor the counter) is an edge on
+-- at its version, as lib.lua's state reads it. Written over, it stays
+-- hidden when the edge given is live (the mark at the new version) and
+-- leaves its mark for a tombstone or for no record otherwise (h's nh, the
+-- user's marks, counts it): a rebuild or a repair never shows an edge
+-- that the account-state job hid, which the job of its user's next state
+-- shows or ends.
+--
 -- Returns {edges written, u's stamp, and for a repair a string of one
 -- character per edge, in the order L, T, N: '1' where it was written}.
 local z, vh, h = KEYS[1], KEYS[2], KEYS[3]
@@ -37,6 +46,7 @@ local n0 = t0 + 2 * nt       -- N
 local written, flags = 0, {}
 local hsetAny, hdelAny = false, false
 local card, vhEmpty -- ZCARD z and whether vh is empty, where known
+local marks = 0     -- how the marks of u (h's nh) change
 
 if not repair and redis.call('EXISTS', z, vh) == 0 then
   if nl > 0 then redis.call('ZADD', z, unpack(ARGV, l0, v0 - 1)) end
@@ -80,6 +90,8 @@ else
   for k = 1, #members do
     local m, want = members[k], state[k]
     local live, rec = scores[k] ~= false, stored[k]
+    local hidden = rec and string.sub(rec, 1, 1) == 'h'
+    if hidden then rec, live = string.sub(rec, 2), true end
     local cms, cctr = 0, 0
     if rec then
       cms, cctr = vms(rec), vctr(rec)
@@ -98,7 +110,21 @@ else
       end
       write = differs and (not less(ems[k], ectr[k], cms, cctr) or not less(hms, hctr, cms, cctr))
     end
-    if write then
+    if write and hidden then
+      written = written + 1
+      if want == 'f' then
+        hset[#hset + 1] = m
+        hset[#hset + 1] = 'h' .. (ehex[k] or vfmt(ems[k], 0))
+      else
+        marks = marks - 1
+        if ehex[k] then
+          hset[#hset + 1] = m
+          hset[#hset + 1] = ehex[k]
+        else
+          hdel[#hdel + 1] = m
+        end
+      end
+    elseif write then
       written = written + 1
       if want == 'f' then
         zadd[#zadd + 1] = string.format('%d', ems[k])
@@ -155,5 +181,6 @@ if cf == 'nout' and (hsetAny or hdelAny or (written > 0 and not hv[4])) then
   end
 end
 if #set > 0 then redis.call('HSET', h, unpack(set)) end
+if marks ~= 0 then redis.call('HINCRBY', h, 'nh', marks) end
 if repair then return {written, st, table.concat(flags)} end
 return {written, st}
