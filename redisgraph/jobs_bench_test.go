@@ -23,28 +23,13 @@ import (
 // With -job-show-batches, it does so once for each show batch size given,
 // side by side in one run over the same graph.
 //
-//	go test -run '^$' -bench BenchmarkJob -benchtime 1x -timeout 30m ./redisgraph/
-//	go test -run '^$' -bench BenchmarkJob -benchtime 1x -timeout 60m ./redisgraph/ -args -job-show-batches 16,8,16,8
+//	go test -run '^$' -bench 'BenchmarkJob$' -benchtime 1x -timeout 30m ./redisgraph/
+//	go test -run '^$' -bench 'BenchmarkJob$' -benchtime 1x -timeout 60m ./redisgraph/ -args -job-show-batches 16,8,16,8
 func BenchmarkJob(b *testing.B) {
-	ctx := context.Background()
 	c := standaloneClient(b)
 	n := *archiveFollowers
 	const user = fg.UserID(1)
 	g := celebrityGraph(b, c, user, n)
-	// runJobs starts a runner, with the show batch size given (set
-	// before it starts, and read by it only), and returns what stops it.
-	runJobs := func(batch int) (stop func()) {
-		showBatch = batch
-		jobCtx, cancel := context.WithCancel(ctx)
-		done := make(chan error, 1)
-		go func() { done <- g.RunJobs(jobCtx, 0) }()
-		return func() {
-			cancel()
-			if err := <-done; err != context.Canceled {
-				b.Errorf("RunJobs = %v", err)
-			}
-		}
-	}
 	defer func(old int) { showBatch = old }(showBatch)
 
 	restore := slowlogAll(b, c)
@@ -52,7 +37,8 @@ func BenchmarkJob(b *testing.B) {
 	b.ResetTimer()
 	for b.Loop() {
 		for _, batch := range *jobShowBatches {
-			stop := runJobs(batch)
+			showBatch = batch // set before the runner starts, and read by it only
+			stop := startRunner(b, g)
 			for _, step := range []struct {
 				name  string
 				state fg.State
@@ -123,20 +109,11 @@ func timeJob(b *testing.B, g *Graph, user fg.UserID, st fg.State, nin int64) tim
 //
 //	go test -run '^$' -bench BenchmarkJobCluster -benchtime 1x -timeout 60m ./redisgraph/ -args -archive-followers 200000
 func BenchmarkJobCluster(b *testing.B) {
-	ctx := context.Background()
 	c := clusterClient(b)
 	n := *archiveFollowers
 	const user = fg.UserID(1)
 	g := celebrityGraph(b, c, user, n)
-	jobCtx, cancel := context.WithCancel(ctx)
-	done := make(chan error, 1)
-	go func() { done <- g.RunJobs(jobCtx, 0) }()
-	defer func() {
-		cancel()
-		if err := <-done; err != context.Canceled {
-			b.Errorf("RunJobs = %v", err)
-		}
-	}()
+	defer startRunner(b, g)()
 	b.ResetTimer()
 	for b.Loop() {
 		for _, step := range []struct {
@@ -149,6 +126,19 @@ func BenchmarkJobCluster(b *testing.B) {
 			b.ReportMetric(took.Seconds(), step.name+"-s")
 			b.ReportMetric(edges/took.Seconds(), step.name+"-edges/s")
 			b.Logf("%s: the job of %d edges in %v, %.0f edges/s", step.name, n+1000, took.Round(time.Millisecond), edges/took.Seconds())
+		}
+	}
+}
+
+// startRunner runs g's jobs, unthrottled, and returns what stops them.
+func startRunner(b *testing.B, g *Graph) (stop func()) {
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- g.RunJobs(ctx, 0) }()
+	return func() {
+		cancel()
+		if err := <-done; err != context.Canceled {
+			b.Errorf("RunJobs = %v", err)
 		}
 	}
 }

@@ -438,12 +438,29 @@ func TestSetState_Pairs(t *testing.T) {
 
 // checkNoMarks checks that no versions hash of users keeps a mark of the
 // archive step, and that their counters of marks (nh) say none.
+func checkNoMarks(t *testing.T, g *testGraph, users ...fg.UserID) {
+	t.Helper()
+	for _, u := range users {
+		if marks, nh := marksOf(t, g, u); marks != 0 || nh != 0 {
+			t.Errorf("user %d keeps %d marks, and counts %d", u, marks, nh)
+		}
+	}
+}
+
 // checkMarksCounted checks that user's count of its marks (h's nh) is the
 // number of marks in its versions hashes.
 func checkMarksCounted(t *testing.T, g *testGraph, user fg.UserID) {
 	t.Helper()
+	if marks, nh := marksOf(t, g, user); nh != marks {
+		t.Errorf("user %d counts %d marks, has %d", user, nh, marks)
+	}
+}
+
+// marksOf returns how many marks of the archive step user's versions
+// hashes hold, and its count of them (h's nh).
+func marksOf(t *testing.T, g *testGraph, user fg.UserID) (marks, nh int64) {
+	t.Helper()
 	ctx := context.Background()
-	marks := int64(0)
 	for _, k := range archiveKinds {
 		vs, err := g.c.Do(ctx, g.c.B().Hvals().Key(g.key(user, k.vh)).Build()).AsStrSlice()
 		if err != nil {
@@ -459,30 +476,7 @@ func checkMarksCounted(t *testing.T, g *testGraph, user fg.UserID) {
 	if err != nil && !rueidis.IsRedisNil(err) {
 		t.Fatal(err)
 	}
-	if nh != marks {
-		t.Errorf("user %d counts %d marks, has %d", user, nh, marks)
-	}
-}
-
-func checkNoMarks(t *testing.T, g *testGraph, users ...fg.UserID) {
-	t.Helper()
-	ctx := context.Background()
-	for _, u := range users {
-		for _, k := range archiveKinds {
-			vs, err := g.c.Do(ctx, g.c.B().Hvals().Key(g.key(u, k.vh)).Build()).AsStrSlice()
-			if err != nil {
-				t.Fatal(err)
-			}
-			for _, v := range vs {
-				if strings.HasPrefix(v, "h") {
-					t.Errorf("%s of user %d keeps a mark: %q", k.vh, u, v)
-				}
-			}
-		}
-		if nh, err := g.c.Do(ctx, g.c.B().Hget().Key(g.key(u, kindCounters)).Field("nh").Build()).AsInt64(); err == nil && nh != 0 {
-			t.Errorf("user %d counts %d marks, has none", u, nh)
-		}
-	}
+	return marks, nh
 }
 
 // linksList returns the ids of user's list (one page).
