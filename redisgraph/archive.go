@@ -26,6 +26,23 @@ const archiveBatch = 16
 // followers"). A variable only for BenchmarkJob, which compares sizes.
 var showBatch = 8
 
+// clusterBatch is the batch of a hide, a show and a drop on a Cluster,
+// where the counterparts' sides are each a call of their own
+// (lua/pairside.lua, a few commands on one user's keys) and the user's
+// side one call for the batch: the size bounds no script's work on
+// scattered keys there, only the user's side, and each batch costs three
+// round trips, so it is larger (docs/BENCHMARKS.md "Redis Cluster: a
+// job"). A variable only for BenchmarkJobCluster, which compares sizes.
+var clusterBatch = 64
+
+// batches returns the sizes of a hide's batch and a show's (or drop's).
+func (g *Graph) batches() (hide, show int) {
+	if g.cluster {
+		return clusterBatch, clusterBatch
+	}
+	return archiveBatch, showBatch
+}
+
 // archiveSide is one side of a user's edges, as the archive script takes
 // it: its code (lua/lib.lua's sides) and the kinds of its sorted set and
 // versions hash, and the same of the counterparts' side opposite.
@@ -82,10 +99,11 @@ func (g *Graph) archivePaced(ctx context.Context, user fg.UserID, step string, a
 			return err
 		}
 		var err error
+		hide, show := g.batches()
 		if step == archiveHide {
-			err = g.eachFirst(ctx, g.key(user, side.z), call)
+			err = g.eachFirst(ctx, g.key(user, side.z), hide, call)
 		} else {
-			err = g.eachHidden(ctx, g.key(user, side.vh), call)
+			err = g.eachHidden(ctx, g.key(user, side.vh), show, call)
 		}
 		if err != nil {
 			return total, err
@@ -94,11 +112,11 @@ func (g *Graph) archivePaced(ctx context.Context, user fg.UserID, step string, a
 	return total, nil
 }
 
-// eachFirst calls f with the first members of z, archiveBatch at a time,
-// until z is empty: f hides them, so each call reads the next ones.
-func (g *Graph) eachFirst(ctx context.Context, z string, f func([]string) error) error {
+// eachFirst calls f with the first members of z, n at a time, until z
+// is empty: f hides them, so each call reads the next ones.
+func (g *Graph) eachFirst(ctx context.Context, z string, n int, f func([]string) error) error {
 	for {
-		ms, err := g.c.Do(ctx, g.c.B().Zrange().Key(z).Min("0").Max(strconv.Itoa(archiveBatch-1)).Build()).AsStrSlice()
+		ms, err := g.c.Do(ctx, g.c.B().Zrange().Key(z).Min("0").Max(strconv.Itoa(n-1)).Build()).AsStrSlice()
 		if err != nil || len(ms) == 0 {
 			return err
 		}
@@ -109,12 +127,12 @@ func (g *Graph) eachFirst(ctx context.Context, z string, f func([]string) error)
 }
 
 // eachHidden calls f with the members of the versions hash vh whose
-// version is marked hidden, archiveBatch at a time, scanning vh once.
-func (g *Graph) eachHidden(ctx context.Context, vh string, f func([]string) error) error {
+// version is marked hidden, n at a time, scanning vh once.
+func (g *Graph) eachHidden(ctx context.Context, vh string, n int, f func([]string) error) error {
 	var cursor uint64
 	var batch []string
 	for {
-		scan, err := g.c.Do(ctx, g.c.B().Hscan().Key(vh).Cursor(cursor).Count(int64(showBatch)).Build()).AsScanEntry()
+		scan, err := g.c.Do(ctx, g.c.B().Hscan().Key(vh).Cursor(cursor).Count(int64(n)).Build()).AsScanEntry()
 		if err != nil {
 			return err
 		}
@@ -122,7 +140,7 @@ func (g *Graph) eachHidden(ctx context.Context, vh string, f func([]string) erro
 			if !strings.HasPrefix(scan.Elements[j+1], "h") {
 				continue
 			}
-			if batch = append(batch, scan.Elements[j]); len(batch) == showBatch {
+			if batch = append(batch, scan.Elements[j]); len(batch) == n {
 				if err := f(batch); err != nil {
 					return err
 				}

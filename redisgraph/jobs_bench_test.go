@@ -105,30 +105,39 @@ func timeJob(b *testing.B, g *Graph, user fg.UserID, st fg.State, nin int64) tim
 // masters on this machine, where each batch of a job is two steps (the
 // counterparts' sides, one call each, pipelined, then the user's): it
 // reports each job's seconds and edges a second (no SLOWLOG: its commands
-// are on three servers).
+// are on three servers). With -job-cluster-batches, it does so once for
+// each batch size given, side by side in one run over the same graph.
 //
-//	go test -run '^$' -bench BenchmarkJobCluster -benchtime 1x -timeout 60m ./redisgraph/ -args -archive-followers 200000
+//	go test -run '^$' -bench BenchmarkJobCluster -benchtime 1x -timeout 60m ./redisgraph/ -args -archive-followers 200000 -job-cluster-batches 16,64,16,64
 func BenchmarkJobCluster(b *testing.B) {
 	c := clusterClient(b)
 	n := *archiveFollowers
 	const user = fg.UserID(1)
 	g := celebrityGraph(b, c, user, n)
-	defer startRunner(b, g)()
+	defer func(old int) { clusterBatch = old }(clusterBatch)
 	b.ResetTimer()
 	for b.Loop() {
-		for _, step := range []struct {
-			name  string
-			state fg.State
-			nin   int64
-		}{{"deactivate", fg.StateDeactivated, 0}, {"active", fg.StateActive, int64(n)}} {
-			took := timeJob(b, g, user, step.state, step.nin)
-			edges := float64(n + 1000)
-			b.ReportMetric(took.Seconds(), step.name+"-s")
-			b.ReportMetric(edges/took.Seconds(), step.name+"-edges/s")
-			b.Logf("%s: the job of %d edges in %v, %.0f edges/s", step.name, n+1000, took.Round(time.Millisecond), edges/took.Seconds())
+		for _, batch := range *jobClusterBatches {
+			clusterBatch = batch // set before the runner starts, and read by it only
+			stop := startRunner(b, g)
+			for _, step := range []struct {
+				name  string
+				state fg.State
+				nin   int64
+			}{{"deactivate", fg.StateDeactivated, 0}, {"active", fg.StateActive, int64(n)}} {
+				took := timeJob(b, g, user, step.state, step.nin)
+				edges := float64(n + 1000)
+				name := fmt.Sprintf("%s-batch%d", step.name, batch)
+				b.ReportMetric(took.Seconds(), name+"-s")
+				b.ReportMetric(edges/took.Seconds(), name+"-edges/s")
+				b.Logf("%s (batch %d): the job of %d edges in %v, %.0f edges/s", step.name, batch, n+1000, took.Round(time.Millisecond), edges/took.Seconds())
+			}
+			stop()
 		}
 	}
 }
+
+var jobClusterBatches = intList("job-cluster-batches", []int{64}, "the batch sizes BenchmarkJobCluster runs a deactivate and an active again with, in turn (e.g. 16,64,16,64)")
 
 // startRunner runs g's jobs, unthrottled, and returns what stops them.
 func startRunner(b *testing.B, g *Graph) (stop func()) {
