@@ -289,8 +289,9 @@ type pairNote struct {
 
 // note records e, whose effects (all or some of e's) a call applied,
 // when words (the states the call answered, one per user) include one
-// that is not active.
-func (p statePairs) note(e fg.Event, effects iter.Seq[fg.Effect], words ...rueidis.RedisMessage) {
+// that is not active; *p is made then, so that the second step of every
+// write between active users makes no map.
+func (p *statePairs) note(e fg.Event, effects iter.Seq[fg.Effect], words ...rueidis.RedisMessage) {
 	for _, w := range words {
 		word, err := w.ToString()
 		st, ok := fg.ParseState(word)
@@ -301,8 +302,11 @@ func (p statePairs) note(e fg.Event, effects iter.Seq[fg.Effect], words ...rueid
 		if st == fg.StateDeleted {
 			step = archiveDrop
 		}
-		if n, ok := p[e.ID()]; !ok || n.step != archiveDrop {
-			p[e.ID()] = pairNote{e, effects, step}
+		if *p == nil {
+			*p = statePairs{}
+		}
+		if n, ok := (*p)[e.ID()]; !ok || n.step != archiveDrop {
+			(*p)[e.ID()] = pairNote{e, effects, step}
 		}
 	}
 }
@@ -313,6 +317,9 @@ func (p statePairs) note(e fg.Event, effects iter.Seq[fg.Effect], words ...rueid
 // by lua/pairside.lua at the event's version: a side that holds a newer
 // change is left as it is, and a side done already changes nothing.
 func (g *Graph) settlePairs(ctx context.Context, p statePairs) error {
+	if len(p) == 0 {
+		return nil
+	}
 	var calls []rueidis.LuaExec
 	for _, n := range p {
 		v := versionHex(n.e.Version)

@@ -30,29 +30,39 @@ func BenchmarkJob(b *testing.B) {
 	n := *archiveFollowers
 	const user = fg.UserID(1)
 	g := celebrityGraph(b, c, user, n)
-	defer func(old int) { showBatch = old }(showBatch)
-
 	restore := slowlogAll(b, c)
 	defer restore()
+	jobPairs(b, g, user, n, *jobShowBatches, &showBatch, func(step string, batch int, job func() time.Duration) {
+		mustDo(b, c, c.B().SlowlogReset().Build())
+		took := job()
+		slow, slowest := slowSince(b, c)
+		name := fmt.Sprintf("%s-show%d", step, batch)
+		b.ReportMetric(took.Seconds(), name+"-s")
+		b.ReportMetric(float64(slow), name+"-cmds-over-1ms")
+		b.ReportMetric(float64(slowest.Microseconds()), name+"-max-cmd-µs")
+		b.Logf("%s (show batch %d): the job of %d edges in %v; %d commands over 1 ms, the slowest %v",
+			step, batch, n+1000, took.Round(time.Millisecond), slow, slowest)
+	})
+}
+
+// jobPairs is the loop of the jobs benchmarks: for each size of batches,
+// in turn, it sets *size to it (before the runner starts, which alone
+// reads it), runs g's jobs, and has measure time a deactivate, then an
+// active again, of user, who has n followers (job sets the state and
+// waits for its job: timeJob). *size is put back at the end.
+func jobPairs(b *testing.B, g *Graph, user fg.UserID, n int, batches []int, size *int, measure func(step string, batch int, job func() time.Duration)) {
+	defer func(old int) { *size = old }(*size)
 	b.ResetTimer()
 	for b.Loop() {
-		for _, batch := range *jobShowBatches {
-			showBatch = batch // set before the runner starts, and read by it only
+		for _, batch := range batches {
+			*size = batch
 			stop := startRunner(b, g)
 			for _, step := range []struct {
 				name  string
 				state fg.State
 				nin   int64
 			}{{"deactivate", fg.StateDeactivated, 0}, {"active", fg.StateActive, int64(n)}} {
-				mustDo(b, c, c.B().SlowlogReset().Build())
-				took := timeJob(b, g, user, step.state, step.nin)
-				slow, slowest := slowSince(b, c)
-				name := fmt.Sprintf("%s-show%d", step.name, batch)
-				b.ReportMetric(took.Seconds(), name+"-s")
-				b.ReportMetric(float64(slow), name+"-cmds-over-1ms")
-				b.ReportMetric(float64(slowest.Microseconds()), name+"-max-cmd-µs")
-				b.Logf("%s (show batch %d): the job of %d edges in %v; %d commands over 1 ms, the slowest %v",
-					step.name, batch, n+1000, took.Round(time.Millisecond), slow, slowest)
+				measure(step.name, batch, func() time.Duration { return timeJob(b, g, user, step.state, step.nin) })
 			}
 			stop()
 		}
@@ -114,27 +124,14 @@ func BenchmarkJobCluster(b *testing.B) {
 	n := *archiveFollowers
 	const user = fg.UserID(1)
 	g := celebrityGraph(b, c, user, n)
-	defer func(old int) { clusterBatch = old }(clusterBatch)
-	b.ResetTimer()
-	for b.Loop() {
-		for _, batch := range *jobClusterBatches {
-			clusterBatch = batch // set before the runner starts, and read by it only
-			stop := startRunner(b, g)
-			for _, step := range []struct {
-				name  string
-				state fg.State
-				nin   int64
-			}{{"deactivate", fg.StateDeactivated, 0}, {"active", fg.StateActive, int64(n)}} {
-				took := timeJob(b, g, user, step.state, step.nin)
-				edges := float64(n + 1000)
-				name := fmt.Sprintf("%s-batch%d", step.name, batch)
-				b.ReportMetric(took.Seconds(), name+"-s")
-				b.ReportMetric(edges/took.Seconds(), name+"-edges/s")
-				b.Logf("%s (batch %d): the job of %d edges in %v, %.0f edges/s", step.name, batch, n+1000, took.Round(time.Millisecond), edges/took.Seconds())
-			}
-			stop()
-		}
-	}
+	jobPairs(b, g, user, n, *jobClusterBatches, &clusterBatch, func(step string, batch int, job func() time.Duration) {
+		took := job()
+		edges := float64(n + 1000)
+		name := fmt.Sprintf("%s-batch%d", step, batch)
+		b.ReportMetric(took.Seconds(), name+"-s")
+		b.ReportMetric(edges/took.Seconds(), name+"-edges/s")
+		b.Logf("%s (batch %d): the job of %d edges in %v, %.0f edges/s", step, batch, n+1000, took.Round(time.Millisecond), edges/took.Seconds())
+	})
 }
 
 var jobClusterBatches = intList("job-cluster-batches", []int{64}, "the batch sizes BenchmarkJobCluster runs a deactivate and an active again with, in turn (e.g. 16,64,16,64)")

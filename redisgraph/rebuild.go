@@ -203,7 +203,7 @@ func (g *Graph) rebuildLinks(ctx context.Context, src Source, st *RebuildStats) 
 	var states []fg.Event // written last, as Apply writes them: their jobs hide what they must
 	var of []fg.Event     // on a Cluster, the event of each call
 	flush := func() error {
-		p := statePairs{}
+		var p statePairs
 		for i, r := range scriptEffects.execMulti(ctx, g.c, calls) {
 			res, err := r.ToArray()
 			if err != nil {

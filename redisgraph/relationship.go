@@ -53,12 +53,12 @@ func (g *Graph) link(ctx context.Context, op string, user, target fg.UserID, d t
 	if err := fg.CheckLinkIDs(user, target); err != nil {
 		return fg.LinkResult{}, err
 	}
-	if g.cluster { // the target's state is not on the user's slot (inactiveEnds)
-		cs, err := g.readCounters(ctx, []fg.UserID{user, target})
+	if g.cluster { // the target's state is not on the user's slot (targetRefused)
+		cs, err := g.readCounters(ctx, []fg.UserID{target})
 		if err != nil {
 			return fg.LinkResult{}, unavailable(op, err)
 		}
-		if err := inactiveEnds(cs, true); err != nil {
+		if err := g.targetRefused(ctx, op, user, cs[0], true); err != nil {
 			return fg.LinkResult{}, err
 		}
 	}

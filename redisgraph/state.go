@@ -35,20 +35,26 @@ func (g *Graph) inactive(ctx context.Context, op string, ids ...fg.UserID) (bool
 	return false, nil
 }
 
-// inactiveEnds checks, on a Cluster before a write's first step, the
-// states of its user and target (cs, as readCounters read them through
-// the cache): no write by a user who is not active (ErrUserInactive), no
-// follow of one (ErrTargetInactive), and, when link is set (a block or a
-// mute), none of a deleted one. The scripts check the user's state again
-// on its own slot, and the second step the target's (write.go).
-func inactiveEnds(cs []counters, link bool) error {
-	switch {
-	case !cs[0].state.Active():
-		return fg.ErrUserInactive
-	case link && cs[1].state == fg.StateDeleted, !link && !cs[1].state.Active():
-		return fg.ErrTargetInactive
+// targetRefused checks, on a Cluster before a write's first step, the
+// state of its target (t, its counters as readCounters read them through
+// the cache), which is not on the user's slot: no follow of a user who is
+// not active, and, when link is set (a block or a mute), none of a
+// deleted one (ErrTargetInactive), unless user is not active itself
+// (ErrUserInactive, which comes first, as on memgraph: read only then,
+// since the scripts check the user's state on its own slot anyway). The
+// second step checks the target's again (write.go).
+func (g *Graph) targetRefused(ctx context.Context, op string, user fg.UserID, t counters, link bool) error {
+	if link && t.state != fg.StateDeleted || !link && t.state.Active() {
+		return nil
 	}
-	return nil
+	cs, err := g.readCounters(ctx, []fg.UserID{user})
+	if err != nil {
+		return unavailable(op, err)
+	}
+	if !cs[0].state.Active() {
+		return fg.ErrUserInactive
+	}
+	return fg.ErrTargetInactive
 }
 
 // jobsKey returns the key of the sorted set of the users of user's slot

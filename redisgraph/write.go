@@ -76,15 +76,15 @@ func (g *Graph) Follow(ctx context.Context, user, target fg.UserID) (fg.FollowRe
 	}
 	private := ""
 	if g.cluster {
-		cs, err := g.readCounters(ctx, []fg.UserID{user, target})
+		cs, err := g.readCounters(ctx, []fg.UserID{target})
 		if err != nil {
 			return fg.FollowResult{}, unavailable("follow", err)
 		}
-		if err := inactiveEnds(cs, false); err != nil {
+		if err := g.targetRefused(ctx, "follow", user, cs[0], false); err != nil {
 			return fg.FollowResult{}, err
 		}
 		private = "0"
-		if cs[1].private {
+		if cs[0].private {
 			private = "1"
 		}
 	}
@@ -398,7 +398,7 @@ func (g *Graph) secondStepOnce(ctx context.Context, e fg.Event, side fg.UserID) 
 		return fg.ErrTargetInactive, nil
 	}
 	g.noteStamps(res[1:], side)
-	p := statePairs{}
+	var p statePairs
 	p.note(e, e.Effects, res[2:]...)
 	return nil, g.settlePairs(ctx, p)
 }
@@ -515,7 +515,7 @@ func (g *Graph) Apply(ctx context.Context, events []fg.Event) error {
 			of = append(of, e)
 		}
 	}
-	p := statePairs{}
+	var p statePairs
 	for i, r := range scriptEffects.execMulti(ctx, g.c, calls) {
 		res, err := r.ToArray()
 		if err != nil {
@@ -568,7 +568,7 @@ func (g *Graph) applySecondSteps(ctx context.Context, events []fg.Event) (int, e
 	}
 	changed := 0
 	var errs []error
-	p := statePairs{}
+	var p statePairs
 	for i, r := range scriptEffects.execMulti(ctx, g.c, calls) {
 		res, err := r.ToArray()
 		if err != nil {

@@ -12,8 +12,9 @@
 # job, makes it active again, waits, and so on. Prints each run's reads
 # p50/p99/max, the jobs the loop finished during it, and the medians.
 set -euo pipefail
+source "$(dirname "$0")/celebrity.sh"
 bin=$1 edges=$2 secs=$3 pairs=$4
-celeb=9000000000 port=18093
+port=18093
 work=$(mktemp -d)
 engine=()
 if [[ -n ${REDIS:-} ]]; then
@@ -22,15 +23,12 @@ fi
 cleanup() {
 	kill $(jobs -p) 2>/dev/null || true
 	if [[ -n ${REDIS:-} ]]; then
-		redis-cli -u "$REDIS" --scan --pattern "jobreads$$:*" | xargs -r -n 1000 redis-cli -u "$REDIS" unlink >/dev/null
+		unlink_prefix "jobreads$$"
 	fi
 	rm -rf "$work"
 }
 trap cleanup EXIT
-"$bin" gen --edges "$edges" --seed 1 -o "$work/g.tsv" >/dev/null
-now=$(date +%s%3N)
-awk -v c="$celeb" -v t="$((now - 86400000))" 'BEGIN { for (i = 1; i <= 2000000; i++) printf "%d %d %d\n", 10000000000 + i, c, t + i }' >>"$work/g.tsv"
-"$bin" import "$work/g.tsv" --data "$work/d" "${engine[@]}" >/dev/null
+celebrity_graph "$bin" "$edges" "$work" "${engine[@]}"
 "$bin" serve --data "$work/d" --addr "127.0.0.1:$port" --jobs-rate "${JOBS_RATE:-0}" "${engine[@]}" >"$work/serve.log" 2>&1 &
 until curl -sf "http://127.0.0.1:$port/readyz" >/dev/null; do sleep 0.2; done
 url="http://127.0.0.1:$port"

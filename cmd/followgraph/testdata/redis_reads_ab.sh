@@ -7,20 +7,18 @@
 # `bench --mix reads` to warm up and 10 s measured. Prints each run's
 # reads/s, p50 and p99 (ms), then new/old per round.
 set -euo pipefail
+source "$(dirname "$0")/celebrity.sh"
 old=$1 new=$2 edges=$3 rounds=$4
 : "${REDIS:?set REDIS to a Redis URL}"
-celeb=9000000000 port=18094 prefix="readsab$$"
+port=18094 prefix="readsab$$"
 work=$(mktemp -d)
 cleanup() {
 	kill $(jobs -p) 2>/dev/null || true
-	redis-cli -u "$REDIS" --scan --pattern "$prefix:*" | xargs -r -n 1000 redis-cli -u "$REDIS" unlink >/dev/null
+	unlink_prefix "$prefix"
 	rm -rf "$work"
 }
 trap cleanup EXIT
-"$old" gen --edges "$edges" --seed 1 -o "$work/g.tsv" >/dev/null
-now=$(date +%s%3N)
-awk -v c="$celeb" -v t="$((now - 86400000))" 'BEGIN { for (i = 1; i <= 2000000; i++) printf "%d %d %d\n", 10000000000 + i, c, t + i }' >>"$work/g.tsv"
-"$old" import "$work/g.tsv" --data "$work/d" --redis "$REDIS" --redis-prefix "$prefix" >/dev/null
+celebrity_graph "$old" "$edges" "$work" --redis "$REDIS" --redis-prefix "$prefix"
 url="http://127.0.0.1:$port"
 for round in $(seq 1 "$rounds"); do
 	for which in old new; do
