@@ -64,6 +64,18 @@ func encode(e followgraph.Event) []byte {
 // Event.Validate, its times must be whole milliseconds, and the subject
 // must name the event's op.
 func decode(prefix, subject string, data []byte) (followgraph.Event, error) {
+	e, err := decodeBody(data)
+	if err != nil {
+		return followgraph.Event{}, err
+	}
+	if want := subjectOf(prefix, e.Op); subject != want {
+		return followgraph.Event{}, fmt.Errorf("event %s stored on subject %q, want %q", e.ID(), subject, want)
+	}
+	return e, nil
+}
+
+// decodeBody parses a message body as decode does, but for its subject.
+func decodeBody(data []byte) (followgraph.Event, error) {
 	var w wire
 	if err := json.Unmarshal(data, &w); err != nil {
 		return followgraph.Event{}, fmt.Errorf("not an event: %w", err)
@@ -113,9 +125,6 @@ func decode(prefix, subject string, data []byte) (followgraph.Event, error) {
 		return followgraph.Event{}, err
 	}
 	e.Time = e.Version.Time() // the same instant, in its canonical form
-	if want := subjectOf(prefix, op); subject != want {
-		return followgraph.Event{}, fmt.Errorf("event %s stored on subject %q, want %q", e.ID(), subject, want)
-	}
 	return e, nil
 }
 

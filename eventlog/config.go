@@ -85,6 +85,10 @@ type Config struct {
 	// stream when it is missing: for a log that has stored events before
 	// (the durable store says so), a missing stream means they are lost.
 	MustExist bool
+	// KeepApplied keeps the applied window (applied.go): the batches the
+	// persister applied, for AppliedWindow, for a hot copy that may come
+	// back behind the acknowledged changes (Redis after a failover).
+	KeepApplied bool
 }
 
 // Validate returns an error naming the first field that Open cannot use,

@@ -67,11 +67,11 @@ func (l *Log) storeError() error {
 	}
 	if l.storeFailed.Load() {
 		return fmt.Errorf("eventlog: %w: a write of the embedded store failed (its disk filled up?); it is reopened once %s are free on %s",
-			errDiskFull, bytes(l.reserve), l.cfg.Dir)
+			errDiskFull, byteSize(l.reserve), l.cfg.Dir)
 	}
 	if l.reserve > 0 {
 		if free := l.freeSpace(); free < l.reserve {
-			return fmt.Errorf("eventlog: %w: %s free on %s, below the reserve of %s", errDiskFull, bytes(free), l.cfg.Dir, bytes(l.reserve))
+			return fmt.Errorf("eventlog: %w: %s free on %s, below the reserve of %s", errDiskFull, byteSize(free), l.cfg.Dir, byteSize(l.reserve))
 		}
 	}
 	return nil
@@ -98,7 +98,7 @@ func (l *Log) watchStore() {
 			continue
 		}
 		l.storeFailed.Store(false)
-		l.log.Info("the embedded store takes events again: reopened after a failed write", "free", bytes(l.freeSpace()))
+		l.log.Info("the embedded store takes events again: reopened after a failed write", "free", byteSize(l.freeSpace()))
 		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 		l.dropAcked(ctx)
 		cancel()
@@ -126,8 +126,8 @@ func isWriteFailure(msg string) bool {
 		strings.Contains(msg, "no space left on device") || strings.Contains(msg, "out of resources, will be DISABLED")
 }
 
-// bytes writes n bytes for a message.
-func bytes(n int64) string {
+// byteSize writes n bytes for a message.
+func byteSize(n int64) string {
 	switch {
 	case n >= 1<<30:
 		return fmt.Sprintf("%.1f GiB", float64(n)/(1<<30))

@@ -125,6 +125,7 @@ type Log struct {
 	ncClosed chan struct{}
 	js       jetstream.JetStream
 	stream   jetstream.Stream
+	applied  jetstream.Stream // the applied window (applied.go); nil without Config.KeepApplied
 
 	ackWait     time.Duration // of the consumers Consume creates; tests shorten it
 	undecodable atomic.Uint64
@@ -229,7 +230,13 @@ func (l *Log) open(ctx context.Context) error {
 	if err != nil {
 		return fmt.Errorf("eventlog: jetstream: %w", err)
 	}
-	return l.ensureStream(ctx)
+	if err := l.ensureStream(ctx); err != nil {
+		return err
+	}
+	if l.cfg.KeepApplied {
+		return l.ensureApplied(ctx)
+	}
+	return nil
 }
 
 // Ready returns nil when the log is connected and JetStream answers for

@@ -25,10 +25,14 @@ import (
 // error. Such an outcome is ambiguous when the message had left: the
 // event may still be stored (see the package documentation).
 func (l *Log) Publish(ctx context.Context, e followgraph.Event) error {
+	return l.publish(ctx, e, e.ID())
+}
+
+// publish is Publish with the message id given.
+func (l *Log) publish(ctx context.Context, e followgraph.Event, id string) error {
 	if err := e.Validate(); err != nil {
 		return fmt.Errorf("eventlog: publish: %w", err)
 	}
-	id := e.ID()
 	op := "publish " + id
 	l.publishing.Add(1)
 	defer l.publishing.Add(-1)

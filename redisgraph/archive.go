@@ -175,7 +175,7 @@ func (g *Graph) archiveBatch(ctx context.Context, user fg.UserID, side archiveSi
 			}
 		}
 		args = append(append(args, ms...), answers...)
-		n, err := scriptArchive.exec(ctx, g.c, keys, args).AsInt64()
+		n, err := g.exec(ctx, scriptArchive, keys, args).AsInt64()
 		if err != nil {
 			return 0, unavailable("job", err)
 		}
@@ -189,7 +189,7 @@ func (g *Graph) archiveBatch(ctx context.Context, user fg.UserID, side archiveSi
 		keys = append(keys, g.key(c, side.cz), g.key(c, side.cvh), g.key(c, kindCounters), g.key(c, kindFlags))
 		args = append(args, m)
 	}
-	n, err := scriptArchive.exec(ctx, g.c, keys, args).AsInt64()
+	n, err := g.exec(ctx, scriptArchive, keys, args).AsInt64()
 	if err == nil && n < 0 {
 		return 0, errStateChanged
 	}
@@ -262,7 +262,7 @@ func (g *Graph) archiveCounterparts(ctx context.Context, user fg.UserID, side ar
 		calls = append(calls, g.pairSideCall(c, side.ccode, side.cz, side.cvh, user, step, v))
 		at = append(at, i)
 	}
-	for j, r := range scriptPairSide.execMulti(ctx, g.c, calls) {
+	for j, r := range g.execMulti(ctx, scriptPairSide, calls) {
 		n, err := r.AsInt64()
 		if err != nil {
 			return nil, unavailable("job", err)
@@ -336,7 +336,7 @@ func (g *Graph) settlePairs(ctx context.Context, p statePairs) error {
 				g.pairSideCall(eff.Target, side.ccode, side.cz, side.cvh, eff.User, n.step, v))
 		}
 	}
-	for _, r := range scriptPairSide.execMulti(ctx, g.c, calls) {
+	for _, r := range g.execMulti(ctx, scriptPairSide, calls) {
 		if err := r.Error(); err != nil {
 			return err
 		}

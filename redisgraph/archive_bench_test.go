@@ -110,7 +110,7 @@ func celebrityGraph(tb testing.TB, c rueidis.Client, user fg.UserID, n int) *Gra
 		tb.Fatal(err)
 	}
 	prefix := randomPrefix()
-	g, err := New(ctx, c, WithPrefix(prefix))
+	g, err := New(ctx, c, WithPrefix(prefix), WithVouchScope(testScope))
 	if err != nil {
 		tb.Fatal(err)
 	}
@@ -126,6 +126,9 @@ func celebrityGraph(tb testing.TB, c rueidis.Client, user fg.UserID, n int) *Gra
 	}
 	tb.Logf("%d followers written in %v", n, time.Since(loaded).Round(time.Millisecond))
 	if _, err := g.InitOutbox(ctx); err != nil {
+		tb.Fatal(err)
+	}
+	if err := g.VouchAll(ctx, 0); err != nil {
 		tb.Fatal(err)
 	}
 	return g

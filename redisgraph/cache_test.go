@@ -79,7 +79,8 @@ func TestCache(t *testing.T) {
 				t.Fatal(err)
 			}
 			t.Cleanup(other.Close) // after g2's cleanup, which uses it
-			g2 := newTestGraphPrefix(t, other, g.prefix)
+			// Vouched for already: g's servers.
+			g2 := newTestGraphPrefixScoped(t, other, g.prefix, testScope)
 			follow(g2, 500)
 			h0, _ = g.CacheStats()
 			if err := waitFor(2*time.Second, func() bool { return check(103, 500) }); err != nil {

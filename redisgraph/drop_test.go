@@ -27,7 +27,7 @@ func TestDropFromOutbox(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer c.Close()
-	g, err := New(t.Context(), c, WithPrefix(randomPrefix()))
+	g, err := New(t.Context(), c, WithPrefix(randomPrefix()), WithVouchScope(testScope))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -23,8 +23,9 @@ import (
 // start or a Rebuild). A loss takes the marker with it, and only a rebuild
 // brings a marker back, with a new epoch.
 //
-// Every read that goes to Redis is pipelined with a GET of the marker of
-// each slot it reads, after the read's own commands, on the same
+// Every read that goes to Redis is pipelined with a check of the marker of
+// each slot it reads (the guard script, which a server not vouched for
+// lacks: see vouch.go), after the read's own commands, on the same
 // connection: the read is answered only if the marker holds the epoch this
 // Graph knew before it sent the read. Then the marker held that epoch
 // continuously from before the read until after it (a lost marker comes
@@ -159,18 +160,20 @@ func (cr checkedRead) only(groups []int) checkedRead {
 	return out
 }
 
-// markers returns the GETs of the read's markers, to send after its
-// commands.
+// markers returns the checks of the read's markers, to send after its
+// commands: the guard script, which reads a marker on a server vouched
+// for only (vouch.go).
 func (g *Graph) markers(cr checkedRead) rueidis.Commands {
+	guard := g.run(scriptGuard)
 	cmds := make(rueidis.Commands, len(cr.groups))
 	for i, grp := range cr.groups {
-		cmds[i] = g.c.B().Get().Key(g.markerKey(grp)).Build()
+		cmds[i] = guard.cmd(g.c, []string{g.markerKey(grp)}, nil)
 	}
 	return cmds
 }
 
 // settle looks at the replies of the read's markers: errGraphLost when one
-// is gone; again true when one holds an epoch the read did not know
+// is gone, errUnvouched when a server is not vouched for; again true when one holds an epoch the read did not know
 // (learnt now: the read must be sent again); otherwise each group's last
 // check is moved to the read's sending.
 func (g *Graph) settle(cr checkedRead, replies []rueidis.RedisResult) (again bool, err error) {
@@ -180,6 +183,9 @@ func (g *Graph) settle(cr checkedRead, replies []rueidis.RedisResult) (again boo
 		case rueidis.IsRedisNil(err):
 			g.lost()
 			return false, fmt.Errorf("redisgraph: read: %w", errGraphLost)
+		case isNoScript(err):
+			g.unvouched(uint16(cr.groups[i]))
+			return false, fmt.Errorf("redisgraph: read: %w", errUnvouched)
 		case err != nil:
 			return false, unavailable("read", err)
 		}

@@ -90,7 +90,7 @@ func (g *Graph) eachSlotScript(ctx context.Context, script *script, epoch string
 		for i := range calls {
 			calls[i] = rueidis.LuaExec{Keys: []string{keys[start+i], g.markerKey(start + i)}, Args: []string{epoch}}
 		}
-		for _, r := range script.execMulti(ctx, g.c, calls) {
+		for _, r := range g.execMulti(ctx, script, calls) {
 			n, err := r.AsInt64()
 			if err != nil {
 				return sum, err

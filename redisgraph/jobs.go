@@ -65,7 +65,7 @@ var errLeaseLost = errors.New("redisgraph: the jobs lease went to another node")
 // scriptJobDone removes the user ARGV[2] from the jobs set KEYS[2] if its
 // state's version (h's sv, KEYS[1]) is still ARGV[1], the one its job ran
 // for; a state changed since keeps it there, for the new state's job.
-var scriptJobDone = newScript(`
+var scriptJobDone = newVouchedScript(`
 if redis.call('HGET', KEYS[1], 'sv') == ARGV[1] then return redis.call('ZREM', KEYS[2], ARGV[2]) end
 return 0`, false)
 
@@ -85,7 +85,7 @@ func (g *Graph) RunJobs(ctx context.Context, rate int) error {
 	defer func() { // at a clean stop, so that another node takes the jobs over at once
 		ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), time.Second)
 		defer cancel()
-		_ = scriptRelease.exec(ctx, g.c, []string{lease}, []string{owner}).Error()
+		_ = g.exec(ctx, scriptRelease, []string{lease}, []string{owner}).Error()
 	}()
 	for {
 		if err := ctx.Err(); err != nil {
@@ -176,7 +176,7 @@ func (g *Graph) jobUsers(ctx context.Context) (int64, []string, error) {
 }
 
 func (g *Graph) claimJobs(ctx context.Context, lease, owner string) (bool, error) {
-	n, err := scriptLease.exec(ctx, g.c, []string{lease}, []string{owner, strconv.FormatInt(jobsLeaseTTL.Milliseconds(), 10)}).AsInt64()
+	n, err := g.exec(ctx, scriptLease, []string{lease}, []string{owner, strconv.FormatInt(jobsLeaseTTL.Milliseconds(), 10)}).AsInt64()
 	if err != nil {
 		return false, unavailable("jobs lease", err)
 	}
@@ -245,7 +245,7 @@ func (g *Graph) runJob(ctx context.Context, user fg.UserID, rate int, lease, own
 		}
 	}
 	g.jobs.pending.Store(0)
-	if err := scriptJobDone.exec(ctx, g.c, []string{g.key(user, kindCounters), g.jobsKey(user)}, []string{sv, user.String()}).Error(); err != nil {
+	if err := g.exec(ctx, scriptJobDone, []string{g.key(user, kindCounters), g.jobsKey(user)}, []string{sv, user.String()}).Error(); err != nil {
 		return unavailable("job", err)
 	}
 	return nil

@@ -28,7 +28,7 @@ return 1`, false)
 // claimOutbox takes or renews the lease of the outbox stream for owner,
 // for ttl, and reports whether owner holds it.
 func (g *Graph) claimOutbox(ctx context.Context, stream, owner string, ttl time.Duration) (bool, error) {
-	n, err := scriptLease.exec(ctx, g.c, []string{stream + ":lease"},
+	n, err := g.exec(ctx, scriptLease, []string{stream + ":lease"},
 		[]string{owner, strconv.FormatInt(max(ttl.Milliseconds(), 1), 10)}).AsInt64()
 	if err != nil {
 		return false, unavailable("outbox lease", err)
@@ -39,7 +39,7 @@ func (g *Graph) claimOutbox(ctx context.Context, stream, owner string, ttl time.
 // releaseOutbox gives up owner's lease of the stream, if it holds it, so
 // that another node takes the stream over at once (at a clean stop).
 func (g *Graph) releaseOutbox(ctx context.Context, stream, owner string) error {
-	err := scriptRelease.exec(ctx, g.c, []string{stream + ":lease"}, []string{owner}).Error()
+	err := g.exec(ctx, scriptRelease, []string{stream + ":lease"}, []string{owner}).Error()
 	if err != nil {
 		return unavailable("outbox lease", err)
 	}
@@ -57,7 +57,7 @@ func (g *Graph) rebuildLeaseKey() string { return g.prefix + ":rebuild:lease" }
 // rebuilding the graph after Redis lost it, so that of the nodes that see
 // the loss one rebuilds, and reports whether owner holds it.
 func (g *Graph) ClaimRebuild(ctx context.Context, owner string, ttl time.Duration) (bool, error) {
-	n, err := scriptLease.exec(ctx, g.c, []string{g.rebuildLeaseKey()},
+	n, err := g.exec(ctx, scriptLease, []string{g.rebuildLeaseKey()},
 		[]string{owner, strconv.FormatInt(max(ttl.Milliseconds(), 1), 10)}).AsInt64()
 	if err != nil {
 		return false, unavailable("rebuild lease", err)
@@ -67,7 +67,7 @@ func (g *Graph) ClaimRebuild(ctx context.Context, owner string, ttl time.Duratio
 
 // ReleaseRebuild gives up owner's rebuild lease, if it holds it.
 func (g *Graph) ReleaseRebuild(ctx context.Context, owner string) error {
-	if err := scriptRelease.exec(ctx, g.c, []string{g.rebuildLeaseKey()}, []string{owner}).Error(); err != nil {
+	if err := g.exec(ctx, scriptRelease, []string{g.rebuildLeaseKey()}, []string{owner}).Error(); err != nil {
 		return unavailable("rebuild lease", err)
 	}
 	return nil

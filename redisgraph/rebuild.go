@@ -204,7 +204,7 @@ func (g *Graph) rebuildLinks(ctx context.Context, src Source, st *RebuildStats) 
 	var of []fg.Event     // on a Cluster, the event of each call
 	flush := func() error {
 		var p statePairs
-		for i, r := range scriptEffects.execMulti(ctx, g.c, calls) {
+		for i, r := range g.execMulti(ctx, scriptEffects, calls) {
 			res, err := r.ToArray()
 			if err != nil {
 				return unavailable("rebuild", err)
@@ -282,7 +282,7 @@ func (g *Graph) rebuildSide(ctx context.Context, src Source, s Side, opts Rebuil
 				if ctx.Err() != nil {
 					continue // drain
 				}
-				for _, r := range scriptBulk.execMulti(ctx, g.c, batch) {
+				for _, r := range g.execMulti(ctx, scriptBulk, batch) {
 					res, err := r.ToArray()
 					if err == nil && len(res) < 2 {
 						err = fmt.Errorf("bulk script returned %d values", len(res))

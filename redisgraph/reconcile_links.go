@@ -218,7 +218,7 @@ func (r *reconciler) repairLinks(ctx context.Context, u fg.UserID, c *linkCheck)
 				args = append(args, member(o))
 			}
 		}
-		res, err := scriptLinks.exec(ctx, r.g.c, r.g.userKeys(nil, u), args).ToArray()
+		res, err := r.g.exec(ctx, scriptLinks, r.g.userKeys(nil, u), args).ToArray()
 		if err == nil && len(res) < 2 {
 			err = fmt.Errorf("links script returned %d values", len(res))
 		}

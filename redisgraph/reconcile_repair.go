@@ -94,7 +94,7 @@ func (r *reconciler) repairCall(ctx context.Context, u fg.UserID, s Side, call [
 	for j, it := range call {
 		es[j] = it.e
 	}
-	res, err := scriptBulk.exec(ctx, r.g.c, r.g.sideKeys(u, s), bulkArgs(s, es, versionHex(r.horizon), clk)).ToArray()
+	res, err := r.g.exec(ctx, scriptBulk, r.g.sideKeys(u, s), bulkArgs(s, es, versionHex(r.horizon), clk)).ToArray()
 	if err == nil && len(res) < 3 {
 		err = fmt.Errorf("bulk script returned %d values", len(res))
 	}

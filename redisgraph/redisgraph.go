@@ -72,6 +72,9 @@ type Graph struct {
 	outboxTags   []string                    // per slot, on a Cluster
 	hook         fg.Hook                     // nil: none
 	gate         func(context.Context) error // nil: none
+	onUnvouched  func(slot uint16)           // nil: none
+	vouched      map[*script]*script         // each vouched script as this scope runs it (vouch.go)
+	scope        string                      // what the vouched scripts vouch for; "": the prefix
 
 	known  stamps // the latest stamps this Graph wrote, for the cache
 	memo   memo   // counts of set queries
@@ -210,6 +213,13 @@ func New(ctx context.Context, client rueidis.Client, opts ...Option) (*Graph, er
 	case g.cacheMin < 0:
 		return nil, fmt.Errorf("redisgraph: cache threshold %d: it must be 0 (never) or more", g.cacheMin)
 	}
+	if g.scope == "" {
+		g.scope = g.prefix
+	}
+	g.vouched = make(map[*script]*script, len(vouchedScripts))
+	for _, s := range vouchedScripts {
+		g.vouched[s] = s.forPrefix(g.scope)
+	}
 	if g.cluster {
 		g.outboxTags = slotTags()
 		g.guard.slots = make([]slotGuard, slots)
@@ -272,8 +282,12 @@ var errUnavailable = &fg.Error{Code: fg.EUnavailable, Message: "the graph store 
 
 // unavailable wraps a Redis or connection error err of operation op: its
 // code is EUnavailable, and err stays in the chain. An err that is already
-// a domain error (errGraphLost, say) keeps its own code and message.
+// a domain error (errGraphLost, say) keeps its own code and message, and
+// Redis's NOSCRIPT of a vouched script is errUnvouched.
 func unavailable(op string, err error) error {
+	if isNoScript(err) {
+		return fmt.Errorf("redisgraph: %s: %w", op, errUnvouched)
+	}
 	if fg.ErrorCode(err) != fg.EInternal {
 		return fmt.Errorf("redisgraph: %s: %w", op, err)
 	}

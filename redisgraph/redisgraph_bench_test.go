@@ -40,11 +40,14 @@ import (
 // benchGraph returns an engine on c under prefix p.
 func benchGraph(tb testing.TB, c rueidis.Client, p string) *redisgraph.Graph {
 	tb.Helper()
-	g, err := redisgraph.New(tb.Context(), c, redisgraph.WithPrefix(p))
+	g, err := redisgraph.New(tb.Context(), c, redisgraph.WithPrefix(p), redisgraph.WithVouchScope("fgtest"))
 	if err != nil {
 		tb.Fatal(err)
 	}
 	if _, err := g.InitOutbox(context.Background()); err != nil {
+		tb.Fatal(err)
+	}
+	if err := g.VouchAll(context.Background(), 0); err != nil {
 		tb.Fatal(err)
 	}
 	return g

@@ -43,37 +43,49 @@ var (
 // The scripts. The write scripts share lua/version.lua, all but the plain
 // follow's lua/lib.lua, and the live ones lua/live.lua; each file says
 // what it takes and returns.
+//
+// The vouched ones decide on what a server holds (a live write, a second
+// step that may refuse, a job's step) or vouch for it (the guard of every
+// read): they run only on a server whose data the deployment has checked
+// (see vouch.go), so they are never loaded by running them.
 var (
-	scriptChange     = newScript(luaVersion+luaLive+luaChange, false)      // a live follow or unfollow
-	scriptEdge       = newScript(luaVersion+luaLib+luaLive+luaEdge, false) // a live change of any kind
-	scriptEffects    = newScript(luaVersion+luaLib+luaEffects, false)      // an event's effects: second steps, Apply
-	scriptTies       = newScript(luaTies, true)                            // the entries after a cursor in its millisecond
-	scriptBulk       = newScript(luaVersion+luaLib+luaBulk, false)         // many edges of one side: Rebuild, repairs
-	scriptCensus     = newScript(luaCensus, true)                          // a user's counters and set sizes, for Reconcile
-	scriptLinks      = newScript(luaVersion+luaLib+luaLinks, false)        // Reconcile's repairs of the other kinds
-	scriptArchive    = newScript(luaVersion+luaArchive, false)             // a batch of an account-state job's edges
-	scriptPairSide   = newScript(luaVersion+luaLib+luaPairSide, false)     // one counterpart's side of a job's edge, on a Cluster
-	scriptState      = newScript(luaVersion+luaLive+luaState, false)       // a live change of a user's account state
-	scriptApplyState = newScript(luaVersion+luaLib+luaApplyState, false)   // a replayed one
+	scriptChange     = newVouchedScript(luaVersion+luaLive+luaChange, false)      // a live follow or unfollow
+	scriptEdge       = newVouchedScript(luaVersion+luaLib+luaLive+luaEdge, false) // a live change of any kind
+	scriptSecond     = newVouchedScript(luaVersion+luaLib+luaEffects, false)      // an event's effects that may be refused: second steps, settling
+	scriptEffects    = newScript(luaVersion+luaLib+luaEffects, false)             // an event's effects, refusing nothing: Apply
+	scriptTies       = newScript(luaTies, true)                                   // the entries after a cursor in its millisecond
+	scriptBulk       = newScript(luaVersion+luaLib+luaBulk, false)                // many edges of one side: Rebuild, repairs
+	scriptCensus     = newScript(luaCensus, true)                                 // a user's counters and set sizes, for Reconcile
+	scriptLinks      = newScript(luaVersion+luaLib+luaLinks, false)               // Reconcile's repairs of the other kinds
+	scriptArchive    = newVouchedScript(luaVersion+luaArchive, false)             // a batch of an account-state job's edges
+	scriptPairSide   = newScript(luaVersion+luaLib+luaPairSide, false)            // one counterpart's side of a job's edge, on a Cluster
+	scriptState      = newVouchedScript(luaVersion+luaLive+luaState, false)       // a live change of a user's account state
+	scriptApplyState = newScript(luaVersion+luaLib+luaApplyState, false)          // a replayed one
 )
 
-// allScripts are those loadScripts loads: these, and the small ones of
-// the outbox's streams and leases (init.go, lease.go) and the jobs (jobs.go).
-var allScripts = []*script{scriptChange, scriptEdge, scriptEffects, scriptTies, scriptBulk, scriptCensus, scriptLinks, scriptArchive, scriptPairSide, scriptState, scriptApplyState,
-	scriptCreateStream, scriptMarkIntact, scriptLease, scriptRelease, scriptJobDone}
+// loadedScripts are those loadScripts loads, into every node: the ones
+// that are not vouched (the vouched ones are loaded by Vouch alone).
+var loadedScripts = []*script{scriptEffects, scriptTies, scriptBulk, scriptCensus, scriptLinks, scriptPairSide, scriptApplyState,
+	scriptCreateStream, scriptMarkIntact, scriptRemark, scriptLease, scriptRelease}
 
-// script is a Lua script run by EVALSHA (EVALSHA_RO when read-only), and
-// by EVAL when Redis does not have it (after a restart or a failover).
+// vouchedScripts are the vouched scripts, which Vouch loads.
+var vouchedScripts = []*script{scriptGuard, scriptCheckpoint, scriptChange, scriptEdge, scriptSecond, scriptArchive, scriptState, scriptJobDone}
+
+// script is a Lua script run by EVALSHA (EVALSHA_RO when read-only). One
+// that is not vouched is run by EVAL when Redis does not have it (after a
+// restart or a failover), which loads it; a vouched one is not, and its
+// NOSCRIPT is the sign of a server not vouched for (vouch.go).
 type script struct {
-	src string
-	sha string
-	ro  bool
-	lua *rueidis.Lua
+	src     string
+	sha     string
+	ro      bool
+	vouched bool
+	lua     *rueidis.Lua // not vouched only
 }
 
 func newScript(src string, ro bool) *script {
-	sum := sha1.Sum([]byte(src))
-	s := &script{src: src, sha: hex.EncodeToString(sum[:]), ro: ro}
+	s := newVouchedScript(src, ro)
+	s.vouched = false
 	if ro {
 		s.lua = rueidis.NewLuaScriptReadOnly(src)
 	} else {
@@ -82,8 +94,31 @@ func newScript(src string, ro bool) *script {
 	return s
 }
 
+func newVouchedScript(src string, ro bool) *script {
+	sum := sha1.Sum([]byte(src))
+	return &script{src: src, sha: hex.EncodeToString(sum[:]), ro: ro, vouched: true}
+}
+
+// forPrefix returns the vouched script s as a deployment of prefix runs
+// it: its source headed by a comment naming prefix, so that deployments
+// sharing a Redis vouch for their own data only.
+func (s *script) forPrefix(prefix string) *script {
+	src := "-- followgraph " + prefix + "\n" + s.src
+	if len(s.src) > 2 && s.src[:2] == "#!" { // the shebang line stays first
+		i := 0
+		for i < len(s.src) && s.src[i] != '\n' {
+			i++
+		}
+		src = s.src[:i+1] + "-- followgraph " + prefix + "\n" + s.src[i+1:]
+	}
+	return newVouchedScript(src, s.ro)
+}
+
 // exec runs the script once.
 func (s *script) exec(ctx context.Context, c rueidis.Client, keys, args []string) rueidis.RedisResult {
+	if s.vouched {
+		return c.Do(ctx, s.cmd(c, keys, args))
+	}
 	return s.lua.Exec(ctx, c, keys, args)
 }
 
@@ -106,17 +141,27 @@ func (s *script) evalCmd(c rueidis.Client, keys, args []string) rueidis.Complete
 }
 
 // fix returns r, the result of cmd(c, keys, args), or, when r says Redis
-// does not have the script, the result of running it again, which loads it.
+// does not have the script (and it is not vouched), the result of running
+// it again, which loads it.
 func (s *script) fix(ctx context.Context, c rueidis.Client, r rueidis.RedisResult, keys, args []string) rueidis.RedisResult {
-	if err, ok := rueidis.IsRedisErr(r.Error()); ok && err.IsNoScript() {
+	if s.vouched {
+		return r
+	}
+	if isNoScript(r.Error()) {
 		return s.exec(ctx, c, keys, args)
 	}
 	return r
 }
 
+// isNoScript reports whether err is Redis's NOSCRIPT.
+func isNoScript(err error) bool {
+	e, ok := rueidis.IsRedisErr(err)
+	return ok && e.IsNoScript()
+}
+
 // execMulti runs the script once for each of calls, pipelined, and returns
-// the results in order. Calls that find the script missing are run again
-// one by one, which loads it.
+// the results in order. Calls that find a script that is not vouched
+// missing are run again one by one, which loads it.
 func (s *script) execMulti(ctx context.Context, c rueidis.Client, calls []rueidis.LuaExec) []rueidis.RedisResult {
 	cmds := make(rueidis.Commands, len(calls))
 	for i, call := range calls {
@@ -129,17 +174,52 @@ func (s *script) execMulti(ctx context.Context, c rueidis.Client, calls []rueidi
 	return res
 }
 
-// loadScripts loads every script into every node of c that answers. A
-// node that does not (a failed master a Cluster still lists, or one
-// restarting) is skipped: a script is also loaded where it is first run
-// and found missing (fix), so loading ahead only saves that first miss.
-// It fails only when no node answers.
+// run returns the script s as this Graph runs it: a vouched script in
+// the Graph's prefix's version (forPrefix), any other as it is.
+func (g *Graph) run(s *script) *script {
+	if !s.vouched {
+		return s
+	}
+	return g.vouched[s]
+}
+
+// exec runs s once on g's Redis. A vouched script that the server of its
+// keys' slot lacks is reported (WithOnUnvouched), and the result's error
+// is Redis's NOSCRIPT, which unavailable turns into errUnvouched.
+func (g *Graph) exec(ctx context.Context, s *script, keys, args []string) rueidis.RedisResult {
+	s = g.run(s)
+	r := s.exec(ctx, g.c, keys, args)
+	if s.vouched && len(keys) > 0 && isNoScript(r.Error()) {
+		g.unvouched(keySlot(keys[0]))
+	}
+	return r
+}
+
+// execMulti is exec of each of calls, pipelined.
+func (g *Graph) execMulti(ctx context.Context, s *script, calls []rueidis.LuaExec) []rueidis.RedisResult {
+	s = g.run(s)
+	res := s.execMulti(ctx, g.c, calls)
+	if s.vouched {
+		for i, r := range res {
+			if len(calls[i].Keys) > 0 && isNoScript(r.Error()) {
+				g.unvouched(keySlot(calls[i].Keys[0]))
+			}
+		}
+	}
+	return res
+}
+
+// loadScripts loads every script that is not vouched into every node of
+// c that answers. A node that does not (a failed master a Cluster still
+// lists, or one restarting) is skipped: such a script is also loaded
+// where it is first run and found missing (fix), so loading ahead only
+// saves that first miss. It fails only when no node answers.
 func loadScripts(ctx context.Context, c rueidis.Client) error {
 	var firstErr error
 	loaded := 0
 	for _, n := range c.Nodes() {
 		var err error
-		for _, s := range allScripts {
+		for _, s := range loadedScripts {
 			if err = n.Do(ctx, n.B().ScriptLoad().Script(s.src).Build()).Error(); err != nil {
 				break
 			}

@@ -117,7 +117,18 @@ func newTestGraph(tb testing.TB, c rueidis.Client, opts ...Option) *testGraph {
 // newTestGraphPrefix is newTestGraph with the prefix given.
 func newTestGraphPrefix(tb testing.TB, c rueidis.Client, prefix string, opts ...Option) *testGraph {
 	tb.Helper()
-	g, err := New(tb.Context(), c, append([]Option{WithPrefix(prefix)}, opts...)...)
+	g := newTestGraphPrefixScoped(tb, c, prefix, testScope, opts...)
+	if err := g.VouchAll(context.Background(), 0); err != nil {
+		tb.Fatal(err)
+	}
+	return g
+}
+
+// newTestGraphPrefixScoped is newTestGraphPrefix with the vouch scope
+// given, and no server vouched for.
+func newTestGraphPrefixScoped(tb testing.TB, c rueidis.Client, prefix, scope string, opts ...Option) *testGraph {
+	tb.Helper()
+	g, err := New(tb.Context(), c, append([]Option{WithPrefix(prefix), WithVouchScope(scope)}, opts...)...)
 	if err != nil {
 		tb.Fatal(err)
 	}
@@ -131,6 +142,10 @@ func newTestGraphPrefix(tb testing.TB, c rueidis.Client, prefix string, opts ...
 	})
 	return tg
 }
+
+// testScope is the vouch scope (WithVouchScope) of the test Graphs, so
+// that their vouched scripts are loaded once, not once a prefix.
+const testScope = "fgtest"
 
 func randomPrefix() string {
 	var b [6]byte
@@ -185,8 +200,8 @@ func (g *testGraph) Apply(ctx context.Context, events []fg.Event) error {
 }
 
 // deleteKeys deletes the keys of every user recorded, and the outbox
-// streams, their jobs sets and lease, and the graph's markers (all of
-// them: InitOutbox made them).
+// streams, their jobs sets and lease, the graph's markers (all of them:
+// InitOutbox made them) and the checkpoints.
 func (g *testGraph) deleteKeys(tb testing.TB) {
 	g.mu.Lock()
 	defer g.mu.Unlock()
@@ -196,7 +211,8 @@ func (g *testGraph) deleteKeys(tb testing.TB) {
 	}
 	for i, key := range g.outboxKeys() {
 		cmds = append(cmds, g.c.B().Unlink().Key(key).Build(), g.c.B().Unlink().Key(g.markerKey(i)).Build(),
-			g.c.B().Unlink().Key(key+":jobs").Build(), g.c.B().Unlink().Key(key+":jobs:lease").Build())
+			g.c.B().Unlink().Key(key+":jobs").Build(), g.c.B().Unlink().Key(key+":jobs:lease").Build(),
+			g.c.B().Unlink().Key(g.checkpointKey(uint16(i))).Build())
 	}
 	for _, r := range g.c.DoMulti(context.Background(), cmds...) {
 		if err := r.Error(); err != nil {

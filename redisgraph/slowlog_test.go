@@ -77,7 +77,7 @@ func TestSlowlog(t *testing.T) {
 	last := setSlowlog(t, c)
 	var always map[string]time.Duration // commands logged in every run so far
 	for run := 1; run <= 3; run++ {
-		fresh, err := New(t.Context(), c, WithPrefix(g.prefix))
+		fresh, err := New(t.Context(), c, WithPrefix(g.prefix), WithVouchScope(testScope))
 		if err != nil {
 			t.Fatal(err)
 		}

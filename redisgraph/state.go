@@ -132,10 +132,11 @@ func (g *Graph) SetState(ctx context.Context, user fg.UserID, s fg.State) (fg.Ac
 			return fg.AccountState{}, fmt.Errorf("redisgraph: state: %w", err)
 		}
 	}
+	before := g.epochsOf(user, 0)
 	now := max(g.now().UnixMilli(), 0)
 	keys := []string{g.key(user, kindCounters), g.outbox(user), g.jobsKey(user)}
 	args := []string{s.String(), "", strconv.FormatInt(now, 10), "0", strconv.Itoa(g.outboxLimit), user.String(), "0", "0"}
-	res, err := scriptState.exec(ctx, g.c, keys, args).ToArray()
+	res, err := g.exec(ctx, scriptState, keys, args).ToArray()
 	if err != nil {
 		return fg.AccountState{}, unavailable("state", err)
 	}
@@ -154,7 +155,7 @@ func (g *Graph) SetState(ctx context.Context, user fg.UserID, s fg.State) (fg.Ac
 		id, _ := res[2].ToString()
 		g.noteStamps(res[3:], user)
 		g.wakeJobs()
-		if err := g.complete(ctx, user, id, fg.NewStateEvent(user, s, v)); err != nil {
+		if err := g.complete(ctx, before, user, id, fg.NewStateEvent(user, s, v)); err != nil {
 			return fg.AccountState{}, err
 		}
 	}

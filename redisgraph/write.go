@@ -125,12 +125,13 @@ func (g *Graph) change(ctx context.Context, user, target fg.UserID, op fg.Op, pr
 			return changeResult{}, fmt.Errorf("redisgraph: %s: %w", op, err)
 		}
 	}
+	before := g.epochsOf(user, target)
 	keys := []string{g.key(user, kindOut), g.key(user, kindOutVer), g.key(user, kindCounters), g.outbox(user)}
 	args := g.liveArgs(op.String(), user, target, g.writeRate, private)
 	if !g.cluster {
 		keys = append(keys, g.key(target, kindIn), g.key(target, kindInVer), g.key(target, kindCounters))
 	}
-	res, err := scriptChange.exec(ctx, g.c, keys, args).ToArray()
+	res, err := g.exec(ctx, scriptChange, keys, args).ToArray()
 	if err != nil {
 		return changeResult{}, unavailable(op.String(), err)
 	}
@@ -162,7 +163,7 @@ func (g *Graph) change(ctx context.Context, user, target fg.UserID, op fg.Op, pr
 	}
 	id, _ := res[2].ToString()
 	g.noteStamps(res[3:], user, target)
-	return r, g.complete(ctx, user, id, fg.NewEvent(user, target, op, v))
+	return r, g.complete(ctx, before, user, id, fg.NewEvent(user, target, op, v))
 }
 
 // liveArgs returns the arguments lua/change.lua and lua/edge.lua take, up
@@ -212,13 +213,14 @@ func (g *Graph) refused(op string, user fg.UserID, status int64, res []rueidis.R
 // second step was still on its way), the change is undone (undo) and
 // edgeChange returns ErrBlocked.
 func (g *Graph) edgeChange(ctx context.Context, op string, user, target fg.UserID, rate, private string, extra ...string) (changeResult, error) {
+	before := g.epochsOf(user, target)
 	keys := append(g.userKeys(make([]string, 0, 2*len(userKinds)+1), user), g.outbox(user))
 	if !g.cluster && target != 0 {
 		keys = g.userKeys(keys, target)
 	}
 	args := append(g.liveArgs(op, user, target, rate, private), "0", "", "")
 	copy(args[11:], extra)
-	res, err := scriptEdge.exec(ctx, g.c, keys, args).ToArray()
+	res, err := g.exec(ctx, scriptEdge, keys, args).ToArray()
 	if err != nil {
 		return changeResult{}, unavailable(op, err)
 	}
@@ -263,7 +265,7 @@ func (g *Graph) edgeChange(ctx context.Context, op string, user, target fg.UserI
 	}
 	id, _ := res[5].ToString()
 	g.noteStamps(res[6:], user, target)
-	return r, g.complete(ctx, user, id, e)
+	return r, g.complete(ctx, before, user, id, e)
 }
 
 // hasOtherSide reports whether e changes edges on the side of its target
@@ -278,8 +280,9 @@ func hasOtherSide(e fg.Event) bool {
 // user's side (undoing the change if that step meets a block: then it
 // returns ErrBlocked, or ErrTargetInactive if the target of a follow or
 // request is not active there), then the hook and the delete of the
-// outbox entry.
-func (g *Graph) complete(ctx context.Context, first fg.UserID, id string, e fg.Event) error {
+// outbox entry. before holds the epochs of the change's slots as they were
+// before the change was sent (epochsOf).
+func (g *Graph) complete(ctx context.Context, before checkedRead, first fg.UserID, id string, e fg.Event) error {
 	other := e.Target
 	if other == first {
 		other = e.User
@@ -289,7 +292,10 @@ func (g *Graph) complete(ctx context.Context, first fg.UserID, id string, e fg.E
 	if g.cluster && hasOtherSide(e) {
 		settled, refused = g.secondStep(ctx, e, other)
 	}
-	if err := g.acknowledge(ctx, first, id, e, settled); err != nil {
+	if !settled || !g.cluster || !hasOtherSide(e) {
+		before = before.only([]int{g.group(slotOf(first))})
+	}
+	if err := g.acknowledge(ctx, before, first, id, e, settled); err != nil {
 		return err
 	}
 	if refused == nil {
@@ -302,13 +308,18 @@ func (g *Graph) complete(ctx context.Context, first fg.UserID, id string, e fg.E
 }
 
 // acknowledge passes e to the hook and, once it took it and the change is
-// settled, drops its outbox entry id of first's stream.
-func (g *Graph) acknowledge(ctx context.Context, first fg.UserID, id string, e fg.Event, settled bool) error {
+// settled, drops its outbox entry id of first's stream. Before it returns
+// nil it checks that the servers the change was made on are still those
+// whose epochs before holds (confirm).
+func (g *Graph) acknowledge(ctx context.Context, before checkedRead, first fg.UserID, id string, e fg.Event, settled bool) error {
 	if g.hook == nil {
 		return nil
 	}
 	if err := g.hook(ctx, e); err != nil {
 		return fmt.Errorf("redisgraph: %s: %w: %w", e.Op, errUnacknowledged, err)
+	}
+	if err := g.confirm(ctx, before); err != nil {
+		return fmt.Errorf("redisgraph: %s: %w", e.Op, err)
 	}
 	if settled && id != "" {
 		g.dropFromOutbox(first, id)
@@ -335,6 +346,40 @@ func (g *Graph) undo(ctx context.Context, e fg.Event, first fg.UserID) error {
 	}
 	return nil
 }
+
+// epochsOf returns the epochs, as this Graph knows them now, of the slots
+// of a change of user with target (target's too on a Cluster, for the
+// second step; 0: none), for confirm.
+func (g *Graph) epochsOf(user, target fg.UserID) checkedRead {
+	var cr checkedRead
+	cr.add(g, g.group(slotOf(user)))
+	if g.cluster && target != 0 {
+		cr.add(g, g.group(slotOf(target)))
+	}
+	return cr
+}
+
+// confirm checks, once a change's event is in the log, that each server
+// the change was made on is still vouched for and its marker still holds
+// the epoch before held before the change was sent. Otherwise the server
+// may have been replaced (a failover) or healed since, and the heal may
+// have read the log before this event was in it: the change may then be
+// missing from Redis, so it is not acknowledged (errReplaced).
+func (g *Graph) confirm(ctx context.Context, before checkedRead) error {
+	again, err := g.settle(before, g.c.DoMulti(ctx, g.markers(before)...))
+	switch {
+	case err != nil:
+		return fmt.Errorf("%w (%w)", errReplaced, err)
+	case again: // an epoch learnt now: the next change is checked against it
+		return errReplaced
+	}
+	return nil
+}
+
+// errReplaced is the error of a change made whose server was replaced or
+// healed before it was acknowledged.
+var errReplaced = &fg.Error{Code: fg.EUnavailable,
+	Message: "the write is made but a Redis server failed over meanwhile: it may take effect; retry (writes are idempotent)"}
 
 // errUnacknowledged is the error of a change made whose hook failed: it is
 // in Redis and in its outbox, and the relay will move its event to the log,
@@ -387,7 +432,7 @@ func (g *Graph) secondStepOnce(ctx context.Context, e fg.Event, side fg.UserID) 
 		check = refuseInactive
 	}
 	call := g.effectsCall(e, e.Effects, check, side)
-	res, err := scriptEffects.exec(ctx, g.c, call.Keys, call.Args).ToArray()
+	res, err := g.exec(ctx, scriptSecond, call.Keys, call.Args).ToArray()
 	if err != nil {
 		return nil, err
 	}
@@ -516,7 +561,7 @@ func (g *Graph) Apply(ctx context.Context, events []fg.Event) error {
 		}
 	}
 	var p statePairs
-	for i, r := range scriptEffects.execMulti(ctx, g.c, calls) {
+	for i, r := range g.execMulti(ctx, scriptEffects, calls) {
 		res, err := r.ToArray()
 		if err != nil {
 			return unavailable("apply", err)
@@ -532,7 +577,7 @@ func (g *Graph) Apply(ctx context.Context, events []fg.Event) error {
 	if len(states) == 0 {
 		return nil
 	}
-	for i, r := range scriptApplyState.execMulti(ctx, g.c, states) {
+	for i, r := range g.execMulti(ctx, scriptApplyState, states) {
 		res, err := r.ToArray()
 		if err != nil {
 			return unavailable("apply", err)
@@ -569,7 +614,7 @@ func (g *Graph) applySecondSteps(ctx context.Context, events []fg.Event) (int, e
 	changed := 0
 	var errs []error
 	var p statePairs
-	for i, r := range scriptEffects.execMulti(ctx, g.c, calls) {
+	for i, r := range g.execMulti(ctx, scriptSecond, calls) {
 		res, err := r.ToArray()
 		if err != nil {
 			errs = append(errs, err)

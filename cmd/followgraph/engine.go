@@ -74,16 +74,18 @@ func memEngine(cfg Config, store durableStore, elog *eventlog.Log, reg prometheu
 // a failed hook left there, and the persister stores the log as in the
 // default.
 func redisEngine(ctx context.Context, cfg Config, store durableStore, elog *eventlog.Log, reg prometheus.Registerer, logger *slog.Logger) (*engine, error) {
-	lost := make(chan struct{}, 1)
+	lost, unvouched := make(chan struct{}, 1), make(chan struct{}, 1)
+	signal := func(c chan struct{}) {
+		select {
+		case c <- struct{}{}:
+		default:
+		}
+	}
 	g, closeRedis, err := openRedis(ctx, cfg.Redis, reg, redisgraph.WithPrefix(cfg.RedisPrefix), redisgraph.WithRegisterer(reg),
 		redisgraph.WithMaxFollowing(cfg.MaxFollowing), redisgraph.WithHook(elog.Hook()), redisgraph.WithWriteGate(elog.Writable),
 		redisgraph.WithWriteRate(cfg.WriteRate, cfg.WriteBurst), // across the nodes, in Redis
-		redisgraph.WithOnLoss(func() {
-			select {
-			case lost <- struct{}{}:
-			default:
-			}
-		}))
+		redisgraph.WithOnLoss(func() { signal(lost) }),
+		redisgraph.WithOnUnvouched(func(uint16) { signal(unvouched) }))
 	if err != nil {
 		return nil, err
 	}
@@ -99,7 +101,7 @@ func redisEngine(ctx context.Context, cfg Config, store durableStore, elog *even
 		mode, maxIdle = "cluster", time.Second
 	}
 	outbox := g.Outbox(nodeName(cfg.Data), leaseTTL)
-	relay := pipeline.NewRelay(withFaults(outbox), elog.Hook(), reg,
+	relay := pipeline.NewRelay(withFaults(outbox), elog.RelayHook(), reg,
 		pipeline.WithRelayLogger(logger), pipeline.WithRelayIdle(5*time.Millisecond, maxIdle))
 	return &engine{
 		graph:   g,
@@ -114,7 +116,15 @@ func redisEngine(ctx context.Context, cfg Config, store durableStore, elog *even
 			}
 			return err
 		},
-		watch: func(ctx context.Context) { keeper.Watch(ctx, lost, 2*time.Second) },
+		watch: func(ctx context.Context) {
+			done := make(chan struct{})
+			go func() {
+				defer close(done)
+				keeper.KeepCheckpoints(ctx, checkpointInterval)
+			}()
+			keeper.Watch(ctx, lost, unvouched, time.Second)
+			<-done
+		},
 		close: func() {
 			// At a clean stop another node takes the streams over at once.
 			ctx, cancel := context.WithTimeout(context.Background(), time.Second)
@@ -148,6 +158,12 @@ func openRedis(ctx context.Context, url string, reg prometheus.Registerer, opts 
 	}
 	return g, func() { g.Close(); client.Close() }, nil
 }
+
+// checkpointInterval is how often the Redis servers' checkpoints move
+// along the log (recovery.Redis.KeepCheckpoints): what a heal replays
+// after a failover begins at most this long before it, plus the time the
+// replica lagged.
+const checkpointInterval = 250 * time.Millisecond
 
 // leaseTTL is how long an outbox stream waits for a new relay after its
 // node died.

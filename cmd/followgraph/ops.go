@@ -64,50 +64,55 @@ func (c *opsConfig) prepare(cmd *cobra.Command, needRedis bool) (done func(), er
 
 // expected loads the graph Redis should hold: the store, then the events
 // of the log it may lack. Changes relayed into the log after this are not
-// in it; reconcile reports Redis states newer than it as "ahead".
-func (c *opsConfig) expected(ctx context.Context, out io.Writer) (*memgraph.Graph, error) {
+// in it; reconcile reports Redis states newer than it as "ahead". It also
+// returns a log sequence up to which every event is in it.
+func (c *opsConfig) expected(ctx context.Context, out io.Writer) (*memgraph.Graph, uint64, error) {
 	start := time.Now()
 	store, _, err := openStore(ctx, c.DB, c.Data)
 	if err != nil {
-		return nil, err
+		return nil, 0, err
 	}
 	defer store.Close()
 	discard := slog.New(slog.DiscardHandler)
 	elog, err := recovery.OpenLog(ctx, store, eventlog.Config{Dir: filepath.Join(c.Data, "nats"), URL: c.NATS,
 		Stream: c.NATSStream, Subject: natsSubject(c.NATSStream), Logger: discard}, false, discard)
 	if err != nil {
-		return nil, err
+		return nil, 0, err
 	}
 	defer elog.Close()
+	seq, err := elog.LastSeq(ctx) // before the log is read: see recovery.Load
+	if err != nil {
+		return nil, 0, err
+	}
 	g := memgraph.New()
 	if err := recovery.Load(ctx, g, store, elog); err != nil {
-		return nil, err
+		return nil, 0, err
 	}
 	st := g.Stats()
 	fmt.Fprintf(out, "expected graph: %d users, %d edges, read from the store and the log in %s\n",
 		st.Users, st.Edges, time.Since(start).Round(time.Millisecond))
-	return g, nil
+	return g, seq, nil
 }
 
 // both returns the expected graph and the hot copy in Redis, and what
 // closes the connection to Redis.
-func (c *opsConfig) both(ctx context.Context, out io.Writer) (*memgraph.Graph, *redisgraph.Graph, func(), error) {
-	src, err := c.expected(ctx, out)
+func (c *opsConfig) both(ctx context.Context, out io.Writer) (*memgraph.Graph, uint64, *redisgraph.Graph, func(), error) {
+	src, seq, err := c.expected(ctx, out)
 	if err != nil {
-		return nil, nil, nil, err
+		return nil, 0, nil, nil, err
 	}
 	g, closeRedis, err := openRedis(ctx, c.Redis, nil, redisgraph.WithPrefix(c.RedisPrefix))
 	if err != nil {
-		return nil, nil, nil, err
+		return nil, 0, nil, nil, err
 	}
-	return src, g, closeRedis, nil
+	return src, seq, g, closeRedis, nil
 }
 
 // rebuild writes the expected graph into Redis, then marks Redis as
 // holding it again (the outbox streams, whose absence stops the writes
-// after a loss).
+// after a loss) and vouches for every server (redisgraph's vouch.go).
 func (c *opsConfig) rebuild(ctx context.Context, out io.Writer, opts redisgraph.RebuildOptions) error {
-	src, g, closeRedis, err := c.both(ctx, out)
+	src, seq, g, closeRedis, err := c.both(ctx, out)
 	if err != nil {
 		return err
 	}
@@ -119,6 +124,9 @@ func (c *opsConfig) rebuild(ctx context.Context, out io.Writer, opts redisgraph.
 	}
 	created, err := g.InitOutbox(ctx)
 	if err != nil {
+		return err
+	}
+	if err := g.VouchAll(ctx, seq); err != nil {
 		return err
 	}
 	fmt.Fprintf(out, "rebuilt: %d users, %d edges, %d sides written, %d outbox streams created, in %s\n",
@@ -191,7 +199,7 @@ undoing a change the service makes meanwhile. Exits 1 when differences remain.`,
 // differences (up to show), then their count; an error when some remain.
 func (c *opsConfig) reconcile(ctx context.Context, out io.Writer, opts redisgraph.ReconcileOptions, show int, horizon time.Duration) error {
 	read := time.Now()
-	src, g, closeRedis, err := c.both(ctx, out)
+	src, _, g, closeRedis, err := c.both(ctx, out)
 	if err != nil {
 		return err
 	}

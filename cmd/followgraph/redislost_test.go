@@ -58,7 +58,7 @@ func TestRedis_LostGraph(t *testing.T) {
 	if guesses > 0 {
 		t.Errorf("%d reads answered 200 with a guess after Redis lost the graph, such as %s", guesses, firstGuess)
 	}
-	if !strings.Contains(s.logs.String(), "Redis holds the graph again") {
+	if !strings.Contains(s.logs.String(), "Redis holds the graph") {
 		t.Errorf("the node did not rebuild the graph by itself:\n%s", s.logs)
 	}
 	if _, err := s.client.Follow(ctx, 1, 5000); err != nil {

@@ -351,7 +351,8 @@ func (m *Main) openLog(ctx context.Context, store durableStore) (*eventlog.Log, 
 		sync = eventlog.SyncInterval
 	}
 	elog, err := recovery.OpenLog(ctx, store, eventlog.Config{Dir: filepath.Join(cfg.Data, "nats"), URL: cfg.NATS, Replicas: cfg.NATSReplicas,
-		Stream: cfg.NATSStream, Subject: natsSubject(cfg.NATSStream), Sync: sync, Logger: m.logger, DiskReserve: reserve}, cfg.AcceptDataLoss, m.logger)
+		Stream: cfg.NATSStream, Subject: natsSubject(cfg.NATSStream), Sync: sync, Logger: m.logger, DiskReserve: reserve,
+		KeepApplied: cfg.Redis != ""}, cfg.AcceptDataLoss, m.logger)
 	var damage *recovery.Damage
 	if errors.As(err, &damage) {
 		return nil, fmt.Errorf("refusing to start: %w.\nRestore the missing data from a backup, or start with --accept-data-loss to go on without it", err)
@@ -514,7 +515,12 @@ func (m *Main) startPersister(store durableStore, elog *eventlog.Log, reg promet
 	go func() {
 		defer close(done)
 		err := elog.Consume(ctx, persisterName, cfg.PersistBatch, cfg.PersistWait, func(ctx context.Context, batch []eventlog.Message, last uint64) error {
-			return persister.Handle(ctx, messages(batch), last)
+			if err := persister.Handle(ctx, messages(batch), last); err != nil {
+				return err
+			}
+			// Into the applied window (with Redis) before the batch leaves
+			// the log.
+			return elog.KeepApplied(ctx, batch)
 		})
 		if err != nil && !errors.Is(err, context.Canceled) {
 			m.logger.Error("persister", "err", err)
