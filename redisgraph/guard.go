@@ -214,6 +214,11 @@ func (g *Graph) settle(cr checkedRead, replies []rueidis.RedisResult) (again boo
 // at the top). build may be called again (commands are not reused: rueidis
 // recycles them once sent).
 func (g *Graph) readChecked(ctx context.Context, build func() rueidis.Commands) ([]rueidis.RedisResult, error) {
+	if g.replicas != nil {
+		if res, ok := g.readReplica(ctx, build); ok {
+			return res, nil
+		}
+	}
 	for range 3 {
 		cmds := build()
 		n := len(cmds)

@@ -22,6 +22,7 @@ package redisgraph
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"strconv"
 	"strings"
@@ -84,6 +85,7 @@ type Graph struct {
 	deferred prometheus.Counter    // second steps left to the outbox
 	reg      prometheus.Registerer // nil: the metrics are not registered
 	guard    guard                 // what reads know of the graph's markers (guard.go)
+	replicas *replicaSet           // nil: every read goes to the masters (replicas.go)
 	drops    dropper               // the deletes of settled outbox entries (drop.go)
 	jobs     jobStats              // the account-state jobs this Graph runs (jobs.go)
 
@@ -212,6 +214,10 @@ func New(ctx context.Context, client rueidis.Client, opts ...Option) (*Graph, er
 		return nil, fmt.Errorf("redisgraph: following limit %d: it must be 0 (none) or more", g.maxFollowing)
 	case g.cacheMin < 0:
 		return nil, fmt.Errorf("redisgraph: cache threshold %d: it must be 0 (never) or more", g.cacheMin)
+	case g.replicas != nil && g.replicas.dial != nil && !g.cluster:
+		return nil, errors.New("redisgraph: a Cluster's replicas to read from, but the Redis is not a Cluster: name a standalone Redis's replicas instead")
+	case g.replicas != nil && g.replicas.dial == nil && g.cluster:
+		return nil, errors.New("redisgraph: a standalone Redis's replicas to read from, but the Redis is a Cluster: read from the Cluster's replicas instead")
 	}
 	if g.scope == "" {
 		g.scope = g.prefix
@@ -239,6 +245,9 @@ func New(ctx context.Context, client rueidis.Client, opts ...Option) (*Graph, er
 			return nil, fmt.Errorf("redisgraph: registering the metrics: %w", err)
 		}
 	}
+	if err := g.initReplicas(); err != nil {
+		return nil, fmt.Errorf("redisgraph: registering the metrics: %w", err)
+	}
 	return g, nil
 }
 
@@ -251,7 +260,10 @@ func New(ctx context.Context, client rueidis.Client, opts ...Option) (*Graph, er
 // not close the client: call it before closing the client. The Graph
 // stays usable; its writes after Close leave their entries to the relay.
 // Close may be called more than once.
-func (g *Graph) Close() { g.drops.close() }
+func (g *Graph) Close() {
+	g.drops.close()
+	g.closeReplicas()
+}
 
 // cancelAfter returns a context that is cancelled when ctx ends or d has
 // passed, and has no deadline. rueidis ends a command's wait at a

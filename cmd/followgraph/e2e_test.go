@@ -114,6 +114,16 @@ type launchOptions struct {
 // ready.
 func launch(tb testing.TB, data string, o launchOptions) *server {
 	tb.Helper()
+	s, err := launchErr(tb, data, o)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	return s
+}
+
+// launchErr is launch returning an error rather than failing tb, so that
+// nodes can be started together from several goroutines.
+func launchErr(tb testing.TB, data string, o launchOptions) (*server, error) {
 	addr := freeAddr(tb)
 	scheme := "http://"
 	hc := &http.Client{Timeout: 10 * time.Second}
@@ -130,7 +140,7 @@ func launch(tb testing.TB, data string, o launchOptions) *server {
 	s.cmd.Env = append(os.Environ(), o.env...)
 	s.cmd.Stdout, s.cmd.Stderr = s.logs, s.logs
 	if err := s.cmd.Start(); err != nil {
-		tb.Fatal(err)
+		return nil, err
 	}
 	go func() { s.cmd.Wait(); close(s.done) }()
 	tb.Cleanup(func() { s.kill() })
@@ -141,16 +151,16 @@ func launch(tb testing.TB, data string, o launchOptions) *server {
 		if err == nil {
 			resp.Body.Close()
 			if resp.StatusCode == http.StatusOK {
-				return s
+				return s, nil
 			}
 		}
 		select {
 		case <-s.done:
-			tb.Fatalf("followgraph exited before it was ready:\n%s", s.logs)
+			return nil, fmt.Errorf("followgraph exited before it was ready:\n%s", s.logs)
 		default:
 		}
 		if time.Now().After(deadline) {
-			tb.Fatalf("followgraph not ready after 60 s:\n%s", s.logs)
+			return nil, fmt.Errorf("followgraph not ready after 60 s:\n%s", s.logs)
 		}
 		time.Sleep(20 * time.Millisecond)
 	}

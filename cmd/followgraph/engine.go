@@ -6,6 +6,7 @@ import (
 	"log/slog"
 	"os"
 	"path/filepath"
+	"strings"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -81,12 +82,17 @@ func redisEngine(ctx context.Context, cfg Config, store durableStore, elog *even
 		default:
 		}
 	}
-	g, closeRedis, err := openRedis(ctx, cfg.Redis, reg, redisgraph.WithPrefix(cfg.RedisPrefix), redisgraph.WithRegisterer(reg),
+	replicas, closeReplicas, err := replicaReads(cfg.Redis, cfg.RedisReplicas)
+	if err != nil {
+		return nil, err
+	}
+	g, closeRedis, err := openRedis(ctx, cfg.Redis, reg, append(replicas, redisgraph.WithPrefix(cfg.RedisPrefix), redisgraph.WithRegisterer(reg),
 		redisgraph.WithMaxFollowing(cfg.MaxFollowing), redisgraph.WithHook(elog.Hook()), redisgraph.WithWriteGate(elog.Writable),
 		redisgraph.WithWriteRate(cfg.WriteRate, cfg.WriteBurst), // across the nodes, in Redis
 		redisgraph.WithOnLoss(func() { signal(lost) }),
-		redisgraph.WithOnUnvouched(func(uint16) { signal(unvouched) }))
+		redisgraph.WithOnUnvouched(func(uint16) { signal(unvouched) }))...)
 	if err != nil {
+		closeReplicas()
 		return nil, err
 	}
 	keeper := &recovery.Redis{Graph: g, Store: store, Log: elog, Owner: nodeName(cfg.Data), Logger: logger}
@@ -131,8 +137,56 @@ func redisEngine(ctx context.Context, cfg Config, store durableStore, elog *even
 			defer cancel()
 			outbox.Release(ctx)
 			closeRedis()
+			closeReplicas()
 		},
 	}, nil
+}
+
+// replicaReads returns the options of redisgraph that send reads to the
+// replicas named by replicas (serve's --redis-replicas) of the Redis at
+// primary, and what closes their clients.
+func replicaReads(primary, replicas string) ([]redisgraph.Option, func(), error) {
+	if replicas == "" {
+		return nil, func() {}, nil
+	}
+	base, err := redisgraph.ParseURL(primary)
+	if err != nil {
+		return nil, nil, err
+	}
+	own := func(o rueidis.ClientOption) rueidis.ClientOption {
+		o.DisableCache, o.ForceSingleClient, o.ShuffleInit = true, true, false
+		return o
+	}
+	if replicas == "cluster" {
+		return []redisgraph.Option{redisgraph.WithClusterReplicas(func(addr string) (rueidis.Client, error) {
+			o := own(base)
+			o.InitAddress = []string{addr}
+			return rueidis.NewClient(o)
+		})}, func() {}, nil
+	}
+	var clients []rueidis.Client
+	closeAll := func() {
+		for _, c := range clients {
+			c.Close()
+		}
+	}
+	for _, u := range strings.Split(replicas, ",") {
+		o, err := redisgraph.ParseURL(u)
+		if err != nil {
+			closeAll()
+			return nil, nil, fmt.Errorf("--redis-replicas: %w", err)
+		}
+		if o.Password == "" {
+			o.Username, o.Password = base.Username, base.Password
+		}
+		c, err := rueidis.NewClient(own(o))
+		if err != nil {
+			closeAll()
+			return nil, nil, fmt.Errorf("--redis-replicas %s: %w", secret.Redact(u), err)
+		}
+		clients = append(clients, c)
+	}
+	return []redisgraph.Option{redisgraph.WithReplicaClients(clients...)}, closeAll, nil
 }
 
 // openRedis connects to the Redis at url (a redis:// or redis+cluster://

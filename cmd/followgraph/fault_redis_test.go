@@ -108,7 +108,10 @@ type testCluster struct {
 	procs map[string]*exec.Cmd
 }
 
-func startCluster(t *testing.T) *testCluster {
+// startCluster starts the Cluster, its redis-server processes given the
+// extra arguments too (such as a longer --cluster-node-timeout, or
+// --appendonly yes), which take precedence.
+func startCluster(t *testing.T, extra ...string) *testCluster {
 	t.Helper()
 	if _, err := exec.LookPath("redis-cli"); err != nil {
 		testenv.Skip(t, "redis-cli is not installed: apt-get install redis-tools")
@@ -117,11 +120,11 @@ func startCluster(t *testing.T) *testCluster {
 	c := &testCluster{procs: map[string]*exec.Cmd{}}
 	for range 6 {
 		port := clusterPort(t)
-		cmd := exec.Command("redis-server", "--port", port, "--bind", "127.0.0.1",
-			"--cluster-enabled", "yes", "--cluster-config-file", "nodes-"+port+".conf",
+		cmd := exec.Command("redis-server", append([]string{"--port", port, "--bind", "127.0.0.1",
+			"--cluster-enabled", "yes", "--cluster-config-file", "nodes-" + port + ".conf",
 			"--cluster-node-timeout", "1000", "--save", "", "--appendonly", "no",
-			"--repl-diskless-sync-delay", "0",
-			"--dir", dir, "--logfile", "redis-"+port+".log")
+			"--repl-diskless-sync-delay", "0", "--appendfilename", "aof-" + port,
+			"--dir", dir, "--logfile", "redis-" + port + ".log"}, extra...)...)
 		if err := cmd.Start(); err != nil {
 			t.Fatal(err)
 		}

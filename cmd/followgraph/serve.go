@@ -167,6 +167,7 @@ func newServe() *cobra.Command {
 	f.StringVar(&cfg.Addr, "addr", "127.0.0.1:8080", "listen address")
 	cfg.flags(f, "folder for embedded data (the SQLite store and the NATS log)",
 		"Redis URL (redis://[:password@]host:port, or redis+cluster://h1:p1,h2:p2 for a Cluster); replaces the embedded graph engine")
+	f.StringVar(&cfg.RedisReplicas, "redis-replicas", "", "replicas that reads go to: redis://host:port[,...] (the replicas of a standalone --redis; the password is --redis's when a URL has none), or cluster (a Cluster's, as it lists them); a read there sees every change acknowledged before it")
 	f.IntVar(&cfg.NATSReplicas, "nats-replicas", 1, "replicas of the event stream when serve creates it on an external NATS cluster (1 to 5)")
 	f.StringVar(&cfg.Fsync, "fsync", "interval", "event log sync: interval (the default: survives a killed process) or always (also survives power loss, ~10x slower writes)")
 	f.Float64Var(&cfg.PersistRate, "persist-rate", 0, "rows per second into the durable store (0: unlimited)")

@@ -11,6 +11,7 @@ import (
 	"github.com/followgraph/followgraph/eventlog"
 	"github.com/followgraph/followgraph/internal/lockfile"
 	"github.com/followgraph/followgraph/internal/secret"
+	"github.com/followgraph/followgraph/redisgraph"
 )
 
 // servers names a deployment's backends, as every command takes them:
@@ -19,9 +20,12 @@ type servers struct {
 	Data        string
 	Redis       string
 	RedisPrefix string
-	NATS        string
-	NATSStream  string
-	DB          string
+	// RedisReplicas (serve only): the replicas reads go to, as URLs of a
+	// standalone Redis's, or "cluster" for a Cluster's; "": none.
+	RedisReplicas string
+	NATS          string
+	NATSStream    string
+	DB            string
 
 	// Files that hold the passwords of the URLs above, so that they need
 	// not stand on a command line (where ps shows them) nor in the
@@ -45,8 +49,18 @@ func (s *servers) flags(f *pflag.FlagSet, dataHelp, redisHelp string) {
 	f.StringVar(&s.DBPasswordFile, "db-password-file", "", "file holding the database password of --db's user")
 }
 
-// check reports a Redis prefix or a --db that cannot work.
+// check reports a Redis prefix, replicas or a --db that cannot work.
 func (s *servers) check() error {
+	if s.RedisReplicas != "" && s.Redis == "" {
+		return errors.New("--redis-replicas needs --redis")
+	}
+	if s.RedisReplicas != "" && s.RedisReplicas != "cluster" {
+		for _, u := range strings.Split(s.RedisReplicas, ",") {
+			if _, err := redisgraph.ParseURL(u); err != nil {
+				return fmt.Errorf("--redis-replicas: %w", err)
+			}
+		}
+	}
 	if s.Redis != "" && (s.RedisPrefix == "" || strings.ContainsAny(s.RedisPrefix, "{}")) {
 		return fmt.Errorf("--redis-prefix %q: want a non-empty prefix without '{' or '}'", s.RedisPrefix)
 	}
@@ -88,6 +102,9 @@ func (s *servers) resolve() (*secret.Scrubber, error) {
 			}
 		}
 		secrets = append(secrets, secret.Values(*u.url)...)
+	}
+	for _, u := range strings.Split(s.RedisReplicas, ",") {
+		secrets = append(secrets, secret.Values(u)...)
 	}
 	return secret.NewScrubber(secrets...), nil
 }

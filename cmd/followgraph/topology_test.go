@@ -393,7 +393,12 @@ func (c *testCluster) pair(t *testing.T) (master, replica string) {
 	t.Helper()
 	ids := map[string]string{} // node id → address
 	var lines [][]string
-	for _, line := range strings.Split(cli(t, c.addrs[0], "cluster", "nodes"), "\n") {
+	var live string
+	for a := range c.procs {
+		live = a
+		break
+	}
+	for _, line := range strings.Split(cli(t, live, "cluster", "nodes"), "\n") {
 		f := strings.Fields(line)
 		if len(f) < 4 {
 			continue
@@ -461,4 +466,100 @@ func TestFault_RedisRestartBehind(t *testing.T) {
 	t.Logf("RELIABILITY | Redis restarted from a snapshot 1.5 s old | %d acknowledged writes + %d reads (%d answered 503) | stale reads %d | longest time with no acknowledged write %.1f s | converged %.1f s after the restart |",
 		len(tf.tr.acks), tf.tr.reads, tf.tr.refused, tf.tr.stale, gap.Seconds(), converged.Sub(begin).Seconds())
 	tf.tr.mu.Unlock()
+}
+
+// add adds node n to the nodes the traffic goes to.
+func (tf *traffic) add(n *server) {
+	tf.mu.Lock()
+	defer tf.mu.Unlock()
+	tf.nodes = append(tf.nodes, n)
+}
+
+// startTogether starts n serve nodes of d at once, with extra flags, and
+// fails t unless every one becomes ready.
+func startTogether(t *testing.T, d *deployment, n int, extra ...string) []*server {
+	t.Helper()
+	nodes := make([]*server, n)
+	errs := make([]error, n)
+	var wg sync.WaitGroup
+	for i := range nodes {
+		dir := t.TempDir()
+		wg.Go(func() { nodes[i], errs[i] = launchErr(t, dir, launchOptions{args: append(d.args(), extra...)}) })
+	}
+	wg.Wait()
+	for i, err := range errs {
+		if err != nil {
+			t.Fatalf("node %d of %d started together: %v", i+1, n, err)
+		}
+	}
+	return nodes
+}
+
+// fault is one fault of TestTopology: what it does, and how long it took.
+type fault struct {
+	name  string
+	begin time.Time
+	end   time.Time
+}
+
+// TestTopology: the production topology, whole, under traffic through
+// every node: a Redis Cluster of three masters with a replica each
+// (append-only file fsynced every second, node timeout 2 s) that the
+// nodes also read from, NATS, PostgreSQL, and two serve nodes started
+// together on the fresh deployment. Faults one after the other, each
+// while writers and readers go on: a Redis master killed while its
+// replica lags; a serve node killed with SIGKILL (and started again); a
+// replica stopped with SIGSTOP for 3 s while reads go to it. Then every
+// acknowledged write reads as acknowledged on every node and in the
+// database, no read of a settled edge answered an older state, every
+// count equals its list, and reconcile finds no difference. Each fault's
+// longest time with no acknowledged write is logged.
+func TestTopology(t *testing.T) {
+	c := startCluster(t, "--cluster-node-timeout", "2000", "--appendonly", "yes", "--appendfsync", "everysec")
+	d := newDeployment(t, "redis+cluster://"+strings.Join(c.addrs, ","), "", "")
+	extra := []string{"--redis-replicas", "cluster"}
+	nodes := startTogether(t, d, 2, extra...)
+	tf := startTraffic(nodes, 12, 3, 9)
+	var faults []fault
+	run := func(name string, do func()) {
+		time.Sleep(1500 * time.Millisecond)
+		f := fault{name: name, begin: time.Now()}
+		do()
+		time.Sleep(2 * time.Second)
+		f.end = time.Now()
+		faults = append(faults, f)
+	}
+	run("a Redis master killed while its replica lagged 2 s", func() { c.killLaggingMaster(t, 2*time.Second) })
+	run("kill -9 of a serve node, started again", func() {
+		tf.kill(nodes[0])
+		tf.add(d.node(extra...))
+	})
+	run("a replica stopped for 3 s while reads go to it", func() {
+		_, replica := c.pair(t)
+		p := c.procs[replica].Process
+		p.Signal(syscall.SIGSTOP)
+		time.Sleep(3 * time.Second)
+		p.Signal(syscall.SIGCONT)
+	})
+	tf.finish()
+	served := 0.0
+	for _, n := range tf.nodes {
+		if !tf.dead[n] {
+			served += metric(t, n, `followgraph_redis_replica_reads_total{result="served"}`)
+		}
+	}
+	if served == 0 {
+		t.Error("no read was served by a replica")
+	}
+	checkTraffic(t, d, tf, 60*time.Second)
+	if n := reconcile(t, d, "--show", "20"); n != 0 {
+		t.Errorf("reconcile reports %d differences between Redis and PostgreSQL", n)
+	}
+	tf.tr.mu.Lock()
+	acks, reads, refused, stale := len(tf.tr.acks), tf.tr.reads, tf.tr.refused, tf.tr.stale
+	tf.tr.mu.Unlock()
+	t.Logf("TOPOLOGY | %d acknowledged writes, %d reads (%d answered 503, %.0f served by replicas on the live nodes), %d stale", acks, reads, refused, served, stale)
+	for _, f := range faults {
+		t.Logf("TOPOLOGY | %s | longest time with no acknowledged write %.1f s |", f.name, tf.tr.longestGap(f.begin, f.end).Seconds())
+	}
 }
