@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"strconv"
-	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -18,27 +17,30 @@ import (
 // replicas) or WithClusterReplicas (a Cluster's), a read that does not go
 // through the client-side cache goes to a replica of the master of its
 // slots, and is answered from there only if the replica had, before it
-// ran the read, everything the master had when the read began:
+// ran the read, every change the master had when the read began:
 //
-//  1. The master's replication offset is read after the read began
-//     (INFO replication, with the guard of one of the read's slots, so
-//     that the master is one vouched for: vouch.go). Concurrent reads
-//     share one such call per master: one is in flight at a time, and
-//     the reads that arrive meanwhile take the next, which is sent after
-//     they arrived.
-//  2. The replica runs INFO replication, then the read's commands, then
-//     the GETs of its markers, in one pipeline on one connection. Its
-//     answer is used only if it replicates the same history (the same
-//     master_replid) and had processed up to the master's offset before
-//     the commands (slave_repl_offset), and the markers hold the epochs
-//     the read knew (guard.go).
+//  1. After the read began, the master's tick is moved on: the vouched
+//     script tick (so the master is one vouched for: vouch.go) adds 1 to
+//     the field of its current epoch in the hash <prefix>:tick (on a
+//     Cluster, in the master's lowest slot) and returns the epoch and the
+//     count. Concurrent reads share one such call per master, at most one
+//     every readIndexGap, each sent after every read that takes it
+//     arrived.
+//  2. The replica reads the tick's field, then runs the read's commands,
+//     then the GETs of the read's markers, in one pipeline on one
+//     connection. Its answer is used only if the field is at least the
+//     count (the replica has applied the tick, and so everything the
+//     master did before it) and the markers hold the epochs the read
+//     knew (guard.go). A replica of another history (before a failover)
+//     has no field of the new epoch that the heal drew.
 //
 // So a read from a replica sees every change acknowledged before it
 // began (its own user's included), as a read from the master does.
-// A replica that lags, answers an error or no answer within
-// replicaTimeout is skipped: the read goes to the master, and the replica
-// is left alone for replicaRest after an error. The client-side cache is
-// the master's only: the replicas' connections cache nothing.
+// A replica that lags (checked once more a moment later), answers an
+// error, or does not answer within replicaTimeout is skipped: the read
+// goes to the master, and the replica is left alone for replicaRest after
+// an error. The client-side cache is the master's only: the replicas'
+// connections cache nothing.
 
 // replicaTimeout bounds a read's wait for a replica; replicaRest is how
 // long a replica that failed is skipped.
@@ -89,21 +91,29 @@ type replica struct {
 	rest atomic.Int64 // Unix ms until which it is skipped
 }
 
-// readIndex is the master's offset call shared by concurrent reads.
+// readIndex is the master's offset call shared by concurrent reads: at
+// most one every readIndexGap, each sent after every read that takes its
+// answer arrived.
 type readIndex struct {
-	mu       sync.Mutex
-	inflight bool
-	next     *offsetCall
+	mu        sync.Mutex
+	scheduled bool        // a goroutine sends the calls
+	next      *offsetCall // the call the reads arriving now take
+	lastSent  time.Time
 }
+
+// readIndexGap is the least time between two offset calls to one master:
+// a read waits at most that for its call, and the master answers at most
+// a thousand calls a second, however many reads there are.
+const readIndexGap = time.Millisecond
 
 type offsetCall struct {
-	done   chan struct{}
-	replid string
-	offset int64
-	err    error
+	done  chan struct{}
+	epoch string
+	tick  int64
+	err   error
 }
 
-// get returns the master's replication id and offset, read after get was
+// get returns the master's epoch and tick, moved on after get was
 // called, by send.
 func (ri *readIndex) get(ctx context.Context, send func() (string, int64, error)) (string, int64, error) {
 	ri.mu.Lock()
@@ -111,30 +121,42 @@ func (ri *readIndex) get(ctx context.Context, send func() (string, int64, error)
 		ri.next = &offsetCall{done: make(chan struct{})}
 	}
 	c := ri.next
-	if !ri.inflight {
-		ri.inflight, ri.next = true, nil
-		go ri.run(c, send)
+	if !ri.scheduled {
+		ri.scheduled = true
+		go ri.fire(send)
 	}
 	ri.mu.Unlock()
 	select {
 	case <-c.done:
-		return c.replid, c.offset, c.err
+		return c.epoch, c.tick, c.err
 	case <-ctx.Done():
 		return "", 0, ctx.Err()
 	}
 }
 
-func (ri *readIndex) run(c *offsetCall, send func() (string, int64, error)) {
-	c.replid, c.offset, c.err = send()
-	close(c.done)
-	ri.mu.Lock()
-	defer ri.mu.Unlock()
-	if n := ri.next; n != nil {
-		ri.next = nil
-		go ri.run(n, send)
-		return
+// fire sends the calls while reads wait for one.
+func (ri *readIndex) fire(send func() (string, int64, error)) {
+	for {
+		ri.mu.Lock()
+		wait := time.Until(ri.lastSent.Add(readIndexGap))
+		ri.mu.Unlock()
+		if wait > 0 {
+			time.Sleep(wait)
+		}
+		ri.mu.Lock()
+		c := ri.next
+		ri.next, ri.lastSent = nil, time.Now()
+		ri.mu.Unlock()
+		c.epoch, c.tick, c.err = send()
+		close(c.done)
+		ri.mu.Lock()
+		if ri.next == nil {
+			ri.scheduled = false
+			ri.mu.Unlock()
+			return
+		}
+		ri.mu.Unlock()
 	}
-	ri.inflight = false
 }
 
 // initReplicas registers the replica metrics.
@@ -245,7 +267,6 @@ func (rs *replicaSet) index(s Server) *readIndex {
 func (g *Graph) readReplica(ctx context.Context, build func() rueidis.Commands) ([]rueidis.RedisResult, bool) {
 	rs := g.replicas
 	cmds := build()
-	n := len(cmds)
 	cr := g.begin(cmds)
 	master, of, err := g.replicasOf(ctx, uint16(cr.groups[0]))
 	if err != nil || len(of) == 0 {
@@ -260,38 +281,76 @@ func (g *Graph) readReplica(ctx context.Context, build func() rueidis.Commands) 
 	if r == nil {
 		return nil, false
 	}
-	replid, offset, err := rs.index(master).get(ctx, func() (string, int64, error) { return g.masterOffset(master, cr.groups[0]) })
+	epoch, tick, err := rs.index(master).get(ctx, func() (string, int64, error) { return g.masterTick(master) })
 	if err != nil {
 		return nil, false
 	}
+	for attempt := 0; ; attempt++ {
+		if attempt > 0 { // the replica lagged: once more, a moment later
+			time.Sleep(replicaRetry)
+			cmds = build()
+		}
+		res, outcome := g.tryReplica(ctx, r, cmds, cr, master, epoch, tick)
+		switch {
+		case outcome == replicaServed:
+			rs.served.Add(1)
+			return res, true
+		case outcome == replicaLagged && attempt == 0:
+			continue
+		case outcome == replicaLagged:
+			rs.lagged.Add(1)
+		default:
+			rs.failed.Add(1)
+		}
+		return nil, false
+	}
+}
+
+// replicaRetry is how long a read waits before it asks a replica that
+// lagged once more.
+const replicaRetry = time.Millisecond
+
+// What tryReplica found.
+const (
+	replicaServed = iota
+	replicaLagged // behind the master's offset, or another history
+	replicaFailed // an error, or markers the read did not know: the master's read tells
+)
+
+// tryReplica sends cmds to r, a replica of master, after the read of the
+// tick's field epoch and before the GETs of cr's markers, and says
+// whether the answer may be served.
+func (g *Graph) tryReplica(ctx context.Context, r *replica, cmds rueidis.Commands, cr checkedRead, master Server, epoch string, tick int64) ([]rueidis.RedisResult, int) {
+	n := len(cmds)
 	rctx, cancel := context.WithTimeout(ctx, replicaTimeout)
 	defer cancel()
 	pipe := make(rueidis.Commands, 0, n+len(cr.groups)+2)
 	if g.cluster {
 		pipe = append(pipe, r.c.B().Readonly().Build())
 	}
-	pipe = append(pipe, r.c.B().Info().Section("replication").Build())
+	pipe = append(pipe, r.c.B().Hget().Key(g.tickKey(master)).Field(epoch).Build())
 	head := len(pipe)
 	pipe = append(pipe, cmds...)
 	for _, grp := range cr.groups {
 		pipe = append(pipe, r.c.B().Get().Key(g.markerKey(grp)).Build())
 	}
 	res := r.c.DoMulti(rctx, pipe...)
-	info, err := res[head-1].ToString()
-	if err != nil {
-		r.rest.Store(nowMs() + replicaRest.Milliseconds())
-		rs.failed.Add(1)
-		return nil, false
-	}
-	if id, off := replicationOf(info, "master_replid:", "slave_repl_offset:"); id != replid || off < offset {
-		rs.lagged.Add(1)
-		return nil, false
+	seen, err := res[head-1].AsInt64()
+	switch {
+	case rueidis.IsRedisNil(err):
+		return nil, replicaLagged
+	case err != nil:
+		if _, ok := rueidis.IsRedisErr(err); !ok {
+			r.rest.Store(nowMs() + replicaRest.Milliseconds())
+		}
+		return nil, replicaFailed
+	case seen < tick:
+		return nil, replicaLagged
 	}
 	for i := range cr.groups {
 		epoch, err := res[head+n+i].ToString()
 		if err != nil || cr.snaps[i] == nil || cr.snaps[i].epoch != epoch {
-			rs.failed.Add(1)
-			return nil, false // the master's read tells what is wrong
+			return nil, replicaFailed
 		}
 	}
 	for _, x := range res[head : head+n] {
@@ -302,49 +361,44 @@ func (g *Graph) readReplica(ctx context.Context, build func() rueidis.Commands) 
 		if _, ok := rueidis.IsRedisErr(err); !ok { // the connection, not the command
 			r.rest.Store(nowMs() + replicaRest.Milliseconds())
 		}
-		rs.failed.Add(1)
-		return nil, false // MOVED, LOADING...: the master's read tells
+		return nil, replicaFailed // MOVED, LOADING...
 	}
-	rs.served.Add(1)
-	return res[head : head+n], true
+	return res[head : head+n], replicaServed
 }
 
-// masterOffset reads the replication id and offset of master s, with the
-// guard of slot group grp, so that s is vouched for.
-func (g *Graph) masterOffset(s Server, grp int) (string, int64, error) {
+// tickKey returns the key of master s's tick, in its lowest slot.
+func (g *Graph) tickKey(s Server) string {
+	if !g.cluster {
+		return g.prefix + ":tick"
+	}
+	return g.prefix + ":tick:{" + g.outboxTags[s.first()] + "}"
+}
+
+// scriptTick moves the tick KEYS[2] on in the field of the epoch held by
+// the marker KEYS[1], and returns the epoch and the count; nil when the
+// marker is gone.
+var scriptTick = newVouchedScript(`
+local epoch = redis.call('GET', KEYS[1])
+if not epoch then return false end
+return {epoch, redis.call('HINCRBY', KEYS[2], epoch, 1)}`, false)
+
+// masterTick moves master s's tick on (scriptTick) and returns its
+// epoch and count.
+func (g *Graph) masterTick(s Server) (string, int64, error) {
 	n, err := g.node(s)
 	if err != nil {
 		return "", 0, err
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), replicaTimeout)
 	defer cancel()
-	res := n.DoMulti(ctx, g.run(scriptGuard).cmd(n, []string{g.markerKey(grp)}, nil), n.B().Info().Section("replication").Build())
-	if err := res[0].Error(); err != nil && !rueidis.IsRedisNil(err) {
+	res, err := n.Do(ctx, g.run(scriptTick).cmd(n, []string{g.markerKey(g.group(s.first())), g.tickKey(s)}, nil)).ToArray()
+	if err != nil || len(res) != 2 {
+		return "", 0, fmt.Errorf("redisgraph: tick of %s: %v %w", s, res, err)
+	}
+	epoch, err1 := res[0].ToString()
+	tick, err2 := res[1].AsInt64()
+	if err := errors.Join(err1, err2); err != nil {
 		return "", 0, err
 	}
-	info, err := res[1].ToString()
-	if err != nil {
-		return "", 0, err
-	}
-	id, off := replicationOf(info, "master_replid:", "master_repl_offset:")
-	if id == "" || !strings.Contains(info, "role:master") {
-		return "", 0, errors.New("not a master")
-	}
-	return id, off, nil
-}
-
-// replicationOf reads a replication id and an offset, by their fields'
-// names, from INFO replication.
-func replicationOf(info, idField, offsetField string) (string, int64) {
-	var id string
-	var off int64 = -1
-	for line := range strings.Lines(info) {
-		line = strings.TrimSpace(line)
-		if v, ok := strings.CutPrefix(line, idField); ok {
-			id = v
-		} else if v, ok := strings.CutPrefix(line, offsetField); ok {
-			off, _ = strconv.ParseInt(v, 10, 64)
-		}
-	}
-	return id, off
+	return epoch, tick, nil
 }

@@ -212,7 +212,8 @@ func (g *testGraph) deleteKeys(tb testing.TB) {
 	for i, key := range g.outboxKeys() {
 		cmds = append(cmds, g.c.B().Unlink().Key(key).Build(), g.c.B().Unlink().Key(g.markerKey(i)).Build(),
 			g.c.B().Unlink().Key(key+":jobs").Build(), g.c.B().Unlink().Key(key+":jobs:lease").Build(),
-			g.c.B().Unlink().Key(g.checkpointKey(uint16(i))).Build())
+			g.c.B().Unlink().Key(g.checkpointKey(uint16(i))).Build(),
+			g.c.B().Unlink().Key(g.tickKey(Server{Slots: [][2]uint16{{uint16(i), uint16(i)}}})).Build())
 	}
 	for _, r := range g.c.DoMulti(context.Background(), cmds...) {
 		if err := r.Error(); err != nil {
