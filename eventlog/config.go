@@ -68,8 +68,15 @@ type Config struct {
 	// "<Subject>.>".
 	Subject string
 	// Replicas is the stream's replica count when Open creates it, 1 to 5
-	// (more than 1 needs an external cluster); default 1.
+	// (more than 1 needs an external cluster); default 1. With more than
+	// one, a publish is acknowledged once a majority of the replicas
+	// stored it.
 	Replicas int
+	// StartWait is how long Open (and recovery.OpenLog) keep trying while
+	// the log is unavailable for now: NATS not up yet, a JetStream
+	// cluster without a leader, a stream leader being elected, no
+	// answer in time. Each failed try is logged. 0 tries once.
+	StartWait time.Duration
 	// Sync is the embedded server's sync policy; default DefaultSync. An
 	// external server's policy is its own configuration (jetstream
 	// { sync_interval: always }) and Sync does not change it.
@@ -105,7 +112,9 @@ func (c Config) Validate() error {
 	case c.Replicas < 1 || c.Replicas > 5:
 		return fmt.Errorf("eventlog: replicas %d is out of range: it must be 1 to 5", c.Replicas)
 	case c.URL == "" && c.Replicas != 1:
-		return fmt.Errorf("eventlog: replicas %d needs an external NATS cluster: the embedded server is a single node", c.Replicas)
+		return fmt.Errorf("eventlog: replicas %d needs a NATS cluster: the embedded server is a single node", c.Replicas)
+	case c.StartWait < 0:
+		return fmt.Errorf("eventlog: StartWait %s is negative", c.StartWait)
 	case c.Sync > SyncInterval:
 		return fmt.Errorf("eventlog: unknown sync policy %d", c.Sync)
 	}

@@ -12,6 +12,20 @@
 // a second process). With a URL it connects to an external server or
 // cluster. Everything else is the same code.
 //
+// # Start-up
+//
+// Open (and recovery.OpenLog) may run before NATS is up, or while a
+// JetStream cluster has no leader yet, and beside other processes opening
+// the same log. Each step (connecting, finding or creating the stream,
+// recording the store) is tried again while its failure is transient — no
+// answer in time, no connection, no leader, not enough peers yet — for
+// up to Config.StartWait, logging each failed try; then it returns
+// EUnavailable. An answer (a configuration the server refuses, a stream
+// that cannot be the log, a missing stream that must exist) is returned
+// at once. A step that another node may race (creating the stream,
+// recording the store in its metadata) reads the stream again on each
+// try, and one that finds the work done is done.
+//
 // # Message format
 //
 // One event per message, on subject "<prefix>.<op word>" (prefix is
@@ -107,9 +121,10 @@ import (
 
 // Tuning that callers have no reason to change.
 const (
-	closeTimeout  = 10 * time.Second // waiting for in-flight publishes and the drain
-	maxPubPending = 16384            // async publishes in flight before Publish waits
-	pubAckTimeout = 30 * time.Second // forgets an ack that never comes
+	closeTimeout  = 10 * time.Second       // waiting for in-flight publishes and the drain
+	maxPubPending = 16384                  // async publishes in flight before Publish waits
+	pubAckTimeout = 30 * time.Second       // forgets an ack that never comes
+	reconnectWait = 500 * time.Millisecond // before trying a server again that dropped the connection
 )
 
 // Log is an open event log. Its methods are safe for concurrent use.
@@ -126,6 +141,9 @@ type Log struct {
 	js       jetstream.JetStream
 	stream   jetstream.Stream
 	applied  jetstream.Stream // the applied window (applied.go); nil without Config.KeepApplied
+
+	opening   time.Time // when Open began
+	waitUntil time.Time // Config.StartWait after opening: retry tries until then
 
 	ackWait     time.Duration // of the consumers Consume creates; tests shorten it
 	undecodable atomic.Uint64
@@ -170,14 +188,17 @@ func Open(ctx context.Context, cfg Config) (*Log, error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, err
 	}
+	now := time.Now()
 	l := &Log{
-		closing:  make(chan struct{}),
-		reserve:  cfg.DiskReserve,
-		cfg:      cfg,
-		log:      cfg.Logger.With("component", "eventlog", "stream", cfg.Stream),
-		subject:  cfg.Subject + ".>",
-		ncClosed: make(chan struct{}),
-		ackWait:  defaultAckWait,
+		opening:   now,
+		waitUntil: now.Add(cfg.StartWait),
+		closing:   make(chan struct{}),
+		reserve:   cfg.DiskReserve,
+		cfg:       cfg,
+		log:       cfg.Logger.With("component", "eventlog", "stream", cfg.Stream),
+		subject:   cfg.Subject + ".>",
+		ncClosed:  make(chan struct{}),
+		ackWait:   defaultAckWait,
 	}
 	if err := l.open(ctx); err != nil {
 		l.Close()
@@ -213,18 +234,27 @@ func (l *Log) open(ctx context.Context) error {
 		url = nats.DefaultURL // unused: the connection is in-process
 		opts = append(opts, nats.InProcessServer(l.srv), nats.NoReconnect())
 	} else {
-		opts = append(opts, nats.MaxReconnects(-1))
-		if dl, ok := ctx.Deadline(); ok {
-			opts = append(opts, nats.Timeout(time.Until(dl)))
+		// Another server of a cluster is tried at once; the one that
+		// dropped the connection, after reconnectWait.
+		opts = append(opts, nats.MaxReconnects(-1), nats.ReconnectWait(reconnectWait))
+	}
+	err := l.retry(ctx, "connect", func(ctx context.Context) error {
+		o := opts
+		if dl, ok := ctx.Deadline(); ok && l.srv == nil {
+			o = append(o, nats.Timeout(time.Until(dl)))
 		}
-	}
-	nc, err := nats.Connect(url, opts...)
+		nc, err := nats.Connect(url, o...)
+		if err != nil {
+			return err
+		}
+		l.nc = nc
+		return nil
+	})
 	if err != nil {
-		return unavailable("connect", err)
+		return err
 	}
-	l.nc = nc
-	l.log.Debug("connected to NATS", "server_version", nc.ConnectedServerVersion(), "embedded", l.srv != nil)
-	l.js, err = jetstream.New(nc,
+	l.log.Debug("connected to NATS", "server_version", l.nc.ConnectedServerVersion(), "embedded", l.srv != nil)
+	l.js, err = jetstream.New(l.nc,
 		jetstream.WithPublishAsyncMaxPending(maxPubPending),
 		jetstream.WithPublishAsyncTimeout(pubAckTimeout))
 	if err != nil {

@@ -706,7 +706,7 @@ func TestOpen_Config(t *testing.T) {
 		{"BadStream", Config{Dir: "x", Stream: "a.b"}, "invalid stream name"},
 		{"BadSubject", Config{Dir: "x", Subject: "a.*"}, "invalid subject prefix"},
 		{"EmptyToken", Config{Dir: "x", Subject: "a..b"}, "invalid subject prefix"},
-		{"Replicas", Config{Dir: "x", Replicas: 3}, "external NATS cluster"},
+		{"Replicas", Config{Dir: "x", Replicas: 3}, "needs a NATS cluster"},
 		{"TooManyReplicas", Config{URL: "nats://x", Replicas: 7}, "out of range"},
 		{"Sync", Config{Dir: "x", Sync: 9}, "unknown sync policy"},
 	}
