@@ -1,8 +1,11 @@
 package eventlog
 
 import (
+	"context"
 	"fmt"
+	"slices"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -11,6 +14,20 @@ import (
 )
 
 func freeAddr(tb testing.TB) string { return testenv.FreeAddr(tb) }
+
+// streamLeader returns the server name of the stream's leader.
+func streamLeader(tb testing.TB, l *Log) string {
+	tb.Helper()
+	var leader string
+	waitFor(tb, 30*time.Second, "the stream to have a leader", func() bool {
+		info, err := l.stream.Info(ctxTimeout(tb, 5*time.Second))
+		if err == nil && info.Cluster != nil {
+			leader = info.Cluster.Leader
+		}
+		return leader != ""
+	})
+	return leader
+}
 
 // TestCluster_StartOrder: the log's users start before the NATS cluster,
 // whose nodes then start one by one, on a fresh deployment: each Open
@@ -88,4 +105,106 @@ func TestCluster_Unavailable(t *testing.T) {
 		t.Fatalf("Open of 3 replicas on a single server: %v after %s, want a refusal at once", err, time.Since(start))
 	}
 	t.Log(err)
+}
+
+// TestCluster_LeaderKill: on a three-node cluster, an R3 stream takes
+// publishes from 32 goroutines and a consumer reads it, while the
+// stream's leader is killed with SIGKILL. Every acknowledged event must
+// be stored exactly once (one sequence) and delivered to the consumer;
+// the longest time with no acknowledged publish is reported.
+func TestCluster_LeaderKill(t *testing.T) {
+	c := testenv.StartNATSCluster(t, 3)
+	l := openLog(t, Config{URL: c.URLs(), Replicas: 3, StartWait: time.Minute})
+
+	var (
+		mu        sync.Mutex
+		delivered = map[string]map[uint64]bool{} // event id: its sequences
+	)
+	startConsumer(t, l, "persister", 100, 50*time.Millisecond, func(_ context.Context, b []Message) error {
+		mu.Lock()
+		defer mu.Unlock()
+		for _, m := range b {
+			id := m.Event.ID()
+			if delivered[id] == nil {
+				delivered[id] = map[uint64]bool{}
+			}
+			delivered[id][m.Seq] = true
+		}
+		return nil
+	})
+
+	var (
+		acked   []string
+		ackedAt []time.Time
+		failed  int
+		stop    = make(chan struct{})
+		wg      sync.WaitGroup
+	)
+	for g := range 32 {
+		wg.Go(func() {
+			for i := 0; ; i++ {
+				select {
+				case <-stop:
+					return
+				default:
+				}
+				e := follow(fg.UserID(g+1), fg.UserID(1000+i))
+				ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+				err := l.Publish(ctx, e)
+				cancel()
+				mu.Lock()
+				if err == nil {
+					acked = append(acked, e.ID())
+					ackedAt = append(ackedAt, time.Now())
+				} else {
+					failed++
+				}
+				mu.Unlock()
+				if err != nil {
+					time.Sleep(50 * time.Millisecond)
+				}
+			}
+		})
+	}
+	time.Sleep(2 * time.Second)
+	leader := streamLeader(t, l)
+	killed := time.Now()
+	c.Kill(c.Node(leader))
+	time.Sleep(8 * time.Second)
+	close(stop)
+	wg.Wait()
+	if newLeader := streamLeader(t, l); newLeader == leader {
+		t.Fatalf("the stream's leader is still %s", leader)
+	}
+
+	waitFor(t, time.Minute, "the consumer to deliver every acknowledged event", func() bool {
+		mu.Lock()
+		defer mu.Unlock()
+		for _, id := range acked {
+			if len(delivered[id]) == 0 {
+				return false
+			}
+		}
+		return true
+	})
+	mu.Lock()
+	defer mu.Unlock()
+	for id, seqs := range delivered {
+		if len(seqs) > 1 {
+			t.Errorf("event %s is stored %d times, at sequences %v", id, len(seqs), seqs)
+		}
+	}
+	slices.SortFunc(ackedAt, func(a, b time.Time) int { return a.Compare(b) })
+	var gap time.Duration
+	var gapAt time.Time
+	for i := 1; i < len(ackedAt); i++ {
+		if d := ackedAt[i].Sub(ackedAt[i-1]); d > gap {
+			gap, gapAt = d, ackedAt[i-1]
+		}
+	}
+	t.Logf("killed stream leader %s: %d publishes acknowledged, %d failed; the longest time with no acknowledged publish is %s, from %s after the kill",
+		leader, len(acked), failed, gap.Round(time.Millisecond), gapAt.Sub(killed).Round(time.Millisecond))
+	if gap > 15*time.Second {
+		t.Errorf("no publish was acknowledged for %s", gap)
+	}
 }

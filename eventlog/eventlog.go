@@ -96,11 +96,16 @@
 //
 // # Ambiguous failures
 //
-// When Publish fails after the message left (ctx ended before the
-// acknowledgement, the connection dropped), the event may still have been
-// stored, and will then be persisted although the engine dropped the
-// change. Publishing the same event again within DuplicateWindow is safe;
-// otherwise the reconciler finds the difference.
+// A publish whose acknowledgement does not come (a stream leader killed
+// with the message, a connection dropped and made again to another
+// server of a cluster) or is a transient failure is sent again by
+// Publish, with the same message id, until it is acknowledged, within
+// the caller's deadline and the duplicate window: the stream stores it
+// once. When Publish fails after the message left (ctx ended before the
+// acknowledgement), the event may still have been stored, and will then
+// be persisted although the engine dropped the change. Publishing the
+// same event again within DuplicateWindow is safe; otherwise the
+// reconciler finds the difference.
 package eventlog
 
 import (
@@ -123,7 +128,7 @@ import (
 const (
 	closeTimeout  = 10 * time.Second       // waiting for in-flight publishes and the drain
 	maxPubPending = 16384                  // async publishes in flight before Publish waits
-	pubAckTimeout = 30 * time.Second       // forgets an ack that never comes
+	pubAckTimeout = 10 * time.Second       // forgets an ack that never comes
 	reconnectWait = 500 * time.Millisecond // before trying a server again that dropped the connection
 )
 
@@ -142,8 +147,9 @@ type Log struct {
 	stream   jetstream.Stream
 	applied  jetstream.Stream // the applied window (applied.go); nil without Config.KeepApplied
 
-	opening   time.Time // when Open began
-	waitUntil time.Time // Config.StartWait after opening: retry tries until then
+	opening   time.Time     // when Open began
+	waitUntil time.Time     // Config.StartWait after opening: retry tries until then
+	dupWindow time.Duration // the stream's duplicate window: Publish sends again within it
 
 	ackWait     time.Duration // of the consumers Consume creates; tests shorten it
 	undecodable atomic.Uint64

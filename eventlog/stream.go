@@ -83,6 +83,10 @@ func (l *Log) ensureStream(ctx context.Context) error {
 		if got.Replicas != want.Replicas {
 			l.log.Warn("stream replicas differ from the configuration; keeping the stream's", "stream_replicas", got.Replicas, "config_replicas", want.Replicas)
 		}
+		l.dupWindow = DuplicateWindow
+		if d := got.Duplicates; d > 0 && d < l.dupWindow {
+			l.dupWindow = d
+		}
 		l.stream = s
 		return nil
 	})
