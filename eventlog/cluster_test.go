@@ -208,3 +208,103 @@ func TestCluster_LeaderKill(t *testing.T) {
 		t.Errorf("no publish was acknowledged for %s", gap)
 	}
 }
+
+// embeddedCluster returns the configurations of n embedded servers that
+// make one cluster, each with a folder of its own.
+func embeddedCluster(tb testing.TB, n int) []Config {
+	tb.Helper()
+	var addrs, routes []string
+	for range n {
+		addr := freeAddr(tb)
+		addrs = append(addrs, addr)
+		routes = append(routes, "nats-route://"+addr)
+	}
+	cfgs := make([]Config, n)
+	for i := range cfgs {
+		cfgs[i] = Config{Dir: tb.TempDir(), Replicas: 3, StartWait: time.Minute, Logger: testLogger(),
+			Cluster: &Cluster{Listen: addrs[i], Routes: routes}}
+	}
+	return cfgs
+}
+
+// openAll opens the logs of cfgs at once, and closes them when the test
+// ends.
+func openAll(tb testing.TB, cfgs []Config) []*Log {
+	tb.Helper()
+	logs := make([]*Log, len(cfgs))
+	errs := make([]error, len(cfgs))
+	var wg sync.WaitGroup
+	for i, cfg := range cfgs {
+		wg.Go(func() { logs[i], errs[i] = Open(ctxTimeout(tb, 2*time.Minute), cfg) })
+	}
+	wg.Wait()
+	for i, l := range logs {
+		if l != nil {
+			tb.Cleanup(func() { l.Close() })
+		}
+		if errs[i] != nil {
+			tb.Fatalf("node %d: %v", i, errs[i])
+		}
+	}
+	return logs
+}
+
+// TestEmbeddedCluster: three embedded servers started together form a
+// cluster and an R3 stream, and take publishes through every node. The
+// stream's leader stops; the other two go on, and it rejoins when it
+// starts again.
+func TestEmbeddedCluster(t *testing.T) {
+	cfgs := embeddedCluster(t, 3)
+	logs := openAll(t, cfgs)
+	if r := logs[0].stream.CachedInfo().Config.Replicas; r != 3 {
+		t.Fatalf("the stream has %d replicas, want 3", r)
+	}
+	c := startConsumer(t, logs[1], "persister", 100, 50*time.Millisecond, nil)
+	var sent []fg.Event
+	for i, l := range logs {
+		e := follow(fg.UserID(i+1), 100)
+		publish(t, l, e)
+		sent = append(sent, e)
+	}
+	leader := streamLeader(t, logs[0])
+	down := slices.IndexFunc(cfgs, func(c Config) bool { return c.Cluster.Listen == leader })
+	if down < 0 {
+		t.Fatalf("the stream's leader %q is none of the nodes", leader)
+	}
+	if down == 1 { // the consumer's node: keep it
+		c.stop(t)
+	}
+	logs[down].Close()
+	if down == 1 {
+		c = startConsumer(t, logs[2], "persister", 100, 50*time.Millisecond, nil)
+	}
+	for i, l := range logs {
+		if i == down {
+			continue
+		}
+		e := follow(fg.UserID(i+1), 200)
+		publish(t, l, e)
+		sent = append(sent, e)
+	}
+	again := openLog(t, cfgs[down])
+	e := follow(9, 300)
+	publish(t, again, e)
+	sent = append(sent, e)
+	waitFor(t, 30*time.Second, "the consumer to deliver every event", func() bool { return len(c.handled()) >= len(sent) })
+	if got := eventsOf(c.handled()); !sameEvents(got, sent) {
+		t.Fatalf("delivered %v, want %v", got, sent)
+	}
+}
+
+// sameEvents reports whether a and b hold the same events, in any order.
+func sameEvents(a, b []fg.Event) bool {
+	ids := func(es []fg.Event) []string {
+		var out []string
+		for _, e := range es {
+			out = append(out, e.ID())
+		}
+		slices.Sort(out)
+		return out
+	}
+	return slices.Equal(ids(a), ids(b))
+}

@@ -9,8 +9,11 @@
 //
 // With Config.URL empty, Open runs a NATS server in-process, listening on
 // no port, with its JetStream file store under Config.Dir (locked against
-// a second process). With a URL it connects to an external server or
-// cluster. Everything else is the same code.
+// a second process). With Config.Cluster as well, that server is one node
+// of a JetStream cluster whose other nodes are the servers of other
+// processes (see Cluster): it listens for their routes, and Open waits
+// for the cluster to elect a leader. With a URL it connects to an
+// external server or cluster. Everything else is the same code.
 //
 // # Start-up
 //
@@ -90,9 +93,11 @@
 // times the throughput (docs/BENCHMARKS.md has the figures). Choose
 // SyncAlways where a power loss must not lose acknowledged writes.
 //
-// Sync applies to the embedded server. An external server's fsync is its
-// own configuration; with more than one replica, an acknowledgement means
-// a quorum of replicas stored the event.
+// Sync applies to the embedded server, each node's in a cluster. An
+// external server's fsync is its own configuration. With more than one
+// replica, an acknowledgement means a majority of the replicas stored the
+// event, each under its own sync policy (docs/RELIABILITY.md, "What an
+// acknowledgement means on a replicated stream").
 //
 // # Ambiguous failures
 //
@@ -146,6 +151,7 @@ type Log struct {
 	js       jetstream.JetStream
 	stream   jetstream.Stream
 	applied  jetstream.Stream // the applied window (applied.go); nil without Config.KeepApplied
+	token    string           // the embedded cluster node's client token
 
 	opening   time.Time     // when Open began
 	waitUntil time.Time     // Config.StartWait after opening: retry tries until then
@@ -239,6 +245,9 @@ func (l *Log) open(ctx context.Context) error {
 		}
 		url = nats.DefaultURL // unused: the connection is in-process
 		opts = append(opts, nats.InProcessServer(l.srv), nats.NoReconnect())
+		if l.token != "" {
+			opts = append(opts, nats.Token(l.token))
+		}
 	} else {
 		// Another server of a cluster is tried at once; the one that
 		// dropped the connection, after reconnectWait.
@@ -265,6 +274,11 @@ func (l *Log) open(ctx context.Context) error {
 		jetstream.WithPublishAsyncTimeout(pubAckTimeout))
 	if err != nil {
 		return fmt.Errorf("eventlog: jetstream: %w", err)
+	}
+	if l.cfg.Cluster != nil {
+		if err := l.waitForCluster(ctx); err != nil {
+			return err
+		}
 	}
 	if err := l.ensureStream(ctx); err != nil {
 		return err

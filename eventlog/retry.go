@@ -69,7 +69,7 @@ func transient(err error) bool {
 	for _, t := range []error{
 		context.DeadlineExceeded, nats.ErrTimeout, nats.ErrNoResponders, jetstream.ErrNoStreamResponse,
 		jetstream.ErrAsyncPublishTimeout, nats.ErrNoServers, nats.ErrDisconnected, nats.ErrConnectionReconnecting,
-		nats.ErrStaleConnection, nats.ErrReconnectBufExceeded, io.EOF, syscall.ECONNREFUSED, syscall.ECONNRESET,
+		nats.ErrStaleConnection, nats.ErrReconnectBufExceeded, errNoLeader, io.EOF, syscall.ECONNREFUSED, syscall.ECONNRESET,
 	} {
 		if errors.Is(err, t) {
 			return true
