@@ -56,18 +56,21 @@ func (l *Log) ensureApplied(ctx context.Context) error {
 		Discard:     jetstream.DiscardOld,
 		AllowDirect: true,
 	}
-	s, err := l.js.Stream(ctx, cfg.Name)
-	if errors.Is(err, jetstream.ErrStreamNotFound) {
-		s, err = l.js.CreateStream(ctx, cfg)
-		if errors.Is(err, jetstream.ErrStreamNameAlreadyInUse) { // created meanwhile by another node
-			s, err = l.js.Stream(ctx, cfg.Name)
+	// Tried again while the log is unavailable, as the stream is (retry).
+	return l.retry(ctx, "stream "+cfg.Name, func(ctx context.Context) error {
+		s, err := l.js.Stream(ctx, cfg.Name)
+		if errors.Is(err, jetstream.ErrStreamNotFound) {
+			s, err = l.js.CreateStream(ctx, cfg)
+			if errors.Is(err, jetstream.ErrStreamNameAlreadyInUse) { // created meanwhile by another node
+				s, err = l.js.Stream(ctx, cfg.Name)
+			}
 		}
-	}
-	if err != nil {
-		return unavailable("stream "+cfg.Name, err)
-	}
-	l.applied = s
-	return nil
+		if err != nil {
+			return err
+		}
+		l.applied = s
+		return nil
+	})
 }
 
 // KeepApplied copies batch, which the durable store has applied, into

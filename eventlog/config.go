@@ -68,8 +68,19 @@ type Config struct {
 	// "<Subject>.>".
 	Subject string
 	// Replicas is the stream's replica count when Open creates it, 1 to 5
-	// (more than 1 needs an external cluster); default 1.
+	// (more than 1 needs a cluster: an external one, or Cluster); default
+	// 1. With more than one, a publish is acknowledged once a majority of
+	// the replicas stored it.
 	Replicas int
+	// Cluster, when not nil, makes the embedded server one node of a
+	// JetStream cluster whose other nodes are the embedded servers of
+	// other processes (see Cluster). Needs URL "".
+	Cluster *Cluster
+	// StartWait is how long Open (and recovery.OpenLog) keep trying while
+	// the log is unavailable for now: NATS not up yet, a JetStream
+	// cluster without a leader, a stream leader being elected, no
+	// answer in time. Each failed try is logged. 0 tries once.
+	StartWait time.Duration
 	// Sync is the embedded server's sync policy; default DefaultSync. An
 	// external server's policy is its own configuration (jetstream
 	// { sync_interval: always }) and Sync does not change it.
@@ -104,10 +115,22 @@ func (c Config) Validate() error {
 		return fmt.Errorf("eventlog: invalid subject prefix %q: it must be dot-separated non-empty tokens without spaces or wildcards", c.Subject)
 	case c.Replicas < 1 || c.Replicas > 5:
 		return fmt.Errorf("eventlog: replicas %d is out of range: it must be 1 to 5", c.Replicas)
-	case c.URL == "" && c.Replicas != 1:
-		return fmt.Errorf("eventlog: replicas %d needs an external NATS cluster: the embedded server is a single node", c.Replicas)
+	case c.URL != "" && c.Cluster != nil:
+		return errors.New("eventlog: Cluster is for the embedded server: URL must be empty")
+	case c.URL == "" && c.Cluster == nil && c.Replicas != 1:
+		return fmt.Errorf("eventlog: replicas %d needs a NATS cluster (external, or Cluster): the embedded server is a single node", c.Replicas)
+	case c.StartWait < 0:
+		return fmt.Errorf("eventlog: StartWait %s is negative", c.StartWait)
 	case c.Sync > SyncInterval:
 		return fmt.Errorf("eventlog: unknown sync policy %d", c.Sync)
+	}
+	if c.Cluster != nil {
+		if _, err := c.Cluster.options(); err != nil {
+			return err
+		}
+		if n := len(c.Cluster.Routes); c.Replicas > n {
+			return fmt.Errorf("eventlog: replicas %d is more than the cluster's %d nodes", c.Replicas, n)
+		}
 	}
 	return nil
 }

@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"log/slog"
 	"slices"
 	"sync"
 	"time"
@@ -77,8 +78,13 @@ func retryDelay(failures int) time.Duration {
 // last with the batch, so that every sequence the stream no longer holds
 // is one the record covers (the start-up check relies on it).
 //
-// Consume returns an error when its arguments are invalid, when the
-// consumer cannot be created, or when the log is closed.
+// The log being unavailable for a while (NATS restarting, a stream or
+// consumer leader being elected in a cluster) stops nothing: creating
+// the consumer, pulling and acknowledging are tried again until they
+// work, with one line logged when such an outage begins and one when it
+// ends. Consume returns an error when its arguments are invalid, when
+// the consumer is refused for another reason (the stream has another
+// consumer), or when the log is closed.
 func (l *Log) Consume(ctx context.Context, durable string, max int, wait time.Duration, handle func(ctx context.Context, batch []Message, last uint64) error) error {
 	switch {
 	case !validName(durable):
@@ -92,25 +98,10 @@ func (l *Log) Consume(ctx context.Context, durable string, max int, wait time.Du
 	if l.closed.Load() {
 		return unavailable(op, errClosed)
 	}
-	cons, err := l.stream.CreateOrUpdateConsumer(ctx, jetstream.ConsumerConfig{
-		Durable:       durable,
-		Description:   "followgraph persister",
-		DeliverPolicy: jetstream.DeliverAllPolicy,
-		AckPolicy:     jetstream.AckExplicitPolicy,
-		AckWait:       l.ackWait,
-		MaxDeliver:    -1,
-		// One batch in flight: a failing batch is retried before anything
-		// newer is delivered, instead of the log draining around it.
-		MaxAckPending: max,
-	})
-	if err != nil {
-		if ctx.Err() != nil {
-			return nil
-		}
-		if errors.Is(err, jetstream.ErrConsumerNameAlreadyInUse) || isWQNotUnique(err) {
-			return fmt.Errorf("eventlog: %s: the stream already has another consumer, and a workqueue stream has exactly one persister: %w", op, err)
-		}
-		return unavailable(op, err)
+	down := &outage{log: l.log.With("consumer", durable), what: "reading the event log"}
+	cons, err := l.consumer(ctx, durable, max, down)
+	if err != nil || cons == nil {
+		return err
 	}
 	failures := 0
 	// How many to ask for (see fetch): at first, the backlog the consumer
@@ -131,14 +122,20 @@ func (l *Log) Consume(ctx context.Context, durable string, max int, wait time.Du
 				return unavailable(op, err)
 			}
 			failures++
-			l.log.Warn("fetch failed", "consumer", durable, "err", err)
+			down.failed(err)
+			if errors.Is(err, jetstream.ErrConsumerNotFound) || errors.Is(err, jetstream.ErrConsumerDeleted) {
+				if cons, err = l.consumer(ctx, durable, max, down); err != nil || cons == nil {
+					return err
+				}
+			}
 			sleep(ctx, retryDelay(failures))
 			continue
 		}
+		down.ok()
 		if len(raw) == 0 {
 			continue
 		}
-		if l.handleBatch(ctx, durable, raw, handle, failures+1) {
+		if l.handleBatch(ctx, durable, raw, handle, failures+1, down) {
 			failures = 0
 			want = waiting(raw[len(raw)-1], max)
 		} else {
@@ -146,6 +143,66 @@ func (l *Log) Consume(ctx context.Context, durable string, max int, wait time.Du
 			want = max
 		}
 	}
+}
+
+// consumer creates (or finds) the durable consumer of Consume, trying
+// again while the log is unavailable, until ctx ends (then it returns
+// nil, nil).
+func (l *Log) consumer(ctx context.Context, durable string, max int, down *outage) (jetstream.Consumer, error) {
+	op := "consume " + durable
+	for failures := 1; ; failures++ {
+		cons, err := l.stream.CreateOrUpdateConsumer(ctx, jetstream.ConsumerConfig{
+			Durable:       durable,
+			Description:   "followgraph persister",
+			DeliverPolicy: jetstream.DeliverAllPolicy,
+			AckPolicy:     jetstream.AckExplicitPolicy,
+			AckWait:       l.ackWait,
+			MaxDeliver:    -1,
+			// One batch in flight: a failing batch is retried before anything
+			// newer is delivered, instead of the log draining around it.
+			MaxAckPending: max,
+		})
+		switch {
+		case ctx.Err() != nil:
+			return nil, nil
+		case err == nil:
+			return cons, nil
+		case errors.Is(err, jetstream.ErrConsumerNameAlreadyInUse) || isWQNotUnique(err):
+			return nil, fmt.Errorf("eventlog: %s: the stream already has another consumer, and a workqueue stream has exactly one persister: %w", op, err)
+		case !transient(err) || l.closed.Load() || l.nc.IsClosed():
+			return nil, unavailable(op, err)
+		}
+		down.failed(fmt.Errorf("creating the consumer: %w", err))
+		sleep(ctx, retryDelay(failures))
+	}
+}
+
+// outage logs a run of failures of one kind as one warning when it
+// begins and one line when it ends, however long it lasts (the tries in
+// between are logged at debug level).
+type outage struct {
+	log   *slog.Logger
+	what  string
+	since time.Time
+	count int
+}
+
+func (o *outage) failed(err error) {
+	o.count++
+	if o.count > 1 {
+		o.log.Debug(o.what+" failed again", "failures", o.count, "err", err)
+		return
+	}
+	o.since = time.Now()
+	o.log.Warn(o.what+" failed; trying again until it works (one line until then)", "err", err)
+}
+
+func (o *outage) ok() {
+	if o.count == 0 {
+		return
+	}
+	o.log.Info(o.what+" works again", "failures", o.count, "after", time.Since(o.since).Round(time.Millisecond).String())
+	o.count = 0
 }
 
 // dropAcked removes from the stream the messages up to the consumer's
@@ -247,7 +304,7 @@ func collect(ctx context.Context, b jetstream.MessageBatch) ([]jetstream.Msg, er
 
 // handleBatch decodes raw, hands the events to handle, and acknowledges
 // or naks them all. It reports whether handle succeeded.
-func (l *Log) handleBatch(ctx context.Context, durable string, raw []jetstream.Msg, handle func(context.Context, []Message, uint64) error, attempt int) bool {
+func (l *Log) handleBatch(ctx context.Context, durable string, raw []jetstream.Msg, handle func(context.Context, []Message, uint64) error, attempt int, down *outage) bool {
 	batch := make([]Message, 0, len(raw))
 	var last uint64
 	for _, m := range raw {
@@ -282,14 +339,16 @@ func (l *Log) handleBatch(ctx context.Context, durable string, raw []jetstream.M
 		}
 		return false
 	}
-	l.ack(durable, raw)
+	l.ack(raw, down)
 	return true
 }
 
 // ack acknowledges msgs and waits for the server to confirm the last: it
 // processes a consumer's acks in order, so then all are done. It does so
-// even when Consume's context has ended, as handle's work is done.
-func (l *Log) ack(durable string, msgs []jetstream.Msg) {
+// even when Consume's context has ended, as handle's work is done. A
+// failure (the consumer's leader changing) is harmless for the stored
+// data: unconfirmed events are redelivered, and handle is idempotent.
+func (l *Log) ack(msgs []jetstream.Msg, down *outage) {
 	if len(msgs) == 0 {
 		return
 	}
@@ -299,8 +358,7 @@ func (l *Log) ack(durable string, msgs []jetstream.Msg) {
 	ctx, cancel := context.WithTimeout(context.Background(), ackTimeout)
 	defer cancel()
 	if err := msgs[len(msgs)-1].DoubleAck(ctx); err != nil {
-		// Harmless for the stored data: unconfirmed events are redelivered.
-		l.log.Warn("acknowledging a batch failed; it may be redelivered", "consumer", durable, "err", err)
+		down.failed(fmt.Errorf("acknowledging a batch (it may be delivered again): %w", err))
 	}
 }
 

@@ -9,8 +9,25 @@
 //
 // With Config.URL empty, Open runs a NATS server in-process, listening on
 // no port, with its JetStream file store under Config.Dir (locked against
-// a second process). With a URL it connects to an external server or
-// cluster. Everything else is the same code.
+// a second process). With Config.Cluster as well, that server is one node
+// of a JetStream cluster whose other nodes are the servers of other
+// processes (see Cluster): it listens for their routes, and Open waits
+// for the cluster to elect a leader. With a URL it connects to an
+// external server or cluster. Everything else is the same code.
+//
+// # Start-up
+//
+// Open (and recovery.OpenLog) may run before NATS is up, or while a
+// JetStream cluster has no leader yet, and beside other processes opening
+// the same log. Each step (connecting, finding or creating the stream,
+// recording the store) is tried again while its failure is transient — no
+// answer in time, no connection, no leader, not enough peers yet — for
+// up to Config.StartWait, logging each failed try; then it returns
+// EUnavailable. An answer (a configuration the server refuses, a stream
+// that cannot be the log, a missing stream that must exist) is returned
+// at once. A step that another node may race (creating the stream,
+// recording the store in its metadata) reads the stream again on each
+// try, and one that finds the work done is done.
 //
 // # Message format
 //
@@ -76,17 +93,24 @@
 // times the throughput (docs/BENCHMARKS.md has the figures). Choose
 // SyncAlways where a power loss must not lose acknowledged writes.
 //
-// Sync applies to the embedded server. An external server's fsync is its
-// own configuration; with more than one replica, an acknowledgement means
-// a quorum of replicas stored the event.
+// Sync applies to the embedded server, each node's in a cluster. An
+// external server's fsync is its own configuration. With more than one
+// replica, an acknowledgement means a majority of the replicas stored the
+// event, each under its own sync policy (docs/RELIABILITY.md, "What an
+// acknowledgement means on a replicated stream").
 //
 // # Ambiguous failures
 //
-// When Publish fails after the message left (ctx ended before the
-// acknowledgement, the connection dropped), the event may still have been
-// stored, and will then be persisted although the engine dropped the
-// change. Publishing the same event again within DuplicateWindow is safe;
-// otherwise the reconciler finds the difference.
+// A publish whose acknowledgement does not come (a stream leader killed
+// with the message, a connection dropped and made again to another
+// server of a cluster) or is a transient failure is sent again by
+// Publish, with the same message id, until it is acknowledged, within
+// the caller's deadline and the duplicate window: the stream stores it
+// once. When Publish fails after the message left (ctx ended before the
+// acknowledgement), the event may still have been stored, and will then
+// be persisted although the engine dropped the change. Publishing the
+// same event again within DuplicateWindow is safe; otherwise the
+// reconciler finds the difference.
 package eventlog
 
 import (
@@ -107,9 +131,10 @@ import (
 
 // Tuning that callers have no reason to change.
 const (
-	closeTimeout  = 10 * time.Second // waiting for in-flight publishes and the drain
-	maxPubPending = 16384            // async publishes in flight before Publish waits
-	pubAckTimeout = 30 * time.Second // forgets an ack that never comes
+	closeTimeout  = 10 * time.Second       // waiting for in-flight publishes and the drain
+	maxPubPending = 16384                  // async publishes in flight before Publish waits
+	pubAckTimeout = 10 * time.Second       // forgets an ack that never comes
+	reconnectWait = 500 * time.Millisecond // before trying a server again that dropped the connection
 )
 
 // Log is an open event log. Its methods are safe for concurrent use.
@@ -126,6 +151,11 @@ type Log struct {
 	js       jetstream.JetStream
 	stream   jetstream.Stream
 	applied  jetstream.Stream // the applied window (applied.go); nil without Config.KeepApplied
+	token    string           // the embedded cluster node's client token
+
+	opening   time.Time     // when Open began
+	waitUntil time.Time     // Config.StartWait after opening: retry tries until then
+	dupWindow time.Duration // the stream's duplicate window: Publish sends again within it
 
 	ackWait     time.Duration // of the consumers Consume creates; tests shorten it
 	undecodable atomic.Uint64
@@ -170,14 +200,17 @@ func Open(ctx context.Context, cfg Config) (*Log, error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, err
 	}
+	now := time.Now()
 	l := &Log{
-		closing:  make(chan struct{}),
-		reserve:  cfg.DiskReserve,
-		cfg:      cfg,
-		log:      cfg.Logger.With("component", "eventlog", "stream", cfg.Stream),
-		subject:  cfg.Subject + ".>",
-		ncClosed: make(chan struct{}),
-		ackWait:  defaultAckWait,
+		opening:   now,
+		waitUntil: now.Add(cfg.StartWait),
+		closing:   make(chan struct{}),
+		reserve:   cfg.DiskReserve,
+		cfg:       cfg,
+		log:       cfg.Logger.With("component", "eventlog", "stream", cfg.Stream),
+		subject:   cfg.Subject + ".>",
+		ncClosed:  make(chan struct{}),
+		ackWait:   defaultAckWait,
 	}
 	if err := l.open(ctx); err != nil {
 		l.Close()
@@ -212,23 +245,40 @@ func (l *Log) open(ctx context.Context) error {
 		}
 		url = nats.DefaultURL // unused: the connection is in-process
 		opts = append(opts, nats.InProcessServer(l.srv), nats.NoReconnect())
-	} else {
-		opts = append(opts, nats.MaxReconnects(-1))
-		if dl, ok := ctx.Deadline(); ok {
-			opts = append(opts, nats.Timeout(time.Until(dl)))
+		if l.token != "" {
+			opts = append(opts, nats.Token(l.token))
 		}
+	} else {
+		// Another server of a cluster is tried at once; the one that
+		// dropped the connection, after reconnectWait.
+		opts = append(opts, nats.MaxReconnects(-1), nats.ReconnectWait(reconnectWait))
 	}
-	nc, err := nats.Connect(url, opts...)
+	err := l.retry(ctx, "connect", func(ctx context.Context) error {
+		o := opts
+		if dl, ok := ctx.Deadline(); ok && l.srv == nil {
+			o = append(o, nats.Timeout(time.Until(dl)))
+		}
+		nc, err := nats.Connect(url, o...)
+		if err != nil {
+			return err
+		}
+		l.nc = nc
+		return nil
+	})
 	if err != nil {
-		return unavailable("connect", err)
+		return err
 	}
-	l.nc = nc
-	l.log.Debug("connected to NATS", "server_version", nc.ConnectedServerVersion(), "embedded", l.srv != nil)
-	l.js, err = jetstream.New(nc,
+	l.log.Debug("connected to NATS", "server_version", l.nc.ConnectedServerVersion(), "embedded", l.srv != nil)
+	l.js, err = jetstream.New(l.nc,
 		jetstream.WithPublishAsyncMaxPending(maxPubPending),
 		jetstream.WithPublishAsyncTimeout(pubAckTimeout))
 	if err != nil {
 		return fmt.Errorf("eventlog: jetstream: %w", err)
+	}
+	if l.cfg.Cluster != nil {
+		if err := l.waitForCluster(ctx); err != nil {
+			return err
+		}
 	}
 	if err := l.ensureStream(ctx); err != nil {
 		return err

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	fg "github.com/followgraph/followgraph"
+	"github.com/followgraph/followgraph/internal/testenv"
 )
 
 // benchDir is where benchmarks put the store: FOLLOWGRAPH_BENCH_DIR, or a
@@ -129,4 +130,24 @@ func BenchmarkReplay(b *testing.B) {
 		b.Fatalf("replayed %d events in %d runs, want %d each", n, b.N, backlog)
 	}
 	b.ReportMetric(float64(n)/b.Elapsed().Seconds(), "events/s")
+}
+
+// BenchmarkPublishReplicas measures acknowledged publishes per second to
+// a stream of one replica and one of three on the same three-node
+// nats-server cluster of the benchmark's own (nats-server on the PATH),
+// side by side, with 1, 8 and 64 concurrent publishers each waiting for
+// its acknowledgement. The cluster's servers keep their default sync
+// (fsync every two minutes).
+func BenchmarkPublishReplicas(b *testing.B) {
+	c := testenv.StartNATSCluster(b, 3)
+	for _, replicas := range []int{1, 3} {
+		stream := fmt.Sprintf("BENCH_R%d", replicas)
+		l := openLog(b, Config{URL: c.URLs(), Stream: stream, Subject: fmt.Sprintf("bench.r%d.edges", replicas),
+			Replicas: replicas, StartWait: time.Minute, Logger: benchLogger()})
+		for _, publishers := range []int{1, 8, 64} {
+			b.Run(fmt.Sprintf("replicas=%d/publishers=%d", replicas, publishers), func(b *testing.B) {
+				benchPublish(b, l, publishers)
+			})
+		}
+	}
 }

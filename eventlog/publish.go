@@ -1,6 +1,7 @@
 package eventlog
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"time"
@@ -18,6 +19,13 @@ import (
 // Publishes are asynchronous underneath: concurrent callers share the
 // connection and have many events in flight at once, each waiting only
 // for its own acknowledgement.
+//
+// While no acknowledgement comes (a stream leader that died with the
+// message, a connection dropped and made again to another server of a
+// cluster) or the answer is a transient failure, Publish sends the event
+// again with the same message id, so that the stream stores it once: for
+// as long as ctx allows, and never later than the stream's duplicate
+// window after the first send, less a margin.
 //
 // An event that fails Event.Validate returns that error and is not sent.
 // Every other failure — not connected, closed, no acknowledgement before
@@ -45,32 +53,102 @@ func (l *Log) publish(ctx context.Context, e followgraph.Event, id string) error
 	if err := l.Writable(ctx); err != nil {
 		return fmt.Errorf("eventlog: %s: %w", op, err)
 	}
-	opts := []jetstream.PublishOpt{jetstream.WithMsgID(id)}
+	giveUp := time.Now().Add(l.dupWindow - dupMargin)
+	var opts []jetstream.PublishOpt
 	if dl, ok := ctx.Deadline(); ok {
 		wait := time.Until(dl)
 		if wait <= 0 {
 			return unavailable(op, context.DeadlineExceeded)
 		}
 		opts = append(opts, jetstream.WithStallWait(wait)) // when maxPubPending are in flight
+		if dl.Before(giveUp) {
+			giveUp = dl
+		}
 	}
-	m := &nats.Msg{Subject: subjectOf(l.cfg.Subject, e.Op), Data: encode(e), Header: nats.Header{}}
-	f, err := l.js.PublishMsgAsync(m, opts...)
+	subject, data := subjectOf(l.cfg.Subject, e.Op), encode(e)
+	send := func() (jetstream.PubAckFuture, error) {
+		// A message of its own each time: the library may still be
+		// sending the last one again (no responders).
+		m := &nats.Msg{Subject: subject, Data: data, Header: nats.Header{}}
+		return l.js.PublishMsgAsync(m, append(opts, jetstream.WithMsgID(id))...)
+	}
+	f, err := send()
 	if err != nil {
 		return unavailable(op, err)
 	}
-	select {
-	case ack := <-f.Ok():
+	var (
+		ok    = f.Ok()
+		fail  = f.Err()
+		older = make(chan *jetstream.PubAck, 1) // the first ack of an earlier send
+		sends = 1
+		last  error // why the last send failed
+	)
+	timer := time.NewTimer(resendDelay(sends))
+	defer timer.Stop()
+	for {
+		var ack *jetstream.PubAck
+		select {
+		case ack = <-ok:
+		case ack = <-older:
+		case err := <-fail:
+			if !transient(err) {
+				return unavailable(op, err)
+			}
+			last, ok, fail = err, nil, nil
+			timer.Reset(min(time.Until(giveUp), retryBase)) // send again soon
+			continue
+		case <-timer.C:
+			if time.Now().After(giveUp) {
+				return unavailable(op, cmp.Or(last, error(jetstream.ErrAsyncPublishTimeout)))
+			}
+			if fail != nil { // the last send is unanswered: its ack still counts
+				go forwardAck(f, older, l.ncClosed)
+			}
+			if f, err = send(); err != nil {
+				if !transient(err) {
+					return unavailable(op, err)
+				}
+				last, ok, fail = err, nil, nil
+			} else {
+				ok, fail = f.Ok(), f.Err()
+			}
+			sends++
+			timer.Reset(min(time.Until(giveUp), resendDelay(sends)))
+			continue
+		case <-l.ncClosed: // pending acks are failed on a reconnect, not on close
+			return unavailable(op, nats.ErrConnectionClosed)
+		case <-ctx.Done():
+			return unavailable(op, ctx.Err())
+		}
 		for {
 			if seen := l.stored.Load(); ack.Sequence <= seen || l.stored.CompareAndSwap(seen, ack.Sequence) {
 				return nil
 			}
 		}
-	case err := <-f.Err():
-		return unavailable(op, err)
-	case <-l.ncClosed: // pending acks are failed on a reconnect, not on close
-		return unavailable(op, nats.ErrConnectionClosed)
-	case <-ctx.Done():
-		return unavailable(op, ctx.Err())
+	}
+}
+
+// Publish sends an event again after resendDelay without an answer, and
+// stops dupMargin short of the duplicate window.
+const dupMargin = 10 * time.Second
+
+// resendDelay is how long Publish waits for the answer to its nth send
+// before sending again: a second, then two.
+func resendDelay(sends int) time.Duration {
+	return min(time.Duration(sends)*time.Second, 2*time.Second)
+}
+
+// forwardAck hands f's acknowledgement, if one comes, to acks, and
+// returns when f is answered or the connection closed.
+func forwardAck(f jetstream.PubAckFuture, acks chan<- *jetstream.PubAck, closed <-chan struct{}) {
+	select {
+	case ack := <-f.Ok():
+		select {
+		case acks <- ack:
+		default: // another earlier send was acknowledged
+		}
+	case <-f.Err():
+	case <-closed:
 	}
 }
 

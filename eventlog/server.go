@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"log/slog"
 	"os"
+	"strings"
 	"time"
 
 	"github.com/nats-io/nats-server/v2/server"
@@ -24,14 +25,24 @@ func (l *Log) startServer() error {
 		return fmt.Errorf("eventlog: lock: %w", err)
 	}
 	l.unlock = unlock
-	srv, err := server.NewServer(&server.Options{
+	opts := &server.Options{
 		ServerName: "followgraph",
 		DontListen: true,
 		JetStream:  true,
 		StoreDir:   l.cfg.Dir,
 		SyncAlways: l.cfg.Sync == SyncAlways,
 		NoSigs:     true,
-	})
+	}
+	if c := l.cfg.Cluster; c != nil {
+		o, err := c.options()
+		if err != nil {
+			return err
+		}
+		if l.token, err = o.apply(opts); err != nil {
+			return fmt.Errorf("eventlog: embedded server: %w", err)
+		}
+	}
+	srv, err := server.NewServer(opts)
 	if err != nil {
 		return fmt.Errorf("eventlog: embedded server: %w", err)
 	}
@@ -53,17 +64,26 @@ func (l *Log) startServer() error {
 }
 
 // serverLogger sends the embedded server's log to slog. Its notices
-// (start-up banner, recoveries) are Debug: the log reports what matters.
-// An error that says a write of the store failed calls failed.
+// (start-up banner, recoveries) are Debug: the log reports what matters;
+// but those of a cluster's leaders (elected, lost) are Info, so that a
+// leader change shows in the log. An error that says a write of the store
+// failed calls failed.
 type serverLogger struct {
 	l      *slog.Logger
 	failed func()
 }
 
-func (s serverLogger) Noticef(format string, v ...any) { s.l.Debug(fmt.Sprintf(format, v...)) }
-func (s serverLogger) Warnf(format string, v ...any)   { s.l.Warn(fmt.Sprintf(format, v...)) }
-func (s serverLogger) Fatalf(format string, v ...any)  { s.error(fmt.Sprintf(format, v...)) }
-func (s serverLogger) Errorf(format string, v ...any)  { s.error(fmt.Sprintf(format, v...)) }
+func (s serverLogger) Noticef(format string, v ...any) {
+	msg := fmt.Sprintf(format, v...)
+	if strings.Contains(msg, "leader") {
+		s.l.Info(msg)
+		return
+	}
+	s.l.Debug(msg)
+}
+func (s serverLogger) Warnf(format string, v ...any)  { s.l.Warn(fmt.Sprintf(format, v...)) }
+func (s serverLogger) Fatalf(format string, v ...any) { s.error(fmt.Sprintf(format, v...)) }
+func (s serverLogger) Errorf(format string, v ...any) { s.error(fmt.Sprintf(format, v...)) }
 
 func (s serverLogger) error(msg string) {
 	if isWriteFailure(msg) {

@@ -5,12 +5,18 @@ import (
 	"errors"
 	"fmt"
 	"maps"
+	"math/rand/v2"
 	"slices"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/nats-io/nats.go/jetstream"
 )
+
+// createJitter is the most Open waits, at random, before it creates the
+// stream (see ensureStream).
+const createJitter = time.Second
 
 // ErrNoStream is Open's error when Config.MustExist is set and the stream
 // does not exist.
@@ -34,39 +40,56 @@ func (l *Log) streamConfig() jetstream.StreamConfig {
 	}
 }
 
+// ensureStream finds or creates the stream and checks it, trying again
+// (retry) while the log is unavailable. Another node may create or
+// change the stream meanwhile: each try starts from the stream as it is.
 func (l *Log) ensureStream(ctx context.Context) error {
 	want := l.streamConfig()
-	s, err := l.js.Stream(ctx, want.Name)
-	if errors.Is(err, jetstream.ErrStreamNotFound) && l.cfg.MustExist {
-		return fmt.Errorf("%w: %s", ErrNoStream, want.Name)
-	}
-	if errors.Is(err, jetstream.ErrStreamNotFound) {
-		s, err = l.js.CreateStream(ctx, want)
-		if errors.Is(err, jetstream.ErrStreamNameAlreadyInUse) { // created meanwhile by another node
+	return l.retry(ctx, "stream "+want.Name, func(ctx context.Context) error {
+		s, err := l.js.Stream(ctx, want.Name)
+		if errors.Is(err, jetstream.ErrStreamNotFound) && l.cfg.MustExist {
+			return final{fmt.Errorf("%w: %s", ErrNoStream, want.Name)}
+		}
+		if errors.Is(err, jetstream.ErrStreamNotFound) {
+			// Nodes that start together should not create the stream at
+			// the same moment: a server before 2.10 takes a second
+			// creation while the first is in flight as another, with
+			// another creation time (Identity), which replicas may keep
+			// instead of the first's.
+			sleep(ctx, rand.N(createJitter))
 			s, err = l.js.Stream(ctx, want.Name)
+			if errors.Is(err, jetstream.ErrStreamNotFound) {
+				s, err = l.js.CreateStream(ctx, want)
+				if errors.Is(err, jetstream.ErrStreamNameAlreadyInUse) { // created meanwhile by another node
+					s, err = l.js.Stream(ctx, want.Name)
+				} else if err == nil {
+					l.log.Info("created stream", "subjects", want.Subjects, "replicas", want.Replicas)
+				}
+			}
 		}
-		if err == nil {
-			l.log.Info("created stream", "subjects", want.Subjects, "replicas", want.Replicas)
+		if err != nil {
+			return err
 		}
-	}
-	if err != nil {
-		return unavailable("stream "+want.Name, err)
-	}
-	got := s.CachedInfo().Config
-	if err := checkStream(got, want); err != nil {
-		return err
-	}
-	if got.Replicas != want.Replicas {
-		l.log.Warn("stream replicas differ from the configuration; keeping the stream's", "stream_replicas", got.Replicas, "config_replicas", want.Replicas)
-	}
-	if !got.AllowDirect { // Replay reads with batched direct gets
-		got.AllowDirect = true
-		if s, err = l.js.UpdateStream(ctx, got); err != nil {
-			return fmt.Errorf("eventlog: stream %s: enabling direct gets, which Replay needs: %w", want.Name, err)
+		got := s.CachedInfo().Config
+		if err := checkStream(got, want); err != nil {
+			return final{err}
 		}
-	}
-	l.stream = s
-	return nil
+		if !got.AllowDirect { // Replay reads with batched direct gets
+			got.AllowDirect = true
+			if s, err = l.js.UpdateStream(ctx, got); err != nil {
+				return fmt.Errorf("enabling direct gets, which Replay needs: %w", err)
+			}
+		}
+		if got.Replicas != want.Replicas {
+			l.log.Warn("stream replicas differ from the configuration; keeping the stream's", "stream_replicas", got.Replicas, "config_replicas", want.Replicas)
+		}
+		l.dupWindow = DuplicateWindow
+		if d := got.Duplicates; d > 0 && d < l.dupWindow {
+			l.dupWindow = d
+		}
+		l.stream = s
+		return nil
+	})
 }
 
 // checkStream returns an error if an existing stream could lose or
@@ -124,24 +147,51 @@ func (l *Log) FedStore() int64 {
 // SetFedStore records id as the identity of the durable store the log
 // feeds, in the stream's metadata, so that a store replaced under the log
 // is noticed. It reports false when the server keeps no stream metadata
-// (a server before 2.10 drops it): then only the sequences can tell.
+// (servers before 2.10 drop it; then only the sequences can tell, and
+// nothing is sent). Several nodes may record the same store at once:
+// each try reads the stream again, and one that finds id recorded is
+// done. It tries again while the log is unavailable, as Open does
+// (Config.StartWait, from Open), and then returns EUnavailable.
 func (l *Log) SetFedStore(ctx context.Context, id int64) (bool, error) {
-	cfg := l.stream.CachedInfo().Config
 	want := strconv.FormatInt(id, 10)
-	if cfg.Metadata[storeKey] == want {
+	if l.stream.CachedInfo().Config.Metadata[storeKey] == want {
 		return true, nil
 	}
-	cfg.Metadata = maps.Clone(cfg.Metadata)
-	if cfg.Metadata == nil {
-		cfg.Metadata = map[string]string{}
+	if !l.keepsMetadata() {
+		return false, nil
 	}
-	cfg.Metadata[storeKey] = want
-	s, err := l.js.UpdateStream(ctx, cfg)
-	if err != nil {
-		return false, unavailable("recording the store", err)
+	kept := false
+	err := l.retry(ctx, "recording the store", func(ctx context.Context) error {
+		s, err := l.js.Stream(ctx, l.cfg.Stream)
+		if err != nil {
+			return err
+		}
+		cfg := s.CachedInfo().Config
+		if cfg.Metadata[storeKey] != want {
+			cfg.Metadata = maps.Clone(cfg.Metadata)
+			if cfg.Metadata == nil {
+				cfg.Metadata = map[string]string{}
+			}
+			cfg.Metadata[storeKey] = want
+			if s, err = l.js.UpdateStream(ctx, cfg); err != nil {
+				return err
+			}
+		}
+		l.stream = s
+		kept = s.CachedInfo().Config.Metadata[storeKey] == want
+		return nil
+	})
+	return kept, err
+}
+
+// keepsMetadata reports whether the server connected to keeps stream
+// metadata: version 2.10 or later.
+func (l *Log) keepsMetadata() bool {
+	var major, minor int
+	if _, err := fmt.Sscanf(l.nc.ConnectedServerVersion(), "%d.%d", &major, &minor); err != nil {
+		return true // an unknown version: try
 	}
-	l.stream = s
-	return s.CachedInfo().Config.Metadata[storeKey] == want, nil
+	return major > 2 || major == 2 && minor >= 10
 }
 
 // State is the stream as it stands: the sequences of its first and last

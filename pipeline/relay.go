@@ -114,24 +114,41 @@ func NewRelay(outbox Outbox, publish func(context.Context, fg.Event) error, reg 
 	return r
 }
 
-// Run relays until ctx ends. A failed pass is logged and retried after a
-// pause that grows up to a second.
+// Run relays until ctx ends. A failed pass is retried after a pause that
+// grows up to a second. A run of failed passes (the log or the engine
+// unavailable for a while) is logged as one warning when it begins and
+// one line when a pass works again; the passes between are counted in
+// followgraph_relay_failures_total and logged at debug level.
 func (r *Relay) Run(ctx context.Context) {
-	var pause time.Duration
+	var (
+		pause    time.Duration
+		failures int       // in a row
+		since    time.Time // the first of them
+	)
 	for {
 		n, err := r.Pass(ctx)
-		switch {
-		case ctx.Err() != nil:
+		if ctx.Err() != nil {
 			return
-		case err != nil:
+		}
+		if err != nil {
 			r.failures.Inc()
-			r.log.Warn("relay: pass failed; the events stay in the outbox and are retried", "err", err)
+			if failures++; failures == 1 {
+				since = time.Now()
+				r.log.Warn("relay: pass failed; the events stay in the outbox and are retried until a pass works (one line until then)", "err", err)
+			} else {
+				r.log.Debug("relay: pass failed again", "failures", failures, "err", err)
+			}
 			pause = min(max(2*pause, 10*time.Millisecond), time.Second)
-		case n == 0:
+		} else {
+			if failures > 0 {
+				r.log.Info("relay: passes work again", "failed_passes", failures, "after", time.Since(since).Round(time.Millisecond).String())
+				failures = 0
+			}
+			if n > 0 {
+				pause = 0
+				continue
+			}
 			pause = min(max(2*pause, r.idle), r.maxIdle)
-		default:
-			pause = 0
-			continue
 		}
 		t := time.NewTimer(pause)
 		select {

@@ -29,7 +29,13 @@ type Store interface {
 //
 // On success the store's mark names the log and its last sequence, which
 // a store that never had one (a new deployment, an import) takes on.
+//
+// Other nodes may open the same log and store at the same time. While the
+// log or the store is unavailable for now (fg.EUnavailable), OpenLog
+// tries again, logging each try, for up to cfg.StartWait (which
+// eventlog.Open waits, too); a damage is never tried again.
 func OpenLog(ctx context.Context, store Store, cfg eventlog.Config, accept bool, logger *slog.Logger) (*eventlog.Log, error) {
+	until := time.Now().Add(cfg.StartWait)
 	rec, err := store.LogMark(ctx)
 	if err != nil {
 		return nil, fmt.Errorf("recovery: %w", err)
@@ -45,11 +51,22 @@ func OpenLog(ctx context.Context, store Store, cfg eventlog.Config, accept bool,
 	if err != nil {
 		return nil, err
 	}
-	if err := verify(ctx, store, log, rec, accept, logger); err != nil {
-		log.Close()
-		return nil, err
+	for tries := 1; ; tries++ {
+		err := verify(ctx, store, log, rec, accept, logger)
+		if err == nil {
+			return log, nil
+		}
+		wait := min(time.Duration(tries)*250*time.Millisecond, 2*time.Second, time.Until(until))
+		if fg.ErrorCode(err) != fg.EUnavailable || wait <= 0 || ctx.Err() != nil {
+			log.Close()
+			return nil, err
+		}
+		logger.Warn("checking the event log against the durable store failed; trying again", "try", tries, "retry_in", wait.String(), "err", err)
+		select {
+		case <-ctx.Done():
+		case <-time.After(wait):
+		}
 	}
-	return log, nil
 }
 
 func verify(ctx context.Context, store Store, log *eventlog.Log, rec fg.LogMark, accept bool, logger *slog.Logger) error {

@@ -52,6 +52,7 @@ func TestMain(m *testing.M) {
 type server struct {
 	cmd    *exec.Cmd
 	url    string
+	hc     *http.Client
 	client *client.Client
 	logs   *syncBuffer
 	done   chan struct{}
@@ -114,8 +115,8 @@ type launchOptions struct {
 // ready.
 func launch(tb testing.TB, data string, o launchOptions) *server {
 	tb.Helper()
-	s, err := launchErr(tb, data, o)
-	if err != nil {
+	s := spawn(tb, data, o)
+	if err := s.waitReady(60 * time.Second); err != nil {
 		tb.Fatal(err)
 	}
 	return s
@@ -124,6 +125,28 @@ func launch(tb testing.TB, data string, o launchOptions) *server {
 // launchErr is launch returning an error rather than failing tb, so that
 // nodes can be started together from several goroutines.
 func launchErr(tb testing.TB, data string, o launchOptions) (*server, error) {
+	s, err := spawnErr(tb, data, o)
+	if err != nil {
+		return nil, err
+	}
+	if err := s.waitReady(60 * time.Second); err != nil {
+		return nil, err
+	}
+	return s, nil
+}
+
+// spawn starts followgraph serve on data with o, and does not wait.
+func spawn(tb testing.TB, data string, o launchOptions) *server {
+	tb.Helper()
+	s, err := spawnErr(tb, data, o)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	return s
+}
+
+// spawnErr is spawn returning an error rather than failing tb.
+func spawnErr(tb testing.TB, data string, o launchOptions) (*server, error) {
 	addr := freeAddr(tb)
 	scheme := "http://"
 	hc := &http.Client{Timeout: 10 * time.Second}
@@ -144,23 +167,30 @@ func launchErr(tb testing.TB, data string, o launchOptions) (*server, error) {
 	}
 	go func() { s.cmd.Wait(); close(s.done) }()
 	tb.Cleanup(func() { s.kill() })
+	s.hc = hc
 	s.client = client.New(s.url, client.WithHTTPClient(hc), client.WithToken(o.token))
-	deadline := time.Now().Add(60 * time.Second)
+	return s, nil
+}
+
+// waitReady waits until s answers /readyz with 200, and returns an error
+// with its log if it exits first or is not ready within d.
+func (s *server) waitReady(d time.Duration) error {
+	deadline := time.Now().Add(d)
 	for {
-		resp, err := hc.Get(s.url + "/readyz")
+		resp, err := s.hc.Get(s.url + "/readyz")
 		if err == nil {
 			resp.Body.Close()
 			if resp.StatusCode == http.StatusOK {
-				return s, nil
+				return nil
 			}
 		}
 		select {
 		case <-s.done:
-			return nil, fmt.Errorf("followgraph exited before it was ready:\n%s", s.logs)
+			return fmt.Errorf("followgraph exited before it was ready:\n%s", s.logs)
 		default:
 		}
 		if time.Now().After(deadline) {
-			return nil, fmt.Errorf("followgraph not ready after 60 s:\n%s", s.logs)
+			return fmt.Errorf("followgraph not ready after %s:\n%s", d, s.logs)
 		}
 		time.Sleep(20 * time.Millisecond)
 	}

@@ -37,7 +37,8 @@ import (
 type Config struct {
 	servers
 	Addr         string
-	NATSReplicas int
+	NATSReplicas int           // 0: natsReplicas's default
+	StartTimeout time.Duration // longest the start waits for the event log
 
 	Fsync        string  // always | interval
 	PersistRate  float64 // rows per second into the durable store; 0 = unlimited
@@ -86,10 +87,12 @@ func (c Config) Validate() error {
 		return err
 	}
 	switch {
-	case c.NATSReplicas < 1 || c.NATSReplicas > 5:
+	case c.NATSReplicas < 0 || c.NATSReplicas > 5:
 		return fmt.Errorf("--nats-replicas %d: want 1 to 5", c.NATSReplicas)
-	case c.NATS == "" && c.NATSReplicas != 1:
-		return errors.New("--nats-replicas: needs --nats (the embedded NATS server is a single node)")
+	case c.NATS == "" && c.NATSCluster == "" && natsReplicas(c.servers, c.NATSReplicas) != 1:
+		return errors.New("--nats-replicas: needs --nats or --nats-cluster (the embedded NATS server is a single node)")
+	case c.StartTimeout <= 0:
+		return errors.New("--start-timeout must be positive")
 	case c.Fsync != "always" && c.Fsync != "interval":
 		return fmt.Errorf("--fsync %q: want always or interval", c.Fsync)
 	case c.PersistBatch < 1:
@@ -112,6 +115,9 @@ func (c Config) Validate() error {
 		return fmt.Errorf("refusing to serve %s without authentication: anyone who reaches it could write as any user. "+
 			"Give --auth-tokens and/or --auth-jwt-keys (README, \"Security\"), listen on 127.0.0.1, "+
 			"or say --insecure-no-auth if only trusted clients can reach the network", c.Addr)
+	}
+	if err := c.checkCluster(natsReplicas(c.servers, c.NATSReplicas), c.InsecureNoAuth); err != nil {
+		return err
 	}
 	if err := c.Limits.Validate(); err != nil {
 		return fmt.Errorf("--write-timeout %s, --request-timeout %s: %w", c.Limits.WriteTimeout, c.Limits.RequestTimeout, err)
@@ -168,7 +174,8 @@ func newServe() *cobra.Command {
 	cfg.flags(f, "folder for embedded data (the SQLite store and the NATS log)",
 		"Redis URL (redis://[:password@]host:port, or redis+cluster://h1:p1,h2:p2 for a Cluster); replaces the embedded graph engine")
 	f.StringVar(&cfg.RedisReplicas, "redis-replicas", "", "replicas that reads go to: redis://host:port[,...] (the replicas of a standalone --redis; the password is --redis's when a URL has none), or cluster (a Cluster's, as it lists them); a read there sees every change acknowledged before it")
-	f.IntVar(&cfg.NATSReplicas, "nats-replicas", 1, "replicas of the event stream when serve creates it on an external NATS cluster (1 to 5)")
+	f.IntVar(&cfg.NATSReplicas, "nats-replicas", 0, "replicas of the event stream when serve creates it on a NATS cluster, 1 to 5 (default 1; 3 with --nats-cluster)")
+	clusterFlags(f, &cfg.servers, &cfg.StartTimeout)
 	f.StringVar(&cfg.Fsync, "fsync", "interval", "event log sync: interval (the default: survives a killed process) or always (also survives power loss, ~10x slower writes)")
 	f.Float64Var(&cfg.PersistRate, "persist-rate", 0, "rows per second into the durable store (0: unlimited)")
 	f.IntVar(&cfg.PersistBatch, "persist-batch", 1000, "most events the persister writes in one transaction")
@@ -308,6 +315,8 @@ func (m *Main) Run(ctx context.Context) (err error) {
 	natsDesc := "embedded at " + filepath.Join(cfg.Data, "nats")
 	if cfg.NATS != "" {
 		natsDesc = secret.Redact(cfg.NATS)
+	} else if cfg.NATSCluster != "" {
+		natsDesc = "embedded cluster node at " + filepath.Join(cfg.Data, "nats") + ", routes " + secret.Redact(cfg.NATSCluster)
 	}
 	m.logger.Info("followgraph serving", "addr", addr, "engine", eng.desc,
 		"eventlog", "nats jetstream "+natsDesc, "store", storeDesc, "fsync", cfg.Fsync, "version", version())
@@ -351,12 +360,16 @@ func (m *Main) openLog(ctx context.Context, store durableStore) (*eventlog.Log, 
 	if cfg.Fsync == "interval" {
 		sync = eventlog.SyncInterval
 	}
-	elog, err := recovery.OpenLog(ctx, store, eventlog.Config{Dir: filepath.Join(cfg.Data, "nats"), URL: cfg.NATS, Replicas: cfg.NATSReplicas,
+	elog, err := recovery.OpenLog(ctx, store, eventlog.Config{Dir: filepath.Join(cfg.Data, "nats"), URL: cfg.NATS, Replicas: natsReplicas(cfg.servers, cfg.NATSReplicas),
+		Cluster: cfg.natsCluster(), StartWait: cfg.StartTimeout,
 		Stream: cfg.NATSStream, Subject: natsSubject(cfg.NATSStream), Sync: sync, Logger: m.logger, DiskReserve: reserve,
 		KeepApplied: cfg.Redis != ""}, cfg.AcceptDataLoss, m.logger)
 	var damage *recovery.Damage
 	if errors.As(err, &damage) {
 		return nil, fmt.Errorf("refusing to start: %w.\nRestore the missing data from a backup, or start with --accept-data-loss to go on without it", err)
+	}
+	if fg.ErrorCode(err) == fg.EUnavailable {
+		return nil, fmt.Errorf("the event log is still unavailable after --start-timeout %s: %w", cfg.StartTimeout, err)
 	}
 	return elog, err
 }

@@ -27,6 +27,11 @@ type servers struct {
 	NATSStream    string
 	DB            string
 
+	// serve's embedded NATS cluster (natscluster.go).
+	NATSCluster       string
+	NATSClusterListen string
+	NATSNode          string
+
 	// Files that hold the passwords of the URLs above, so that they need
 	// not stand on a command line (where ps shows them) nor in the
 	// environment.
@@ -41,7 +46,7 @@ func (s *servers) flags(f *pflag.FlagSet, dataHelp, redisHelp string) {
 	f.StringVar(&s.Data, "data", "./data", dataHelp)
 	f.StringVar(&s.Redis, "redis", "", redisHelp)
 	f.StringVar(&s.RedisPrefix, "redis-prefix", "fg", "prefix of every Redis key, so that several deployments can share a Redis")
-	f.StringVar(&s.NATS, "nats", "", "NATS URL of the event log (nats://[user:password@]host:4222, or nats://token@host); replaces the embedded NATS server")
+	f.StringVar(&s.NATS, "nats", "", "NATS URL of the event log (nats://[user:password@]host:4222, or nats://token@host; a cluster's URLs comma separated); replaces the embedded NATS server")
 	f.StringVar(&s.NATSStream, "nats-stream", eventlog.DefaultStream, "name of the event stream, so that several deployments can share a NATS (its subjects are <lowercase name>.edges.*)")
 	f.StringVar(&s.DB, "db", "", "postgres:// or mysql:// URL of the durable store; replaces embedded SQLite")
 	f.StringVar(&s.RedisPasswordFile, "redis-password-file", "", "file holding the Redis password (instead of putting it in --redis)")
@@ -83,6 +88,7 @@ func (s *servers) resolve() (*secret.Scrubber, error) {
 		{"--redis", &s.Redis, s.RedisPasswordFile},
 		{"--nats", &s.NATS, s.NATSPasswordFile},
 		{"--db", &s.DB, s.DBPasswordFile},
+		{"--nats-cluster", &s.NATSCluster, ""},
 	} {
 		if u.file != "" {
 			if *u.url == "" {

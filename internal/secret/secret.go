@@ -50,11 +50,51 @@ func tokenInUser(scheme string) bool {
 	return scheme == "nats" || scheme == "tls" || scheme == "ws" || scheme == "wss"
 }
 
+// list cuts s, a URL or a comma-separated list of URLs
+// ("nats://h1:4222,nats://h2:4222"), into its URLs: at each comma that a
+// scheme:// follows. A comma between hosts ("redis+cluster://h1:1,h2:2")
+// stays in its URL.
+func list(s string) []string {
+	var out []string
+	start := 0
+	for i := 0; i < len(s); i++ {
+		if s[i] == ',' && hasScheme(s[i+1:]) {
+			out = append(out, s[start:i])
+			start = i + 1
+		}
+	}
+	return append(out, s[start:])
+}
+
+// hasScheme reports whether s begins with a URL's scheme://.
+func hasScheme(s string) bool {
+	scheme, _, ok := strings.Cut(s, "://")
+	if !ok || scheme == "" {
+		return false
+	}
+	for i, c := range scheme {
+		letter := 'a' <= c && c <= 'z' || 'A' <= c && c <= 'Z'
+		if !letter && (i == 0 || !('0' <= c && c <= '9' || c == '+' || c == '-' || c == '.')) {
+			return false
+		}
+	}
+	return true
+}
+
 // Redact returns s with every secret it holds masked: the password of its
 // user info (the whole user info of a NATS URL without a password, a
-// token), and the values of query parameters such as password and token.
-// Something that is not a URL is returned as it is.
+// token), and the values of query parameters such as password and token;
+// in each URL of a comma-separated list of them. Something that is not a
+// URL is returned as it is.
 func Redact(s string) string {
+	urls := list(s)
+	for i, u := range urls {
+		urls[i] = redact(u)
+	}
+	return strings.Join(urls, ",")
+}
+
+func redact(s string) string {
 	scheme, userinfo, hosts, tail, ok := split(s)
 	if !ok {
 		return s
@@ -92,9 +132,17 @@ func redactQuery(tail string) string {
 	return out
 }
 
-// Values returns the secrets s holds, as written and unescaped, for a
-// Scrubber.
+// Values returns the secrets s (a URL, or a comma-separated list of them)
+// holds, as written and unescaped, for a Scrubber.
 func Values(s string) []string {
+	var out []string
+	for _, u := range list(s) {
+		out = append(out, values(u)...)
+	}
+	return out
+}
+
+func values(s string) []string {
 	scheme, userinfo, _, tail, ok := split(s)
 	if !ok {
 		return nil
@@ -129,8 +177,20 @@ func Values(s string) []string {
 // WithPassword returns s with its user info's password set to password:
 // the user it names keeps it (a URL without user info gets an empty user,
 // as redis://:password@host), but a NATS URL without a user takes password
-// as its token (nats://TOKEN@host).
+// as its token (nats://TOKEN@host). In a comma-separated list of URLs,
+// each URL gets it.
 func WithPassword(s, password string) (string, error) {
+	urls := list(s)
+	for i, u := range urls {
+		var err error
+		if urls[i], err = withPassword(u, password); err != nil {
+			return "", err
+		}
+	}
+	return strings.Join(urls, ","), nil
+}
+
+func withPassword(s, password string) (string, error) {
 	scheme, userinfo, hosts, tail, ok := split(s)
 	if !ok {
 		return "", errors.New("not a URL: it has no scheme://")

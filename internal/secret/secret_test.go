@@ -17,6 +17,8 @@ func TestRedact(t *testing.T) {
 		{"redis://u:pw@127.0.0.1:notaport", "redis://u:xxxxx@127.0.0.1:notaport"},
 		{"nats://tok3n@h:4222", "nats://xxxxx@h:4222"},
 		{"nats://user:pw@h:4222,nats://h2:4222", "nats://user:xxxxx@h:4222,nats://h2:4222"},
+		{"nats://u:pw1@h1:4222,nats://u:pw2@h2:4222,tls://tok@h3", "nats://u:xxxxx@h1:4222,nats://u:xxxxx@h2:4222,tls://xxxxx@h3"},
+		{"nats-route://r:pw@h1:6222,nats-route://r:pw@h2:6222", "nats-route://r:xxxxx@h1:6222,nats-route://r:xxxxx@h2:6222"},
 		{"postgres://postgres@h:5432/db?password=pw&sslmode=disable", "postgres://postgres@h:5432/db?password=xxxxx&sslmode=disable"},
 		{"postgres://u:a:b@h/db?PassWord=x#frag", "postgres://u:xxxxx@h/db?PassWord=xxxxx#frag"},
 		{"mysql://root@h/test?pwd=pw&timeout=1s", "mysql://root@h/test?pwd=xxxxx&timeout=1s"},
@@ -39,6 +41,9 @@ func TestValues(t *testing.T) {
 	if got := Values("nats://tok3n@h"); len(got) == 0 || got[0] != "tok3n" {
 		t.Errorf("Values of a NATS token URL: %q", got)
 	}
+	if got := strings.Join(Values("nats://u:pw1@h1,nats://u:pw2@h2"), " "); !strings.Contains(got, "pw1") || !strings.Contains(got, "pw2") {
+		t.Errorf("Values of a list of URLs: %q", got)
+	}
 	if got := Values("redis://u@h"); len(got) != 0 {
 		t.Errorf("Values of a URL without secrets: %q", got)
 	}
@@ -49,6 +54,7 @@ func TestWithPassword(t *testing.T) {
 		{"redis://127.0.0.1:6379", "p w", "redis://:p%20w@127.0.0.1:6379"},
 		{"redis://u:old@h1:1,h2:2/", "new", "redis://u:new@h1:1,h2:2/"},
 		{"nats://h:4222", "tok", "nats://tok@h:4222"},
+		{"nats://u@h1:4222,nats://h2:4222", "pw", "nats://u:pw@h1:4222,nats://pw@h2:4222"},
 		{"nats://user@h:4222", "pw", "nats://user:pw@h:4222"},
 		{"mysql://root@h:3306/test?x=1", "s3c/ret", "mysql://root:s3c%2Fret@h:3306/test?x=1"},
 	}

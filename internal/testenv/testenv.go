@@ -1,6 +1,8 @@
 // Package testenv tells tests where the servers they need are, and skips
 // those that cannot run: with a message saying how to enable them when run
-// plainly, as a failure in CI (CI=true), where every test must run.
+// plainly, as a failure in CI (CI=true), where every test must run. It
+// also runs servers of a test's own: a NATS JetStream cluster
+// (NATSCluster).
 package testenv
 
 import (
