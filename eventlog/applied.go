@@ -114,13 +114,16 @@ func (l *Log) LastSeq(ctx context.Context) (uint64, error) {
 }
 
 // Since calls fn with every event whose sequence is above after that the
-// applied window and the stream hold (the window's first, then the
-// stream's, each in order; an event may come twice), and returns the
+// stream and the applied window hold (the stream's first, then the
+// window's, each in order; an event may come twice), and returns the
 // highest sequence it read up to, and whether every event after after is
-// among those: false when the window no longer reaches back to after
-// (it keeps AppliedWindow) and the stream does not either, or when
-// Config.KeepApplied is not set and the stream does not. Stop at fn's
-// first error and return it.
+// among those: false when neither the stream nor the window (which keeps
+// AppliedWindow; none without Config.KeepApplied) reaches back to after.
+// Stop at fn's first error and return it.
+//
+// The stream is read before the window: the persister copies a batch into
+// the window before it removes it from the stream, so an event it moves
+// between the two reads is in the second.
 func (l *Log) Since(ctx context.Context, after uint64, fn func(Message) error) (upTo uint64, complete bool, err error) {
 	if l.closed.Load() {
 		return 0, false, unavailable("since", errClosed)
@@ -137,13 +140,6 @@ func (l *Log) Since(ctx context.Context, after uint64, fn func(Message) error) (
 	}
 	// What the stream holds reaches back to after, or the window must.
 	complete = first <= after+1
-	if l.applied != nil {
-		reached, err := l.windowSince(ctx, after, fn)
-		if err != nil {
-			return 0, false, err
-		}
-		complete = complete || reached
-	}
 	if err := l.Replay(ctx, func(m Message) error {
 		if m.Seq <= after {
 			return nil
@@ -152,6 +148,13 @@ func (l *Log) Since(ctx context.Context, after uint64, fn func(Message) error) (
 		return fn(m)
 	}); err != nil {
 		return 0, false, err
+	}
+	if l.applied != nil {
+		reached, err := l.windowSince(ctx, after, fn)
+		if err != nil {
+			return 0, false, err
+		}
+		complete = complete || reached
 	}
 	return upTo, complete, nil
 }

@@ -70,3 +70,39 @@ func TestLog_AppliedWindow(t *testing.T) {
 		t.Fatal("Since(last) without a window is not complete: nothing came after it")
 	}
 }
+
+// TestLog_SinceWhilePersisting: events the persister moves from the
+// stream into the applied window while Since reads are read all the same
+// (Since reads the stream first, the window second).
+func TestLog_SinceWhilePersisting(t *testing.T) {
+	l := openLog(t, Config{Dir: t.TempDir(), KeepApplied: true})
+	const n = 2*replayBatch + 10 // more than Replay's first read
+	events := make([]fg.Event, n)
+	for i := range events {
+		events[i] = follow(1, fg.UserID(2+i))
+	}
+	publish(t, l, events...)
+	persisted := false
+	got := map[uint64]bool{}
+	_, complete, err := l.Since(ctxTimeout(t, 30*time.Second), 0, func(m Message) error {
+		got[m.Seq] = true
+		if !persisted { // the persister takes everything, under Since's read
+			persisted = true
+			c := startConsumer(t, l, "persister", 500, 20*time.Millisecond, func(ctx context.Context, b []Message) error {
+				return l.KeepApplied(ctx, b)
+			})
+			waitFor(t, 30*time.Second, "the work queue to drain", func() bool {
+				n, _, err := l.Pending(ctxTimeout(t, time.Second), "persister")
+				return err == nil && n == 0
+			})
+			c.stop(t)
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(got) != n || !complete {
+		t.Fatalf("Since read %d of %d events (complete %v) while they were persisted", len(got), n, complete)
+	}
+}

@@ -48,12 +48,13 @@ const (
 	healLease    = 15 * time.Second
 )
 
-// lateReplay is how long after a heal its window is replayed once more:
-// longer than a write waits for the log (eventlog's hook timeout), so
-// that the event of a change the server lost, stored in the log after the
-// heal read it (a write that was not acknowledged: see redisgraph's
-// confirm), reaches the server too, and the store and Redis agree.
-const lateReplay = 15 * time.Second
+// lateReplays are when, after a heal, its window is replayed again: the
+// last longer than a write waits for the log (eventlog's hook timeout),
+// so that the event of a change the server lost, stored in the log after
+// the heal read it (a write that was not acknowledged: see redisgraph's
+// confirm), reaches the server too, and the store and Redis agree; the
+// first soon, as such an event usually comes within a moment.
+var lateReplays = []time.Duration{time.Second, 5 * time.Second, 15 * time.Second}
 
 // applyChunk is how many events a heal applies at a time.
 const applyChunk = 512
@@ -182,7 +183,7 @@ func (r *Redis) heal(ctx context.Context, s redisgraph.Server) (bool, error) {
 	}
 	r.Logger.Log(ctx, level, "a Redis server is not vouched for (restarted, failed over or new): replaying the changes after its checkpoint; its reads and writes answer 503 meanwhile",
 		"server", s.String(), "checkpoint", since)
-	applied, upTo, complete, err := r.replay(ctx, s, since)
+	applied, upTo, complete, err := r.replay(ctx, s, since, time.Time{})
 	if err != nil {
 		return false, err
 	}
@@ -197,14 +198,15 @@ func (r *Redis) heal(ctx context.Context, s redisgraph.Server) (bool, error) {
 	}
 	r.Logger.Log(ctx, level, "the Redis server is vouched for again", "server", s.String(), "events_replayed", applied,
 		"checkpoint", upTo, "took", time.Since(start).Round(time.Millisecond).String())
-	go r.replayLate(context.WithoutCancel(ctx), s, upTo)
+	go r.replayLate(context.WithoutCancel(ctx), s, upTo, time.Now().Add(clockSkew))
 	return true, nil
 }
 
 // replay applies the events of the log after since that change a side on
-// s, and returns how many it applied, the sequence it read up to, and
-// whether the log held every event after since (Log.Since).
-func (r *Redis) replay(ctx context.Context, s redisgraph.Server, since uint64) (applied int, upTo uint64, complete bool, err error) {
+// s (and, unless before is zero, were decided before it), and returns how
+// many it applied, the sequence it read up to, and whether the log held
+// every event after since (Log.Since).
+func (r *Redis) replay(ctx context.Context, s redisgraph.Server, since uint64, before time.Time) (applied int, upTo uint64, complete bool, err error) {
 	batch := make([]fg.Event, 0, applyChunk)
 	flush := func() error {
 		if len(batch) == 0 {
@@ -218,7 +220,7 @@ func (r *Redis) replay(ctx context.Context, s redisgraph.Server, since uint64) (
 		return nil
 	}
 	upTo, complete, err = r.Log.Since(ctx, since, func(m eventlog.Message) error {
-		if !r.Graph.Touches(s, m.Event) {
+		if !r.Graph.Touches(s, m.Event) || !before.IsZero() && !m.Event.Version.Time().Before(before) {
 			return nil
 		}
 		if batch = append(batch, m.Event); len(batch) == applyChunk {
@@ -232,18 +234,27 @@ func (r *Redis) replay(ctx context.Context, s redisgraph.Server, since uint64) (
 	return applied, upTo, complete, err
 }
 
-// replayLate replays the window of a heal once more, lateReplay after it
-// (see lateReplay).
-func (r *Redis) replayLate(ctx context.Context, s redisgraph.Server, since uint64) {
-	select {
-	case <-ctx.Done():
-		return
-	case <-time.After(lateReplay):
-	}
-	if n, _, _, err := r.replay(ctx, s, since); err != nil {
-		r.Logger.Warn("replaying a heal's window once more failed", "server", s.String(), "err", err)
-	} else {
-		r.Logger.Debug("replayed a heal's window once more", "server", s.String(), "events", n)
+// clockSkew bounds how far the clocks of the nodes may differ: a late
+// replay takes the events decided before the heal, by their versions'
+// times (the deciding node's clock), with this much to spare.
+const clockSkew = time.Second
+
+// replayLate replays the window of a heal again, at each of lateReplays
+// after it, the events decided before healed (the changes made since are
+// the healed server's own).
+func (r *Redis) replayLate(ctx context.Context, s redisgraph.Server, since uint64, healed time.Time) {
+	start := time.Now()
+	for _, at := range lateReplays {
+		select {
+		case <-ctx.Done():
+			return
+		case <-time.After(time.Until(start.Add(at))):
+		}
+		if n, _, _, err := r.replay(ctx, s, since, healed); err != nil {
+			r.Logger.Warn("replaying a heal's window again failed", "server", s.String(), "err", err)
+		} else {
+			r.Logger.Debug("replayed a heal's window again", "server", s.String(), "events", n)
+		}
 	}
 }
 
