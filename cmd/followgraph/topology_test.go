@@ -13,7 +13,11 @@ import (
 	"testing"
 	"time"
 
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
+
 	fg "github.com/followgraph/followgraph"
+	"github.com/followgraph/followgraph/internal/testenv"
 )
 
 // The topology tests run several serve nodes on a Redis Cluster with
@@ -433,6 +437,32 @@ func (c *testCluster) pair(t *testing.T) (master, replica string) {
 	return "", ""
 }
 
+// streamLeaderOf returns the server name of the leader of stream on the
+// NATS at urls.
+func streamLeaderOf(t *testing.T, urls, stream string) string {
+	t.Helper()
+	nc, err := nats.Connect(urls)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer nc.Close()
+	js, err := jetstream.New(nc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	s, err := js.Stream(ctx, stream)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if info := s.CachedInfo(); info.Cluster != nil && info.Cluster.Leader != "" {
+		return info.Cluster.Leader
+	}
+	t.Fatalf("stream %s has no leader", stream)
+	return ""
+}
+
 // cli runs redis-cli against addr and returns its output.
 func cli(t *testing.T, addr string, args ...string) string {
 	t.Helper()
@@ -519,19 +549,22 @@ type fault struct {
 // TestTopology: the production topology, whole, under traffic through
 // every node: a Redis Cluster of three masters with a replica each
 // (append-only file fsynced every second, node timeout 2 s) that the
-// nodes also read from, NATS, PostgreSQL, and two serve nodes started
-// together on the fresh deployment. Faults one after the other, each
-// while writers and readers go on: a Redis master killed while its
-// replica lags; a serve node killed with SIGKILL (and started again); a
-// replica stopped with SIGSTOP for 3 s while reads go to it. Then every
-// acknowledged write reads as acknowledged on every node and in the
-// database, no read of a settled edge answered an older state, every
-// count equals its list, and reconcile finds no difference. Each fault's
-// longest time with no acknowledged write is logged.
+// nodes also read from, a three-node NATS cluster with the stream on
+// three replicas, PostgreSQL, and two serve nodes started together on
+// the fresh deployment. Faults one after the other, each while writers
+// and readers go on: the stream's NATS leader killed with SIGKILL (and
+// started again); a Redis master killed while its replica lags; a serve
+// node killed with SIGKILL (and started again); a replica stopped with
+// SIGSTOP for 3 s while reads go to it. Then every acknowledged write
+// reads as acknowledged on every node and in the database, no read of a
+// settled edge answered an older state, every count equals its list, and
+// reconcile finds no difference. Each fault's longest time with no
+// acknowledged write is logged.
 func TestTopology(t *testing.T) {
+	nc := testenv.StartNATSCluster(t, 3)
 	c := startCluster(t, "--cluster-node-timeout", "2000", "--appendonly", "yes", "--appendfsync", "everysec")
-	d := newDeployment(t, "redis+cluster://"+strings.Join(c.addrs, ","), "", "")
-	extra := []string{"--redis-replicas", "cluster"}
+	d := newDeployment(t, "redis+cluster://"+strings.Join(c.addrs, ","), nc.URLs(), "")
+	extra := []string{"--nats-replicas", "3", "--redis-replicas", "cluster"}
 	nodes := startTogether(t, d, 2, extra...)
 	tf := startTraffic(nodes, 12, 3, 9)
 	var faults []fault
@@ -543,6 +576,12 @@ func TestTopology(t *testing.T) {
 		f.end = time.Now()
 		faults = append(faults, f)
 	}
+	run("kill -9 of the stream's NATS leader, started again", func() {
+		leader := nc.Node(streamLeaderOf(t, d.nats, d.stream))
+		nc.Kill(leader)
+		time.Sleep(3 * time.Second)
+		nc.Start(leader)
+	})
 	run("a Redis master killed while its replica lagged 2 s", func() { c.killLaggingMaster(t, 2*time.Second) })
 	run("kill -9 of a serve node, started again", func() {
 		tf.kill(nodes[0])
