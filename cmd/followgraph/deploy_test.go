@@ -25,6 +25,7 @@ const (
 	dashboardFile = "../../deploy/grafana/followgraph.json"
 	alertsFile    = "../../deploy/prometheus/alerts.yml"
 	composeFile   = "../../deploy/compose/compose.yaml"
+	haComposeFile = "../../deploy/compose/ha.yaml"
 	unitFile      = "../../deploy/systemd/followgraph.service"
 	containerFile = "../../Containerfile"
 )
@@ -274,48 +275,9 @@ func TestDeploy_FilesMatchFlags(t *testing.T) {
 		checkArgs(t, containerFile, flags, entry)
 	})
 
-	t.Run("Compose", func(t *testing.T) {
-		b, err := os.ReadFile(composeFile)
-		if err != nil {
-			t.Fatal(err)
-		}
-		var compose struct {
-			Services map[string]struct {
-				Image           string
-				Command         []string
-				Environment     map[string]string
-				StopGracePeriod string `yaml:"stop_grace_period"`
-				Healthcheck     struct{ Test []string }
-			}
-		}
-		if err := yaml.Unmarshal(b, &compose); err != nil {
-			t.Fatalf("%s: %v", composeFile, err)
-		}
-		nodes := 0
-		for name, s := range compose.Services {
-			if !strings.Contains(s.Image, "followgraph") {
-				continue
-			}
-			nodes++
-			where := composeFile + " " + name
-			shutdown := checkArgs(t, where, flags, s.Command)
-			for v := range s.Environment {
-				if !strings.HasPrefix(v, "FOLLOWGRAPH_") || !flags[envFlag(v)] {
-					t.Errorf("%s: %s sets no flag of serve", where, v)
-				}
-			}
-			if grace, err := time.ParseDuration(s.StopGracePeriod); err != nil || grace <= shutdown {
-				t.Errorf("%s: stop_grace_period %q, want a duration above --shutdown-timeout %s", where, s.StopGracePeriod, shutdown)
-			}
-			if hc := s.Healthcheck.Test; len(hc) < 4 || hc[1] != "/followgraph" || hc[2] != "probe" {
-				t.Errorf("%s: healthcheck %q, want CMD /followgraph probe URL", where, hc)
-			}
-		}
-		if nodes != 2 {
-			t.Errorf("%s: %d followgraph nodes, want 2", composeFile, nodes)
-		}
-	})
-
+	for file, want := range map[string]int{composeFile: 2, haComposeFile: 3} {
+		t.Run(filepath.Base(file), func(t *testing.T) { checkCompose(t, file, want, flags) })
+	}
 	t.Run("SystemdUnit", func(t *testing.T) {
 		b, err := os.ReadFile(unitFile)
 		if err != nil {
@@ -341,6 +303,51 @@ func TestDeploy_FilesMatchFlags(t *testing.T) {
 			}
 		}
 	})
+}
+
+// checkCompose checks a compose file's followgraph nodes (want of them)
+// against serve's flags, as TestDeploy_FilesMatchFlags says.
+func checkCompose(t *testing.T, file string, want int, flags map[string]bool) {
+	t.Helper()
+	b, err := os.ReadFile(file)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var compose struct {
+		Services map[string]struct {
+			Image           string
+			Command         []string
+			Environment     map[string]string
+			StopGracePeriod string `yaml:"stop_grace_period"`
+			Healthcheck     struct{ Test []string }
+		}
+	}
+	if err := yaml.Unmarshal(b, &compose); err != nil {
+		t.Fatalf("%s: %v", file, err)
+	}
+	nodes := 0
+	for name, s := range compose.Services {
+		if !strings.Contains(s.Image, "followgraph") {
+			continue
+		}
+		nodes++
+		where := file + " " + name
+		shutdown := checkArgs(t, where, flags, s.Command)
+		for v := range s.Environment {
+			if !strings.HasPrefix(v, "FOLLOWGRAPH_") || !flags[envFlag(v)] {
+				t.Errorf("%s: %s sets no flag of serve", where, v)
+			}
+		}
+		if grace, err := time.ParseDuration(s.StopGracePeriod); err != nil || grace <= shutdown {
+			t.Errorf("%s: stop_grace_period %q, want a duration above --shutdown-timeout %s", where, s.StopGracePeriod, shutdown)
+		}
+		if hc := s.Healthcheck.Test; len(hc) < 4 || hc[1] != "/followgraph" || hc[2] != "probe" {
+			t.Errorf("%s: healthcheck %q, want CMD /followgraph probe URL", where, hc)
+		}
+	}
+	if nodes != want {
+		t.Errorf("%s: %d followgraph nodes, want %d", file, nodes, want)
+	}
 }
 
 // TestProbe: `followgraph probe` succeeds on a 2xx answer, and fails

@@ -30,7 +30,9 @@ type servers struct {
 	// serve's embedded NATS cluster (natscluster.go).
 	NATSCluster       string
 	NATSClusterListen string
-	NATSNode          string
+	// NATSClusterPasswordFile holds the password of the route URLs' user.
+	NATSClusterPasswordFile string
+	NATSNode                string
 
 	// Files that hold the passwords of the URLs above, so that they need
 	// not stand on a command line (where ps shows them) nor in the
@@ -88,7 +90,7 @@ func (s *servers) resolve() (*secret.Scrubber, error) {
 		{"--redis", &s.Redis, s.RedisPasswordFile},
 		{"--nats", &s.NATS, s.NATSPasswordFile},
 		{"--db", &s.DB, s.DBPasswordFile},
-		{"--nats-cluster", &s.NATSCluster, ""},
+		{"--nats-cluster", &s.NATSCluster, s.NATSClusterPasswordFile},
 	} {
 		if u.file != "" {
 			if *u.url == "" {

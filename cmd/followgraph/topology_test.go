@@ -5,7 +5,9 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"net"
+	"os"
 	"os/exec"
+	"path/filepath"
 	"slices"
 	"strings"
 	"sync"
@@ -615,4 +617,66 @@ func TestTopology(t *testing.T) {
 	for _, f := range faults {
 		t.Logf("TOPOLOGY | %s | longest time with no acknowledged write %.1f s |", f.name, tf.tr.longestGap(f.begin, f.end).Seconds())
 	}
+}
+
+// TestDeploy_HATopology runs deploy/compose/ha.yaml's topology on loopback,
+// with its flags: three serve nodes that run the event log among them
+// (--nats-cluster, its routes' password from a file), a Redis master with a
+// replica they read from (--redis-replicas), and PostgreSQL. Started
+// together, they all become ready; under traffic through the three, reads
+// are served by the replica, none stale, and nothing acknowledged is lost.
+func TestDeploy_HATopology(t *testing.T) {
+	pg := testenv.Server(t, testenv.Postgres, testenv.PostgresHint)
+	master := startRedis(t, "--appendonly", "yes", "--repl-diskless-sync-delay", "0")
+	replica := startRedis(t, "--replicaof", "127.0.0.1", master.port)
+	for deadline := time.Now().Add(30 * time.Second); !strings.Contains(cli(t, "127.0.0.1:"+replica.port, "info", "replication"), "master_link_status:up"); {
+		if time.Now().After(deadline) {
+			t.Fatal("the replica did not sync with its master within 30 s")
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	d := &deployment{t: t, redis: master.url(), prefix: "fg", db: newDatabase(t, pg)}
+	password := filepath.Join(t.TempDir(), "nats-route-password")
+	if err := os.WriteFile(password, []byte("route-secret\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	var listen, routes []string
+	for range 3 {
+		addr := freeAddr(t)
+		listen = append(listen, addr)
+		routes = append(routes, "nats-route://followgraph@"+addr)
+	}
+	nodes := make([]*server, 3)
+	errs := make([]error, 3)
+	var wg sync.WaitGroup
+	for i := range nodes {
+		dir := t.TempDir()
+		args := []string{"--redis", d.redis, "--db", d.db, "--redis-replicas", replica.url(),
+			"--nats-cluster", strings.Join(routes, ","), "--nats-cluster-password-file", password,
+			"--nats-cluster-listen", listen[i], "--nats-node-name", fmt.Sprintf("followgraph-%d", i+1)}
+		wg.Go(func() { nodes[i], errs[i] = launchErr(t, dir, launchOptions{args: args}) })
+	}
+	wg.Wait()
+	for i, err := range errs {
+		if err != nil {
+			t.Fatalf("node %d of 3 started together: %v", i+1, err)
+		}
+	}
+	for _, n := range nodes {
+		if strings.Contains(n.logs.String(), "route-secret") {
+			t.Fatal("a node logged the routes' password")
+		}
+	}
+	tf := startTraffic(nodes, 12, 3, 10)
+	time.Sleep(3 * time.Second)
+	tf.finish()
+	served := 0.0
+	for _, n := range nodes {
+		served += metric(t, n, `followgraph_redis_replica_reads_total{result="served"}`)
+	}
+	if served == 0 {
+		t.Errorf("no read was served by the replica: %v lagged, %v failed", metric(t, nodes[0], `followgraph_redis_replica_reads_total{result="lagged"}`),
+			metric(t, nodes[0], `followgraph_redis_replica_reads_total{result="failed"}`))
+	}
+	checkTraffic(t, d, tf, 60*time.Second)
 }

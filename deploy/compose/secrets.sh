@@ -1,6 +1,7 @@
 #!/bin/sh
 # Makes deploy/compose/secrets/ once: a service token with every scope for
-# the operator, and the database password. The folder is the operator's
+# the operator, the database password, and the password of the NATS routes
+# between the nodes of ha.yaml. The folder is the operator's
 # only (0700); the files are readable by the containers' users (the image
 # runs as uid 65532), which see only the file each is given.
 set -eu
@@ -14,5 +15,8 @@ fi
 if [ ! -e secrets/postgres-password ]; then
 	od -An -N24 -tx1 /dev/urandom | tr -d ' \n' > secrets/postgres-password
 fi
-chmod 0644 secrets/followgraph-tokens secrets/postgres-password
+if [ ! -e secrets/nats-route-password ]; then
+	od -An -N24 -tx1 /dev/urandom | tr -d ' \n' > secrets/nats-route-password
+fi
+chmod 0644 secrets/followgraph-tokens secrets/postgres-password secrets/nats-route-password
 echo "the operator's token: $(cut -d' ' -f1 secrets/followgraph-tokens)"
