@@ -19,11 +19,11 @@ import (
 // slots, and is answered from there only if the replica had, before it
 // ran the read, every change the master had when the read began:
 //
-//  1. After the read began, the master's tick is moved on: the vouched
-//     script tick (so the master is one vouched for: vouch.go) adds 1 to
-//     the field of its current epoch in the hash <prefix>:tick (on a
-//     Cluster, in the master's lowest slot) and returns the epoch and the
-//     count. Concurrent reads share one such call per master, at most one
+//  1. After the read began, the master's tick is moved on: the guard
+//     of its lowest slot's marker (so the master is one vouched for:
+//     vouch.go, and its epoch is the one the Graph knows), then HINCRBY
+//     of that epoch's field in the hash <prefix>:tick (on a Cluster, in
+//     the master's lowest slot), pipelined. Concurrent reads share one such call per master, at most one
 //     every readIndexGap, each sent after every read that takes it
 //     arrived.
 //  2. The replica reads the tick's field, then runs the read's commands,
@@ -104,7 +104,7 @@ type readIndex struct {
 // readIndexGap is the least time between two offset calls to one master:
 // a read waits at most that for its call, and the master answers at most
 // a thousand calls a second, however many reads there are.
-const readIndexGap = time.Millisecond
+const readIndexGap = 2 * time.Millisecond
 
 type offsetCall struct {
 	done  chan struct{}
@@ -374,30 +374,30 @@ func (g *Graph) tickKey(s Server) string {
 	return g.prefix + ":tick:{" + g.outboxTags[s.first()] + "}"
 }
 
-// scriptTick moves the tick KEYS[2] on in the field of the epoch held by
-// the marker KEYS[1], and returns the epoch and the count; nil when the
-// marker is gone.
-var scriptTick = newVouchedScript(`
-local epoch = redis.call('GET', KEYS[1])
-if not epoch then return false end
-return {epoch, redis.call('HINCRBY', KEYS[2], epoch, 1)}`, false)
-
-// masterTick moves master s's tick on (scriptTick) and returns its
-// epoch and count.
+// masterTick moves master s's tick on and returns the epoch and count:
+// the guard of the marker of s's lowest slot (the master is vouched for,
+// and its epoch is the one this Graph knows), then HINCRBY of that
+// epoch's field, pipelined on one connection.
 func (g *Graph) masterTick(s Server) (string, int64, error) {
 	n, err := g.node(s)
 	if err != nil {
 		return "", 0, err
 	}
+	grp := g.group(s.first())
+	known := g.guard.slots[grp].state.Load()
+	if known == nil {
+		return "", 0, errors.New("redisgraph: tick: the epoch is not known yet")
+	}
 	ctx, cancel := context.WithTimeout(context.Background(), replicaTimeout)
 	defer cancel()
-	res, err := n.Do(ctx, g.run(scriptTick).cmd(n, []string{g.markerKey(g.group(s.first())), g.tickKey(s)}, nil)).ToArray()
-	if err != nil || len(res) != 2 {
-		return "", 0, fmt.Errorf("redisgraph: tick of %s: %v %w", s, res, err)
+	res := n.DoMulti(ctx, g.run(scriptGuard).cmd(n, []string{g.markerKey(grp)}, nil),
+		n.B().Hincrby().Key(g.tickKey(s)).Field(known.epoch).Increment(1).Build())
+	epoch, err := res[0].ToString()
+	if err != nil || epoch != known.epoch {
+		return "", 0, fmt.Errorf("redisgraph: tick of %s: the marker holds %q, not %q (%w)", s, epoch, known.epoch, err)
 	}
-	epoch, err1 := res[0].ToString()
-	tick, err2 := res[1].AsInt64()
-	if err := errors.Join(err1, err2); err != nil {
+	tick, err := res[1].AsInt64()
+	if err != nil {
 		return "", 0, err
 	}
 	return epoch, tick, nil

@@ -69,7 +69,7 @@ var loadedScripts = []*script{scriptEffects, scriptTies, scriptBulk, scriptCensu
 	scriptCreateStream, scriptMarkIntact, scriptRemark, scriptLease, scriptRelease}
 
 // vouchedScripts are the vouched scripts, which Vouch loads.
-var vouchedScripts = []*script{scriptGuard, scriptCheckpoint, scriptTick, scriptChange, scriptEdge, scriptSecond, scriptArchive, scriptState, scriptJobDone}
+var vouchedScripts = []*script{scriptGuard, scriptCheckpoint, scriptChange, scriptEdge, scriptSecond, scriptArchive, scriptState, scriptJobDone}
 
 // script is a Lua script run by EVALSHA (EVALSHA_RO when read-only). One
 // that is not vouched is run by EVAL when Redis does not have it (after a

@@ -102,7 +102,7 @@ func redisEngine(ctx context.Context, cfg Config, store durableStore, elog *even
 		prometheus.NewCounterFunc(prometheus.CounterOpts{Name: "followgraph_cache_misses_total", Help: "Reads of hot keys that went to Redis."},
 			func() float64 { _, m := g.CacheStats(); return float64(m) }),
 	)
-	mode, maxIdle := "standalone", 5*time.Millisecond
+	mode, maxIdle := "standalone", 50*time.Millisecond
 	if g.Cluster() {
 		mode, maxIdle = "cluster", time.Second
 	}
