@@ -26,22 +26,55 @@ const (
 	KindState
 )
 
-// String returns the kind's word: "follow", "block", "mute", "request" or
-// "private".
+// KindInfo is what the domain says of a kind, once, for the engines, the
+// stores and the tools to read rather than list the kinds again.
+type KindInfo struct {
+	Kind Kind
+	Word string // its word: String's
+	// Edge: an edge between two users, kept both ways; false for a
+	// user's setting (KindPrivate, KindState: Target 0).
+	Edge bool
+	// Link: one of the other kinds, which Graph.Link reports and the
+	// stores keep beside the follows (block, mute, request).
+	Link bool
+	// TwoSided: kept on both users' sides (a mute is on the muter's only).
+	TwoSided bool
+}
+
+// Kinds are the kinds, by their number.
+var Kinds = [...]KindInfo{
+	KindFollow:  {KindFollow, "follow", true, false, true},
+	KindBlock:   {KindBlock, "block", true, true, true},
+	KindMute:    {KindMute, "mute", true, true, false},
+	KindRequest: {KindRequest, "request", true, true, true},
+	KindPrivate: {KindPrivate, "private", false, false, false},
+	KindState:   {KindState, "state", false, false, false},
+}
+
+// Info returns what Kinds says of k (a zero KindInfo for an unknown k).
+func (k Kind) Info() KindInfo {
+	if int(k) < len(Kinds) {
+		return Kinds[k]
+	}
+	return KindInfo{}
+}
+
+// LinkKinds returns the kinds Graph.Link reports, in their order.
+func LinkKinds() []Kind {
+	var out []Kind
+	for _, i := range Kinds {
+		if i.Link {
+			out = append(out, i.Kind)
+		}
+	}
+	return out
+}
+
+// String returns the kind's word: "follow", "block", "mute", "request",
+// "private" or "state".
 func (k Kind) String() string {
-	switch k {
-	case KindFollow:
-		return "follow"
-	case KindBlock:
-		return "block"
-	case KindMute:
-		return "mute"
-	case KindRequest:
-		return "request"
-	case KindPrivate:
-		return "private"
-	case KindState:
-		return "state"
+	if w := k.Info().Word; w != "" {
+		return w
 	}
 	return fmt.Sprintf("kind(%d)", uint8(k))
 }

@@ -662,7 +662,7 @@ func checkModelLinks(tb testing.TB, ctx context.Context, g followgraph.Graph, m 
 // target with m.
 func checkModelLink(tb testing.TB, ctx context.Context, g followgraph.Graph, m *model, user, target followgraph.UserID) {
 	tb.Helper()
-	for _, k := range []followgraph.Kind{followgraph.KindBlock, followgraph.KindMute, followgraph.KindRequest} {
+	for _, k := range followgraph.LinkKinds() {
 		what := fmt.Sprintf("Link(%s, %d, %d)", k, user, target)
 		got, err := g.Link(ctx, k, user, target)
 		if err != nil {

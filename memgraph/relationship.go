@@ -347,8 +347,8 @@ func (g *Graph) Link(_ context.Context, kind fg.Kind, user, target fg.UserID) (f
 }
 
 func checkLinkKind(k fg.Kind) error {
-	if k != fg.KindBlock && k != fg.KindMute && k != fg.KindRequest {
-		return fg.Errorf(fg.EInvalidArgument, "no link of kind %s: it is %s, %s or %s", k, fg.KindBlock, fg.KindMute, fg.KindRequest)
+	if !k.Info().Link {
+		return fg.Errorf(fg.EInvalidArgument, "no link of kind %s: it is one of %v", k, fg.LinkKinds())
 	}
 	return nil
 }

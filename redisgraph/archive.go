@@ -10,6 +10,7 @@ import (
 	"github.com/redis/rueidis"
 
 	fg "github.com/followgraph/followgraph"
+	"github.com/followgraph/followgraph/redisgraph/internal/layout"
 )
 
 // archiveBatch is how many edges one call of the archive script hides:
@@ -44,30 +45,33 @@ func (g *Graph) batches() (hide, show int) {
 }
 
 // archiveSide is one side of a user's edges, as the archive script takes
-// it: its code (lua/lib.lua's sides) and the kinds of its sorted set and
-// versions hash, and the same of the counterparts' side opposite.
+// it, with the counterparts' side opposite.
 type archiveSide struct {
-	code, z, vh    string
-	ccode, cz, cvh string
+	mine, theirs layout.Side
 }
 
 // archiveSides are the sides an account-state job hides: follows,
-// blocks and requests, each way. (A mute is on the muter's side only; the
-// mutes of a hidden user by others need a muted-by set first: DESIGN.md.)
-var archiveSides = [...]archiveSide{
-	{"fi", kindIn, kindInVer, "fo", kindOut, kindOutVer},
-	{"fo", kindOut, kindOutVer, "fi", kindIn, kindInVer},
-	{"bi", kindBlockIn, "biv", "bo", kindBlockOut, "bov"},
-	{"bo", kindBlockOut, "bov", "bi", kindBlockIn, "biv"},
-	{"ri", kindReqIn, "riv", "ro", kindReqOut, "rov"},
-	{"ro", kindReqOut, "rov", "ri", kindReqIn, "riv"},
-}
+// blocks and requests, each way, the edges into the user first. (A mute
+// is on the muter's side only; the mutes of a hidden user by others need
+// a muted-by set first: DESIGN.md.)
+var archiveSides = func() []archiveSide {
+	var out []archiveSide
+	for _, k := range fg.Kinds {
+		if !k.Edge || !k.TwoSided {
+			continue
+		}
+		in, _ := layout.SideOfKind(k.Kind, true)
+		o, _ := layout.SideOfKind(k.Kind, false)
+		out = append(out, archiveSide{in, o}, archiveSide{o, in})
+	}
+	return out
+}()
 
 // The steps of the archive script (lua/archive.lua).
 const (
-	archiveHide = "hide" // a hidden user's shown edges out of sight, both sides
-	archiveShow = "show" // an active user's hidden edges back, with their versions
-	archiveDrop = "drop" // a deleted user's hidden edges ended, both sides
+	archiveHide = layout.StepHide
+	archiveShow = layout.StepShow
+	archiveDrop = layout.StepDrop
 )
 
 // errStateChanged is archive's error when the user's state no longer asks
@@ -101,9 +105,9 @@ func (g *Graph) archivePaced(ctx context.Context, user fg.UserID, step string, a
 		var err error
 		hide, show := g.batches()
 		if step == archiveHide {
-			err = g.eachFirst(ctx, g.key(user, side.z), hide, call)
+			err = g.eachFirst(ctx, g.key(user, side.mine.Set), hide, call)
 		} else {
-			err = g.eachHidden(ctx, g.key(user, side.vh), show, call)
+			err = g.eachHidden(ctx, g.key(user, side.mine.Versions), show, call)
 		}
 		if err != nil {
 			return total, err
@@ -161,9 +165,9 @@ func (g *Graph) eachHidden(ctx context.Context, vh string, n int, f func([]strin
 // with the counterparts whose members are ms.
 func (g *Graph) archiveBatch(ctx context.Context, user fg.UserID, side archiveSide, step string, ms []string) (int64, error) {
 	keys := make([]string, 0, 4+4*len(ms))
-	keys = append(keys, g.key(user, side.z), g.key(user, side.vh), g.key(user, kindCounters), g.key(user, kindFlags))
+	keys = append(keys, g.key(user, side.mine.Set), g.key(user, side.mine.Versions), g.key(user, layout.Counters), g.key(user, layout.Flags))
 	args := make([]string, 0, 4+2*len(ms))
-	args = append(args, step, side.code, side.ccode, member(user))
+	args = append(args, step, side.mine.Code, side.theirs.Code, member(user))
 	if g.cluster {
 		answers, err := g.archiveCounterparts(ctx, user, side, step, ms)
 		if err != nil {
@@ -184,9 +188,9 @@ func (g *Graph) archiveBatch(ctx context.Context, user fg.UserID, side archiveSi
 	for _, m := range ms {
 		c, ok := memberID(m)
 		if !ok {
-			return 0, fg.Errorf(fg.EInternal, "redisgraph: member %q of %s is not a user id", m, g.key(user, side.z))
+			return 0, fg.Errorf(fg.EInternal, "redisgraph: member %q of %s is not a user id", m, g.key(user, side.mine.Set))
 		}
-		keys = append(keys, g.key(c, side.cz), g.key(c, side.cvh), g.key(c, kindCounters), g.key(c, kindFlags))
+		keys = append(keys, g.key(c, side.theirs.Set), g.key(c, side.theirs.Versions), g.key(c, layout.Counters), g.key(c, layout.Flags))
 		args = append(args, m)
 	}
 	n, err := g.exec(ctx, scriptArchive, keys, args).AsInt64()
@@ -207,11 +211,11 @@ func (g *Graph) archiveBatch(ctx context.Context, user fg.UserID, side archiveSi
 // what this one did whatever the state (lua/archive.lua).
 func (g *Graph) archiveCounterparts(ctx context.Context, user fg.UserID, side archiveSide, step string, ms []string) ([]string, error) {
 	cmds := rueidis.Commands{
-		g.c.B().Hget().Key(g.key(user, kindCounters)).Field("s").Build(),
-		g.c.B().Hmget().Key(g.key(user, side.vh)).Field(ms...).Build(),
+		g.c.B().Hget().Key(g.key(user, layout.Counters)).Field("s").Build(),
+		g.c.B().Hmget().Key(g.key(user, side.mine.Versions)).Field(ms...).Build(),
 	}
 	if step == archiveHide {
-		cmds = append(cmds, g.c.B().Zmscore().Key(g.key(user, side.z)).Member(ms...).Build())
+		cmds = append(cmds, g.c.B().Zmscore().Key(g.key(user, side.mine.Set)).Member(ms...).Build())
 	}
 	res := g.c.DoMulti(ctx, cmds...)
 	word, err := res[0].ToString()
@@ -236,7 +240,7 @@ func (g *Graph) archiveCounterparts(ctx context.Context, user fg.UserID, side ar
 	var at []int // the index in ms of each call's member
 	called := make(map[string]bool, len(ms))
 	for i, m := range ms {
-		answers[i] = "0"
+		answers[i] = strconv.Itoa(int(layout.PairNewer))
 		v, _ := vers[i].ToString()
 		if step == archiveHide {
 			score, err := scores[i].AsFloat64()
@@ -253,13 +257,13 @@ func (g *Graph) archiveCounterparts(ctx context.Context, user fg.UserID, side ar
 		}
 		c, ok := memberID(m)
 		if !ok {
-			return nil, fg.Errorf(fg.EInternal, "redisgraph: member %q of %s is not a user id", m, g.key(user, side.z))
+			return nil, fg.Errorf(fg.EInternal, "redisgraph: member %q of %s is not a user id", m, g.key(user, side.mine.Set))
 		}
 		if called[m] {
 			continue // named twice by HSCAN: the script reads the first's answer
 		}
 		called[m] = true
-		calls = append(calls, g.pairSideCall(c, side.ccode, side.cz, side.cvh, user, step, v))
+		calls = append(calls, g.pairSideCall(c, side.theirs, user, step, v))
 		at = append(at, i)
 	}
 	for j, r := range g.execMulti(ctx, scriptPairSide, calls) {
@@ -332,8 +336,8 @@ func (g *Graph) settlePairs(ctx context.Context, p statePairs) error {
 				continue
 			}
 			calls = append(calls,
-				g.pairSideCall(eff.User, side.code, side.z, side.vh, eff.Target, n.step, v),
-				g.pairSideCall(eff.Target, side.ccode, side.cz, side.cvh, eff.User, n.step, v))
+				g.pairSideCall(eff.User, side.mine, eff.Target, n.step, v),
+				g.pairSideCall(eff.Target, side.theirs, eff.User, n.step, v))
 		}
 	}
 	for _, r := range g.execMulti(ctx, scriptPairSide, calls) {
@@ -346,13 +350,10 @@ func (g *Graph) settlePairs(ctx context.Context, p statePairs) error {
 
 // sideOf returns the archive side of kind's edges out of their user.
 func sideOf(k fg.Kind) (archiveSide, bool) {
-	switch k {
-	case fg.KindFollow:
-		return archiveSides[1], true
-	case fg.KindBlock:
-		return archiveSides[3], true
-	case fg.KindRequest:
-		return archiveSides[5], true
+	for _, s := range archiveSides {
+		if s.mine.Kind == k && !s.mine.In {
+			return s, true
+		}
 	}
 	return archiveSide{}, false
 }
@@ -360,9 +361,9 @@ func sideOf(k fg.Kind) (archiveSide, bool) {
 // pairSideCall is the call of lua/pairside.lua on user's side code
 // (sorted set kind z, versions hash kind vh) of its edge with other, for
 // step at version v.
-func (g *Graph) pairSideCall(user fg.UserID, code, z, vh string, other fg.UserID, step, v string) rueidis.LuaExec {
+func (g *Graph) pairSideCall(user fg.UserID, side layout.Side, other fg.UserID, step, v string) rueidis.LuaExec {
 	return rueidis.LuaExec{
-		Keys: []string{g.key(user, z), g.key(user, vh), g.key(user, kindCounters), g.key(user, kindFlags)},
-		Args: []string{step, code, member(other), v},
+		Keys: []string{g.key(user, side.Set), g.key(user, side.Versions), g.key(user, layout.Counters), g.key(user, layout.Flags)},
+		Args: []string{step, side.Code, member(other), v},
 	}
 }

@@ -10,6 +10,7 @@ import (
 
 	fg "github.com/followgraph/followgraph"
 	"github.com/followgraph/followgraph/memgraph"
+	"github.com/followgraph/followgraph/redisgraph/internal/layout"
 )
 
 var archiveFollowers = flag.Int("archive-followers", 2_000_000, "followers of the user BenchmarkArchive hides and restores")
@@ -55,7 +56,7 @@ func BenchmarkArchive(b *testing.B) {
 			if err != nil || got != edges {
 				b.Fatalf("%s = %d, %v; want %d", step.name, got, err, edges)
 			}
-			if nin, _ := c.Do(ctx, c.B().Hget().Key(g.key(user, kindCounters)).Field("nin").Build()).AsInt64(); nin != step.nin {
+			if nin, _ := c.Do(ctx, c.B().Hget().Key(g.key(user, layout.Counters)).Field("nin").Build()).AsInt64(); nin != step.nin {
 				b.Fatalf("after the %s, nin(1) = %d, want %d", step.name, nin, step.nin)
 			}
 			slow, slowest := slowSince(b, c)
@@ -71,7 +72,7 @@ func BenchmarkArchive(b *testing.B) {
 		// benchmark's own process shares its 2 cores with Redis) from the
 		// steps' own.
 		floor := newScript("return redis.call('HGET', KEYS[1], 'st')", false)
-		h := []string{g.key(user, kindCounters)}
+		h := []string{g.key(user, layout.Counters)}
 		mustDo(b, c, c.B().SlowlogReset().Build())
 		began := time.Now()
 		for range calls(archiveBatch) {

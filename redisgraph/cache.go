@@ -10,6 +10,7 @@ import (
 	"github.com/redis/rueidis"
 
 	fg "github.com/followgraph/followgraph"
+	"github.com/followgraph/followgraph/redisgraph/internal/layout"
 )
 
 // The client-side cache (rueidis with Redis's server-assisted tracking)
@@ -60,7 +61,7 @@ func (g *Graph) readCounters(ctx context.Context, ids []fg.UserID) ([]counters, 
 	}
 	cmds := make([]rueidis.CacheableTTL, len(ids))
 	for i, id := range ids {
-		cmds[i] = rueidis.CT(g.c.B().Hmget().Key(g.key(id, kindCounters)).Field(counterFields...).Cache(), cacheTTL)
+		cmds[i] = rueidis.CT(g.c.B().Hmget().Key(g.key(id, layout.Counters)).Field(counterFields...).Cache(), cacheTTL)
 	}
 	missed := g.begin(nil) // the groups of the misses, as they were before
 	for _, id := range ids {
@@ -105,7 +106,7 @@ func (g *Graph) readCounters(ctx context.Context, ids []fg.UserID) ([]counters, 
 	res, err := g.readChecked(ctx, func() rueidis.Commands {
 		direct := make(rueidis.Commands, len(again))
 		for j, i := range again {
-			direct[j] = g.c.B().Hmget().Key(g.key(ids[i], kindCounters)).Field(counterFields...).Build()
+			direct[j] = g.c.B().Hmget().Key(g.key(ids[i], layout.Counters)).Field(counterFields...).Build()
 		}
 		return direct
 	})

@@ -12,6 +12,7 @@ import (
 	"github.com/redis/rueidis"
 
 	fg "github.com/followgraph/followgraph"
+	"github.com/followgraph/followgraph/redisgraph/internal/layout"
 )
 
 // The account-state jobs (docs/DESIGN.md "Account states"). A change of
@@ -189,7 +190,7 @@ func (g *Graph) claimJobs(ctx context.Context, lease, owner string) (bool, error
 // with nil: the user stays in the set, and the next pass runs the new
 // state's job.
 func (g *Graph) runJob(ctx context.Context, user fg.UserID, rate int, lease, owner string) error {
-	vals, err := g.c.Do(ctx, g.c.B().Hmget().Key(g.key(user, kindCounters)).Field("s", "sv").Build()).ToArray()
+	vals, err := g.c.Do(ctx, g.c.B().Hmget().Key(g.key(user, layout.Counters)).Field("s", "sv").Build()).ToArray()
 	if err != nil || len(vals) != 2 {
 		return unavailable("job", err)
 	}
@@ -245,7 +246,7 @@ func (g *Graph) runJob(ctx context.Context, user fg.UserID, rate int, lease, own
 		}
 	}
 	g.jobs.pending.Store(0)
-	if err := g.exec(ctx, scriptJobDone, []string{g.key(user, kindCounters), g.jobsKey(user)}, []string{sv, user.String()}).Error(); err != nil {
+	if err := g.exec(ctx, scriptJobDone, []string{g.key(user, layout.Counters), g.jobsKey(user)}, []string{sv, user.String()}).Error(); err != nil {
 		return unavailable("job", err)
 	}
 	return nil

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	fg "github.com/followgraph/followgraph"
+	"github.com/followgraph/followgraph/redisgraph/internal/layout"
 )
 
 // BenchmarkJob deactivates, then makes active again, a user with
@@ -102,7 +103,7 @@ func timeJob(b *testing.B, g *Graph, user fg.UserID, st fg.State, nin int64) tim
 		time.Sleep(10 * time.Millisecond)
 	}
 	took := time.Since(began)
-	if got, _ := g.c.Do(ctx, g.c.B().Hget().Key(g.key(user, kindCounters)).Field("nin").Build()).AsInt64(); got != nin {
+	if got, _ := g.c.Do(ctx, g.c.B().Hget().Key(g.key(user, layout.Counters)).Field("nin").Build()).AsInt64(); got != nin {
 		b.Fatalf("after the job to %s, nin(%d) = %d, want %d", st, user, got, nin)
 	}
 	if a, err := g.State(ctx, user); err != nil || a.Pending != 0 || a.State != st {

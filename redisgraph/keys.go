@@ -5,6 +5,7 @@ import (
 	"strconv"
 
 	fg "github.com/followgraph/followgraph"
+	"github.com/followgraph/followgraph/redisgraph/internal/layout"
 )
 
 // Every key of a user has the user's decimal id as its hash tag, so all of
@@ -38,37 +39,18 @@ import (
 // edge's full version (16 hex digits) only where its millisecond part does
 // not say it all: for an unfollowed edge (its tombstone), or a live edge
 // whose version's counter is not zero.
-const (
-	kindOut      = "out"
-	kindIn       = "in"
-	kindOutVer   = "ov"
-	kindInVer    = "iv"
-	kindCounters = "h"
-	kindBlockOut = "bo"
-	kindBlockIn  = "bi"
-	kindMuteOut  = "mo"
-	kindMuteExp  = "mx"
-	kindReqOut   = "ro"
-	kindReqIn    = "ri"
-	kindFlags    = "rf"
-)
-
-// userKinds are the kinds of a user's keys in the order the scripts take
-// them (lua/lib.lua's userKeys).
-var userKinds = [...]string{kindOut, kindOutVer, kindIn, kindInVer, kindBlockOut, "bov", kindBlockIn, "biv",
-	kindMuteOut, "mov", kindMuteExp, kindReqOut, "rov", kindReqIn, "riv", kindFlags, kindCounters}
-
-// userKeys appends to keys every key of id, in the order of userKinds.
+// userKeys appends to keys every key of id, in the order the scripts
+// take them (layout.UserKeys).
 func (g *Graph) userKeys(keys []string, id fg.UserID) []string {
-	for _, k := range userKinds {
+	for _, k := range layout.UserKeys {
 		keys = append(keys, g.key(id, k))
 	}
 	return keys
 }
 
 // key returns the key of the given kind of user id.
-func (g *Graph) key(id fg.UserID, kind string) string {
-	return g.prefix + ":{" + id.String() + "}:" + kind
+func (g *Graph) key(id fg.UserID, kind layout.Key) string {
+	return g.prefix + ":{" + id.String() + "}:" + string(kind)
 }
 
 // member encodes id as a sorted set member: 8 bytes, big-endian, so that

@@ -5,6 +5,7 @@ import (
 	"testing"
 
 	fg "github.com/followgraph/followgraph"
+	"github.com/followgraph/followgraph/redisgraph/internal/layout"
 )
 
 func TestMember(t *testing.T) {
@@ -42,7 +43,7 @@ func TestSlots(t *testing.T) {
 			t.Fatal("a Graph on a Cluster client is not laid out for a Cluster")
 		}
 		for _, id := range []fg.UserID{1, 42, 1 << 40, fg.MaxUserID} {
-			for _, key := range []string{g.key(id, kindOut), g.outbox(id)} {
+			for _, key := range []string{g.key(id, layout.Out), g.outbox(id)} {
 				got, err := c.Do(t.Context(), c.B().ClusterKeyslot().Key(key).Build()).AsInt64()
 				if err != nil {
 					t.Fatal(err)

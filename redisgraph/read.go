@@ -9,6 +9,7 @@ import (
 	"github.com/redis/rueidis"
 
 	fg "github.com/followgraph/followgraph"
+	"github.com/followgraph/followgraph/redisgraph/internal/layout"
 )
 
 // Reads never ask one command for more than these, so that each stays
@@ -30,7 +31,7 @@ func (g *Graph) IsFollowing(ctx context.Context, user, target fg.UserID) (fg.Edg
 		return fg.Edge{}, err
 	}
 	r, err := g.readOne(ctx, func() rueidis.Completed {
-		return g.c.B().Zscore().Key(g.key(user, kindOut)).Member(member(target)).Build()
+		return g.c.B().Zscore().Key(g.key(user, layout.Out)).Member(member(target)).Build()
 	})
 	if err != nil {
 		return fg.Edge{}, unavailable("is-following", err)
@@ -75,7 +76,7 @@ func (g *Graph) Following(ctx context.Context, user fg.UserID, req fg.PageReques
 	if stop, err := g.inactive(ctx, "following", user); stop {
 		return fg.Page{}, err
 	}
-	es, err := g.rangeAfter(ctx, g.key(user, kindOut), q.After, q.Size+1)
+	es, err := g.rangeAfter(ctx, g.key(user, layout.Out), q.After, q.Size+1)
 	if err != nil {
 		return fg.Page{}, unavailable("following", err)
 	}
@@ -99,7 +100,7 @@ func (g *Graph) Followers(ctx context.Context, user fg.UserID, req fg.PageReques
 	}
 	var es []fg.Entry
 	if q.After != nil || g.cacheMin == 0 {
-		es, err = g.rangeAfter(ctx, g.key(user, kindIn), q.After, q.Size+1)
+		es, err = g.rangeAfter(ctx, g.key(user, layout.In), q.After, q.Size+1)
 	} else {
 		es, err = g.firstFollowers(ctx, user, cs[0], q.Size+1)
 	}
@@ -121,7 +122,7 @@ func (g *Graph) Followers(ctx context.Context, user fg.UserID, req fg.PageReques
 // next is at least as new. Counters read again from Redis, past a stale
 // cache entry, do not prove that: the page is then read from Redis too.
 func (g *Graph) firstFollowers(ctx context.Context, user fg.UserID, c counters, n int) ([]fg.Entry, error) {
-	key := g.key(user, kindIn)
+	key := g.key(user, layout.In)
 	if c.followers < g.cacheMin || !c.fresh {
 		return g.rangeAfter(ctx, key, nil, n)
 	}
@@ -256,7 +257,7 @@ func (g *Graph) Relations(ctx context.Context, viewer fg.UserID, ids []fg.UserID
 	for i, id := range ids {
 		members[i] = member(id)
 	}
-	scores, flags, err := g.probeFlags(ctx, viewer, cs[0].linked(), members, g.key(viewer, kindOut), g.key(viewer, kindIn))
+	scores, flags, err := g.probeFlags(ctx, viewer, cs[0].linked(), members, g.key(viewer, layout.Out), g.key(viewer, layout.In))
 	if err != nil {
 		return nil, unavailable("relations", err)
 	}
@@ -275,23 +276,12 @@ func (g *Graph) Relations(ctx context.Context, viewer fg.UserID, ids []fg.UserID
 		}
 		if f := flags[i]; f != 0 {
 			r := &out[i]
-			r.Blocking, r.BlockedBy, r.Muting = f&flagBlocking != 0, f&flagBlockedBy != 0, f&flagMuting != 0
-			r.Requested, r.RequestedBy = f&flagRequested != 0, f&flagRequestedBy != 0
+			r.Blocking, r.BlockedBy, r.Muting = f&layout.FlagBlocking != 0, f&layout.FlagBlockedBy != 0, f&layout.FlagMuting != 0
+			r.Requested, r.RequestedBy = f&layout.FlagRequested != 0, f&layout.FlagRequestedBy != 0
 		}
 	}
 	return out, nil
 }
-
-// The flags of the other kinds between a user and another, the bits of
-// the score of the other in the user's flags set (keys.go, lua/lib.lua's
-// flagOf).
-const (
-	flagBlocking = 1 << iota
-	flagBlockedBy
-	flagMuting // a mute not expired
-	flagRequested
-	flagRequestedBy
-)
 
 // linked reports whether the user has edges of the other kinds, so that
 // its flags hash may hold anything.
@@ -306,7 +296,7 @@ func (c counters) linked() bool {
 func (g *Graph) probeFlags(ctx context.Context, user fg.UserID, withFlags bool, members []string, keys ...string) ([][]int64, []int, error) {
 	flags := make([]int, len(members))
 	if withFlags {
-		keys = append(keys, g.key(user, kindFlags))
+		keys = append(keys, g.key(user, layout.Flags))
 	}
 	scores, err := g.probe(ctx, members, keys...)
 	if err != nil || !withFlags {
@@ -316,7 +306,7 @@ func (g *Graph) probeFlags(ctx context.Context, user fg.UserID, withFlags bool, 
 	any := false
 	for i, f := range scores[len(scores)-1] {
 		flags[i], muted[i] = max(int(f), 0), -1
-		if flags[i]&flagMuting != 0 {
+		if flags[i]&layout.FlagMuting != 0 {
 			muted[i], any = 0, true
 		}
 	}
@@ -325,8 +315,8 @@ func (g *Graph) probeFlags(ctx context.Context, user fg.UserID, withFlags bool, 
 			return nil, nil, err
 		}
 		for i, f := range flags {
-			if f&flagMuting != 0 && muted[i] < 0 {
-				flags[i] &^= flagMuting
+			if f&layout.FlagMuting != 0 && muted[i] < 0 {
+				flags[i] &^= layout.FlagMuting
 			}
 		}
 	}
@@ -356,7 +346,7 @@ func (g *Graph) unexpired(ctx context.Context, user fg.UserID, members []string,
 			for j, i := range chunk {
 				ms[j] = members[i]
 			}
-			cmds = append(cmds, g.c.B().Hmget().Key(g.key(user, kindMuteExp)).Field(ms...).Build())
+			cmds = append(cmds, g.c.B().Hmget().Key(g.key(user, layout.MuteExpiry)).Field(ms...).Build())
 		}
 		return cmds
 	})

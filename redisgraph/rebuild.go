@@ -14,6 +14,7 @@ import (
 	"github.com/redis/rueidis"
 
 	fg "github.com/followgraph/followgraph"
+	"github.com/followgraph/followgraph/redisgraph/internal/layout"
 )
 
 // Source is the graph Redis is expected to hold, as the operator commands
@@ -68,9 +69,9 @@ func (s Side) String() string {
 // sideKeys returns the keys of side s of user u, as scriptBulk takes them.
 func (g *Graph) sideKeys(u fg.UserID, s Side) []string {
 	if s == SideFollowing {
-		return []string{g.key(u, kindOut), g.key(u, kindOutVer), g.key(u, kindCounters)}
+		return []string{g.key(u, layout.Out), g.key(u, layout.OutVersions), g.key(u, layout.Counters)}
 	}
-	return []string{g.key(u, kindIn), g.key(u, kindInVer), g.key(u, kindCounters)}
+	return []string{g.key(u, layout.In), g.key(u, layout.InVersions), g.key(u, layout.Counters)}
 }
 
 // counter returns the field of side s's counter in the counters hash.
@@ -209,7 +210,7 @@ func (g *Graph) rebuildLinks(ctx context.Context, src Source, st *RebuildStats) 
 			if err != nil {
 				return unavailable("rebuild", err)
 			}
-			if n, _ := res[0].AsInt64(); n == changeMade {
+			if n, _ := statusOf(res[0]); n == layout.Changed {
 				st.Written++
 			}
 			if g.cluster {
@@ -236,10 +237,10 @@ func (g *Graph) rebuildLinks(ctx context.Context, src Source, st *RebuildStats) 
 			st.Edges++
 			users := eventUsers(e)
 			if !g.cluster {
-				calls = append(calls, g.effectsCall(e, own, refuseNothing, users...))
+				calls = append(calls, g.effectsCall(e, own, layout.RefuseNothing, users...))
 			} else {
 				for _, x := range users {
-					calls = append(calls, g.effectsCall(e, own, refuseNothing, x))
+					calls = append(calls, g.effectsCall(e, own, layout.RefuseNothing, x))
 					of = append(of, e)
 				}
 			}

@@ -8,28 +8,40 @@ import (
 	"time"
 
 	fg "github.com/followgraph/followgraph"
+	"github.com/followgraph/followgraph/redisgraph/internal/layout"
 )
 
-// linkSide is how one side of the other kinds is kept (keys.go, lua/lib.lua's
-// sides); its index in linkSides is its bit in the flags set (flagOf).
+// linkSide is one side of the other kinds (layout.Sides with a flag) as
+// Reconcile compares it.
 type linkSide struct {
-	side          Side
-	code          string // lua/lib.lua's side code
-	set, versions string // the kinds of its keys
-	kind          fg.Kind
-	in            bool // the edges x → user
+	side Side
+	layout.Side
 }
 
-var linkSides = [...]linkSide{
-	{SideBlocks, "bo", kindBlockOut, "bov", fg.KindBlock, false},
-	{SideBlockedBy, "bi", kindBlockIn, "biv", fg.KindBlock, true},
-	{SideMutes, "mo", kindMuteOut, "mov", fg.KindMute, false},
-	{SideRequests, "ro", kindReqOut, "rov", fg.KindRequest, false},
-	{SideRequestsIn, "ri", kindReqIn, "riv", fg.KindRequest, true},
+// linkSides are the sides of the other kinds, in the layout's order.
+var linkSides = func() []linkSide {
+	var out []linkSide
+	for i, s := range layout.Sides {
+		if s.Flag != 0 {
+			out = append(out, linkSide{Side(i + 1), s})
+		}
+	}
+	return out
+}()
+
+// linkIndex returns the index in linkSides of the side of kind, into the
+// user (in) or out of it.
+func linkIndex(kind fg.Kind, in bool) int {
+	for i, l := range linkSides {
+		if l.Kind == kind && l.In == in {
+			return i
+		}
+	}
+	panic("redisgraph: no link side of kind " + kind.String())
 }
 
 // The indexes in linkSides of the block sides.
-const linkBlocks, linkBlockedBy = 0, 1
+var linkBlocks, linkBlockedBy = linkIndex(fg.KindBlock, false), linkIndex(fg.KindBlock, true)
 
 // inLinks returns the blocks and requests of src by the user they are to:
 // what the incoming sides (bi, ri) of each user are expected to hold.
@@ -80,7 +92,7 @@ func (r *reconciler) compareLinks(u fg.UserID, red *redisUser) linkCheck {
 	var private fg.Event
 	add := func(e fg.Event, in bool) {
 		for i, l := range linkSides {
-			if l.kind == e.Op.Kind() && l.in == in {
+			if l.Kind == e.Op.Kind() && l.In == in {
 				other := e.Target
 				if in {
 					other = e.User
@@ -121,7 +133,7 @@ func (r *reconciler) compareLinks(u fg.UserID, red *redisUser) linkCheck {
 			}
 			if kind != 0 {
 				c.edge(Diff{User: u, Side: l.side, Kind: kind, Other: w.other, Expected: w.EdgeState, Found: h.EdgeState},
-					linkRepair{code: l.code, other: w.other, want: w.EdgeState, ev: events[w.other]})
+					linkRepair{code: l.Code, other: w.other, want: w.EdgeState, ev: events[w.other]})
 			}
 		}
 		if red.linkCounters[i] != red.linkCard[i] {

@@ -11,6 +11,7 @@ import (
 	"github.com/redis/rueidis"
 
 	fg "github.com/followgraph/followgraph"
+	"github.com/followgraph/followgraph/redisgraph/internal/layout"
 )
 
 // edgeRec is one copy's state of an edge of a side, by the other user.
@@ -31,8 +32,8 @@ type redisUser struct {
 	card, counters [2]int64     // the sizes of the sets, and the counters (nout, nin)
 	clock          fg.Version
 
-	links                  [len(linkSides)][]edgeRec // by linkSides, by other user
-	linkCard, linkCounters [len(linkSides)]int64
+	links                  [][]edgeRec // by linkSides, by other user
+	linkCard, linkCounters []int64     // by linkSides
 	private                EdgeState
 	flags                  map[fg.UserID]int // rf: the flags with each other user
 }
@@ -42,14 +43,16 @@ type redisUser struct {
 // first HSCAN of each versions hash (and ZSCAN of the flags) in one round
 // trip, then what is left of each in bounded steps.
 func (g *Graph) readUser(ctx context.Context, u fg.UserID) (redisUser, error) {
-	var red redisUser
+	red := redisUser{links: make([][]edgeRec, len(linkSides)), linkCard: make([]int64, len(linkSides)), linkCounters: make([]int64, len(linkSides))}
 	keys := [][]string{g.sideKeys(u, SideFollowing), g.sideKeys(u, SideFollowers)} // set, versions hash
-	censusKeys := []string{keys[0][0], keys[1][0], keys[0][2]}
 	for _, l := range linkSides {
-		keys = append(keys, []string{g.key(u, l.set), g.key(u, l.versions)})
-		censusKeys = append(censusKeys, g.key(u, l.set))
+		keys = append(keys, []string{g.key(u, l.Set), g.key(u, l.Versions)})
 	}
-	flags := g.key(u, kindFlags)
+	censusKeys := []string{g.key(u, layout.Counters)}
+	for _, s := range layout.Sides {
+		censusKeys = append(censusKeys, g.key(u, s.Set))
+	}
+	flags := g.key(u, layout.Flags)
 	cmds := rueidis.Commands{scriptCensus.cmd(g.c, censusKeys, nil), g.c.B().Zscan().Key(flags).Cursor(0).Count(rangeChunk).Build()}
 	for _, k := range keys {
 		cmds = append(cmds,
@@ -81,7 +84,7 @@ func (g *Graph) readUser(ctx context.Context, u fg.UserID) (redisUser, error) {
 // parseCensus reads the reply of scriptCensus for user u into red.
 func (red *redisUser) parseCensus(u fg.UserID, r rueidis.RedisResult) error {
 	census, err := r.ToArray()
-	if err == nil && len(census) < 7+2*len(linkSides) {
+	if err == nil && len(census) != 3+2*len(layout.Sides) {
 		err = fmt.Errorf("census script returned %d values", len(census))
 	}
 	if err != nil {
@@ -98,28 +101,33 @@ func (red *redisUser) parseCensus(u fg.UserID, r rueidis.RedisResult) error {
 		}
 		return n, nil
 	}
-	for i := range 2 {
-		red.card[i], _ = census[i].AsInt64()
-		if red.counters[i], err = counter(census[2+i]); err != nil {
+	for i := range layout.Sides {
+		card, _ := census[3+2*i].AsInt64()
+		n, err := counter(census[4+2*i])
+		if err != nil {
 			return err
 		}
-	}
-	for i := range linkSides {
-		red.linkCard[i], _ = census[7+2*i].AsInt64()
-		if red.linkCounters[i], err = counter(census[8+2*i]); err != nil {
-			return err
+		switch side := Side(i + 1); side {
+		case SideFollowing, SideFollowers:
+			red.card[side-SideFollowing], red.counters[side-SideFollowing] = card, n
+		default:
+			for j, l := range linkSides {
+				if l.side == side {
+					red.linkCard[j], red.linkCounters[j] = card, n
+				}
+			}
 		}
 	}
-	if s, err := census[4].ToString(); err == nil {
+	if s, err := census[0].ToString(); err == nil {
 		if red.clock, err = parseVersionString(s); err != nil {
 			return fmt.Errorf("clock of user %d: %w", u, err)
 		}
 	}
-	if s, err := census[6].ToString(); err == nil {
+	if s, err := census[2].ToString(); err == nil {
 		if red.private.Version, err = parseVersionString(s); err != nil {
 			return fmt.Errorf("private setting of user %d: %w", u, err)
 		}
-		p, _ := census[5].ToString()
+		p, _ := census[1].ToString()
 		red.private.Live = p == "1"
 	}
 	return nil

@@ -13,6 +13,7 @@ import (
 
 	fg "github.com/followgraph/followgraph"
 	"github.com/followgraph/followgraph/memgraph"
+	"github.com/followgraph/followgraph/redisgraph/internal/layout"
 )
 
 // diffKey identifies a reported difference.
@@ -110,7 +111,7 @@ func TestReconcile(t *testing.T) {
 
 			// A deleted key: every live edge of a's following side is missing.
 			a := users[1]
-			do(c.B().Del().Key(g.key(a, kindOut)).Build())
+			do(c.B().Del().Key(g.key(a, layout.Out)).Build())
 			for e := range src.OutEdges(a) {
 				if e.Op == fg.OpFollow {
 					want[diffKey{a, e.Target, SideFollowing, DiffMissing}] = true
@@ -122,7 +123,7 @@ func TestReconcile(t *testing.T) {
 			// b's counter no longer counts its set.
 			b := users[2]
 			x := liveEdge(t, src, b, SideFollowers, a).User
-			do(c.B().Zrem().Key(g.key(b, kindIn)).Member(member(x)).Build())
+			do(c.B().Zrem().Key(g.key(b, layout.In)).Member(member(x)).Build())
 			want[diffKey{b, x, SideFollowers, DiffMissing}] = true
 			want[diffKey{b, 0, SideFollowers, DiffCounter}] = true
 
@@ -130,18 +131,18 @@ func TestReconcile(t *testing.T) {
 			// versions; and the counter made to count it.
 			cu, invented := users[3], fg.UserID(99_999_999)
 			g.touch(invented)
-			do(c.B().Zadd().Key(g.key(cu, kindOut)).ScoreMember().ScoreMember(old, member(invented)).Build(),
-				c.B().Hincrby().Key(g.key(cu, kindCounters)).Field("nout").Increment(1).Build())
+			do(c.B().Zadd().Key(g.key(cu, layout.Out)).ScoreMember().ScoreMember(old, member(invented)).Build(),
+				c.B().Hincrby().Key(g.key(cu, layout.Counters)).Field("nout").Increment(1).Build())
 			want[diffKey{cu, invented, SideFollowing, DiffExtra}] = true
 
 			// A wrong counter.
 			d := users[4]
-			do(c.B().Hset().Key(g.key(d, kindCounters)).FieldValue().FieldValue("nin", "999").Build())
+			do(c.B().Hset().Key(g.key(d, layout.Counters)).FieldValue().FieldValue("nin", "999").Build())
 			want[diffKey{d, 0, SideFollowers, DiffCounter}] = true
 
 			// A lost counters hash: both counters, and the clock.
 			e := users[5]
-			do(c.B().Del().Key(g.key(e, kindCounters)).Build())
+			do(c.B().Del().Key(g.key(e, layout.Counters)).Build())
 			want[diffKey{e, 0, SideFollowing, DiffCounter}] = true
 			want[diffKey{e, 0, SideFollowers, DiffCounter}] = true
 			want[diffKey{e, 0, SideFollowing, DiffClock}] = true
@@ -149,7 +150,7 @@ func TestReconcile(t *testing.T) {
 			// A follow time changed on one side; a tombstone lost.
 			f := users[6]
 			y := liveEdge(t, src, f, SideFollowing, a, b, cu, d, e).Target
-			do(c.B().Zadd().Key(g.key(f, kindOut)).ScoreMember().ScoreMember(old, member(y)).Build())
+			do(c.B().Zadd().Key(g.key(f, layout.Out)).ScoreMember().ScoreMember(old, member(y)).Build())
 			want[diffKey{f, y, SideFollowing, DiffSince}] = true
 			var tomb fg.Event
 			for _, u := range users[7:] {
@@ -159,14 +160,14 @@ func TestReconcile(t *testing.T) {
 					}
 				}
 			}
-			do(c.B().Hdel().Key(g.key(tomb.User, kindOutVer)).Field(member(tomb.Target)).Build())
+			do(c.B().Hdel().Key(g.key(tomb.User, layout.OutVersions)).Field(member(tomb.Target)).Build())
 			want[diffKey{tomb.User, tomb.Target, SideFollowing, DiffTombstone}] = true
 
 			// A user only Redis has, following someone.
 			ghost := fg.UserID(88_888_888)
 			g.touch(ghost)
-			do(c.B().Zadd().Key(g.key(ghost, kindOut)).ScoreMember().ScoreMember(old, member(a)).Build(),
-				c.B().Hset().Key(g.key(ghost, kindCounters)).FieldValue().FieldValue("nout", "1").Build())
+			do(c.B().Zadd().Key(g.key(ghost, layout.Out)).ScoreMember().ScoreMember(old, member(a)).Build(),
+				c.B().Hset().Key(g.key(ghost, layout.Counters)).FieldValue().FieldValue("nout", "1").Build())
 			want[diffKey{ghost, a, SideFollowing, DiffExtra}] = true
 
 			// Without a horizon, the states that look newer than the
@@ -189,12 +190,12 @@ func TestReconcile(t *testing.T) {
 
 			// Damage again what was fixed, and reconcile with a horizon
 			// of now: every difference is reported, and fixed.
-			do(c.B().Del().Key(g.key(a, kindOut)).Build(),
-				c.B().Zrem().Key(g.key(b, kindIn)).Member(member(x)).Build(),
-				c.B().Hset().Key(g.key(d, kindCounters)).FieldValue().FieldValue("nin", "999").Build(),
-				c.B().Del().Key(g.key(e, kindCounters)).Build(),
-				c.B().Zadd().Key(g.key(f, kindOut)).ScoreMember().ScoreMember(old, member(y)).Build(),
-				c.B().Hdel().Key(g.key(tomb.User, kindOutVer)).Field(member(tomb.Target)).Build())
+			do(c.B().Del().Key(g.key(a, layout.Out)).Build(),
+				c.B().Zrem().Key(g.key(b, layout.In)).Member(member(x)).Build(),
+				c.B().Hset().Key(g.key(d, layout.Counters)).FieldValue().FieldValue("nin", "999").Build(),
+				c.B().Del().Key(g.key(e, layout.Counters)).Build(),
+				c.B().Zadd().Key(g.key(f, layout.Out)).ScoreMember().ScoreMember(old, member(y)).Build(),
+				c.B().Hdel().Key(g.key(tomb.User, layout.OutVersions)).Field(member(tomb.Target)).Build())
 			horizon := time.Now()
 			st, diffs = reconcile(t, g, src, ReconcileOptions{Fix: true, Horizon: horizon})
 			for k := range want {
@@ -261,13 +262,13 @@ func TestReconcileRate(t *testing.T) {
 		fixed  int64
 	}{
 		{"Edges", 8, 4, func(c rueidis.Client, g *testGraph) rueidis.Commands {
-			return rueidis.Commands{c.B().Del().Key(g.key(1, kindOut)).Build()}
+			return rueidis.Commands{c.B().Del().Key(g.key(1, layout.Out)).Build()}
 		}, 9},
 		{"CounterAndClock", 2, 2, func(c rueidis.Client, g *testGraph) rueidis.Commands {
 			return rueidis.Commands{
-				c.B().Del().Key(g.key(1, kindOut)).Build(),
-				c.B().Hset().Key(g.key(1, kindCounters)).FieldValue().FieldValue("nout", "999").Build(),
-				c.B().Hdel().Key(g.key(1, kindCounters)).Field("clk").Build(),
+				c.B().Del().Key(g.key(1, layout.Out)).Build(),
+				c.B().Hset().Key(g.key(1, layout.Counters)).FieldValue().FieldValue("nout", "999").Build(),
+				c.B().Hdel().Key(g.key(1, layout.Counters)).Field("clk").Build(),
 			}
 		}, 4},
 	} {
@@ -360,13 +361,13 @@ func TestReconcileLinks(t *testing.T) {
 				}
 			}
 			damage := func() {
-				do(c.B().Zrem().Key(g.key(2, kindBlockIn)).Member(member(1)).Build(),
-					c.B().Hset().Key(g.key(1, kindCounters)).FieldValue().FieldValue("nbo", "99").Build(),
-					c.B().Zrem().Key(g.key(1, kindMuteOut)).Member(member(3)).Build(),
+				do(c.B().Zrem().Key(g.key(2, layout.BlockIn)).Member(member(1)).Build(),
+					c.B().Hset().Key(g.key(1, layout.Counters)).FieldValue().FieldValue("nbo", "99").Build(),
+					c.B().Zrem().Key(g.key(1, layout.MuteOut)).Member(member(3)).Build(),
 					c.B().Hdel().Key(g.key(1, "mov")).Field(member(3)).Build(),
-					c.B().Zrem().Key(g.key(1, kindReqIn)).Member(member(6)).Build(),
-					c.B().Zadd().Key(g.key(1, kindFlags)).ScoreMember().ScoreMember(flagMuting, member(9)).Build(),
-					c.B().Hdel().Key(g.key(1, kindCounters)).Field("p", "pv", "clk").Build())
+					c.B().Zrem().Key(g.key(1, layout.ReqIn)).Member(member(6)).Build(),
+					c.B().Zadd().Key(g.key(1, layout.Flags)).ScoreMember().ScoreMember(layout.FlagMuting, member(9)).Build(),
+					c.B().Hdel().Key(g.key(1, layout.Counters)).Field("p", "pv", "clk").Build())
 			}
 			damage()
 			want := map[diffKey]bool{

@@ -9,6 +9,7 @@ import (
 	"github.com/redis/rueidis"
 
 	fg "github.com/followgraph/followgraph"
+	"github.com/followgraph/followgraph/redisgraph/internal/layout"
 )
 
 // Blocks, mutes, follow requests and the private setting are edges kept as
@@ -149,8 +150,8 @@ func (g *Graph) SetPrivate(ctx context.Context, user fg.UserID, private bool) (f
 	}
 	for !private {
 		res, err := g.readChecked(ctx, func() rueidis.Commands {
-			return rueidis.Commands{g.c.B().Hget().Key(g.key(user, kindCounters)).Field("p").Build(),
-				g.c.B().Zrange().Key(g.key(user, kindReqIn)).Min("0").Max(strconv.Itoa(approveChunk - 1)).Build()}
+			return rueidis.Commands{g.c.B().Hget().Key(g.key(user, layout.Counters)).Field("p").Build(),
+				g.c.B().Zrange().Key(g.key(user, layout.ReqIn)).Min("0").Max(strconv.Itoa(approveChunk - 1)).Build()}
 		})
 		if err != nil {
 			return fg.Settings{}, unavailable("set-private", err)
@@ -174,14 +175,12 @@ func (g *Graph) SetPrivate(ctx context.Context, user fg.UserID, private bool) (f
 	return fg.Settings{ID: user, Private: private}, nil
 }
 
-// linkKinds are the keys of the edges of each kind Link reports.
-var linkKinds = map[fg.Kind]string{fg.KindBlock: kindBlockOut, fg.KindMute: kindMuteOut, fg.KindRequest: kindReqOut}
-
 // Link reports user's edge of kind to target; see followgraph.Graph. An
 // expired mute is not on.
 func (g *Graph) Link(ctx context.Context, kind fg.Kind, user, target fg.UserID) (fg.Link, error) {
-	k, ok := linkKinds[kind]
-	if !ok {
+	side, ok := layout.SideOfKind(kind, false)
+	k := side.Set
+	if !ok || !kind.Info().Link { // follows are IsFollowing's
 		return fg.Link{}, fg.Errorf(fg.EInvalidArgument, "link: kind %s is not block, mute or request", kind)
 	}
 	if err := fg.CheckIDs(user, target); err != nil {
@@ -192,7 +191,7 @@ func (g *Graph) Link(ctx context.Context, kind fg.Kind, user, target fg.UserID) 
 	}
 	res, err := g.readChecked(ctx, func() rueidis.Commands {
 		return rueidis.Commands{g.c.B().Zscore().Key(g.key(user, k)).Member(member(target)).Build(),
-			g.c.B().Hget().Key(g.key(user, kindMuteExp)).Field(member(target)).Build()}
+			g.c.B().Hget().Key(g.key(user, layout.MuteExpiry)).Field(member(target)).Build()}
 	})
 	if err != nil {
 		return fg.Link{}, unavailable("link", err)
@@ -221,16 +220,21 @@ func (g *Graph) Link(ctx context.Context, kind fg.Kind, user, target fg.UserID) 
 	return l, nil
 }
 
-// linkLists are the keys of the lists Links pages.
-var linkLists = map[string]string{fg.ListBlocks: kindBlockOut, fg.ListMutes: kindMuteOut, fg.ListFollowRequests: kindReqIn}
+// linkLists are the sides of the lists Links pages.
+var linkLists = map[string]struct {
+	kind fg.Kind
+	in   bool
+}{fg.ListBlocks: {fg.KindBlock, false}, fg.ListMutes: {fg.KindMute, false}, fg.ListFollowRequests: {fg.KindRequest, true}}
 
 // Links returns a page of user's list; see followgraph.Graph. The mutes
 // are read past the expired ones, which are not listed.
 func (g *Graph) Links(ctx context.Context, list string, user fg.UserID, req fg.PageRequest) (fg.Page, error) {
-	k, ok := linkLists[list]
+	l, ok := linkLists[list]
 	if !ok {
 		return fg.Page{}, fg.Errorf(fg.EInvalidArgument, "links: no list %q", list)
 	}
+	side, _ := layout.SideOfKind(l.kind, l.in)
+	k := side.Set
 	q, err := req.Query(list, user)
 	if err != nil {
 		return fg.Page{}, err
@@ -239,7 +243,7 @@ func (g *Graph) Links(ctx context.Context, list string, user fg.UserID, req fg.P
 		return fg.Page{}, err // nil: as for a user with no edges
 	}
 	key := g.key(user, k)
-	if k != kindMuteOut {
+	if k != layout.MuteOut {
 		es, err := g.rangeAfter(ctx, key, q.After, q.Size+1)
 		if err != nil {
 			return fg.Page{}, unavailable(list, err)

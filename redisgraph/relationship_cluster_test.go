@@ -9,6 +9,7 @@ import (
 	"testing"
 
 	fg "github.com/followgraph/followgraph"
+	"github.com/followgraph/followgraph/redisgraph/internal/layout"
 )
 
 // linkKey is an edge of a kind.
@@ -25,20 +26,23 @@ func redisLinks(tb testing.TB, g *testGraph, users []fg.UserID) (out, in map[lin
 	tb.Helper()
 	ctx := tb.Context()
 	out, in = map[linkKey]int64{}, map[linkKey]int64{}
-	sets := []struct {
-		kind, counter string
-		k             fg.Kind
-		in            bool
-	}{
-		{kindOut, "nout", fg.KindFollow, false}, {kindIn, "nin", fg.KindFollow, true},
-		{kindBlockOut, "nbo", fg.KindBlock, false}, {kindBlockIn, "nbi", fg.KindBlock, true},
-		{kindReqOut, "nro", fg.KindRequest, false}, {kindReqIn, "nri", fg.KindRequest, true},
+	type set struct {
+		kind    layout.Key
+		counter string
+		k       fg.Kind
+		in      bool
+	}
+	var sets []set
+	for _, s := range layout.Sides {
+		if s.Kind != fg.KindMute {
+			sets = append(sets, set{s.Set, s.Counter, s.Kind, s.In})
+		}
 	}
 	for _, u := range users {
 		for _, s := range sets {
 			zs, err := g.c.Do(ctx, g.c.B().Zrange().Key(g.key(u, s.kind)).Min("0").Max("-1").Withscores().Build()).AsZScores()
 			must(tb, err)
-			n, err := g.c.Do(ctx, g.c.B().Hget().Key(g.key(u, kindCounters)).Field(s.counter).Build()).ToString()
+			n, err := g.c.Do(ctx, g.c.B().Hget().Key(g.key(u, layout.Counters)).Field(s.counter).Build()).ToString()
 			if err != nil {
 				n = "0"
 			}
@@ -265,22 +269,22 @@ func checkFlags(tb testing.TB, g *testGraph, users []fg.UserID, out map[linkKey]
 		for k := range out {
 			switch {
 			case k.kind == fg.KindBlock && k.user == u:
-				want[k.target] |= flagBlocking
+				want[k.target] |= layout.FlagBlocking
 			case k.kind == fg.KindBlock && k.target == u:
-				want[k.user] |= flagBlockedBy
+				want[k.user] |= layout.FlagBlockedBy
 			case k.kind == fg.KindRequest && k.user == u:
-				want[k.target] |= flagRequested
+				want[k.target] |= layout.FlagRequested
 			case k.kind == fg.KindRequest && k.target == u:
-				want[k.user] |= flagRequestedBy
+				want[k.user] |= layout.FlagRequestedBy
 			}
 		}
-		mutes, err := g.c.Do(ctx, g.c.B().Zrange().Key(g.key(u, kindMuteOut)).Min("0").Max("-1").Build()).AsStrSlice()
+		mutes, err := g.c.Do(ctx, g.c.B().Zrange().Key(g.key(u, layout.MuteOut)).Min("0").Max("-1").Build()).AsStrSlice()
 		must(tb, err)
 		for _, m := range mutes {
 			x, _ := memberID(m)
-			want[x] |= flagMuting
+			want[x] |= layout.FlagMuting
 		}
-		zs, err := g.c.Do(ctx, g.c.B().Zrange().Key(g.key(u, kindFlags)).Min("0").Max("-1").Withscores().Build()).AsZScores()
+		zs, err := g.c.Do(ctx, g.c.B().Zrange().Key(g.key(u, layout.Flags)).Min("0").Max("-1").Withscores().Build()).AsZScores()
 		must(tb, err)
 		got := map[fg.UserID]int{}
 		for _, z := range zs {

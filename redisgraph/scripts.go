@@ -5,11 +5,16 @@ import (
 	"crypto/sha1"
 	_ "embed"
 	"encoding/hex"
+	"strings"
 
 	"github.com/redis/rueidis"
 )
 
+//go:generate go run ./internal/layout/gen lua/layout.lua
+
 var (
+	//go:embed lua/layout.lua
+	luaLayout string
 	//go:embed lua/version.lua
 	luaVersion string
 	//go:embed lua/lib.lua
@@ -85,6 +90,7 @@ type script struct {
 
 func newScript(src string, ro bool) *script {
 	s := newVouchedScript(src, ro)
+	src = s.src
 	s.vouched = false
 	if ro {
 		s.lua = rueidis.NewLuaScriptReadOnly(src)
@@ -95,8 +101,22 @@ func newScript(src string, ro bool) *script {
 }
 
 func newVouchedScript(src string, ro bool) *script {
+	src = withLayout(src)
 	sum := sha1.Sum([]byte(src))
 	return &script{src: src, sha: hex.EncodeToString(sum[:]), ro: ro, vouched: true}
+}
+
+// withLayout returns src headed by lua/layout.lua, the layout's
+// declarations (after src's shebang line, which must stay first).
+func withLayout(src string) string {
+	if strings.HasPrefix(src, luaLayout) || strings.Contains(src, "\n"+luaLayout) {
+		return src
+	}
+	if strings.HasPrefix(src, "#!") {
+		line, rest, _ := strings.Cut(src, "\n")
+		return line + "\n" + luaLayout + rest
+	}
+	return luaLayout + src
 }
 
 // forPrefix returns the vouched script s as a deployment of prefix runs
@@ -104,12 +124,9 @@ func newVouchedScript(src string, ro bool) *script {
 // sharing a Redis vouch for their own data only.
 func (s *script) forPrefix(prefix string) *script {
 	src := "-- followgraph " + prefix + "\n" + s.src
-	if len(s.src) > 2 && s.src[:2] == "#!" { // the shebang line stays first
-		i := 0
-		for i < len(s.src) && s.src[i] != '\n' {
-			i++
-		}
-		src = s.src[:i+1] + "-- followgraph " + prefix + "\n" + s.src[i+1:]
+	if strings.HasPrefix(s.src, "#!") { // the shebang line stays first
+		line, rest, _ := strings.Cut(s.src, "\n")
+		src = line + "\n-- followgraph " + prefix + "\n" + rest
 	}
 	return newVouchedScript(src, s.ro)
 }

@@ -1,26 +1,36 @@
 package redisgraph
 
 import (
-	"fmt"
-	"strings"
+	"os"
+	"path/filepath"
+	"regexp"
 	"testing"
+
+	"github.com/followgraph/followgraph/redisgraph/internal/layout"
 )
 
-// TestChangeStatus: lua/change.lua, lua/edge.lua, lua/state.lua and lua/effects.lua name
-// their statuses with the values of write.go's constants.
-func TestChangeStatus(t *testing.T) {
-	for _, s := range []struct{ name, src, want string }{
-		{"change.lua", luaChange, fmt.Sprintf("\nlocal NONE, CHANGED, LIMIT, FULL, LOST, RATE, SLOW, USER_INACTIVE, TARGET_INACTIVE = %d, %d, %d, %d, %d, %d, %d, %d, %d\n",
-			changeNone, changeMade, changeLimit, changeOutboxFull, changeDataLost, changeRateLimited, changeSlow, changeUserInactive, changeTargetInactive)},
-		{"edge.lua", luaEdge, fmt.Sprintf("\nlocal NONE, CHANGED, LIMIT, FULL, LOST, RATE, BLOCKED, NOREQUEST, USER_INACTIVE, TARGET_INACTIVE = %d, %d, %d, %d, %d, %d, %d, %d, %d, %d\n",
-			changeNone, changeMade, changeLimit, changeOutboxFull, changeDataLost, changeRateLimited, changeBlocked, changeNoRequest, changeUserInactive, changeTargetInactive)},
-		{"state.lua", luaState, fmt.Sprintf("\nlocal NONE, CHANGED, FULL, LOST, FINAL = %d, %d, %d, %d, %d\n",
-			changeNone, changeMade, changeOutboxFull, changeDataLost, changeTargetInactive)},
-		{"effects.lua", luaEffects, fmt.Sprintf("\nlocal NONE, CHANGED, BLOCKED, TARGET_INACTIVE = %d, %d, %d, %d\n",
-			changeNone, changeMade, changeBlocked, changeTargetInactive)},
-	} {
-		if !strings.Contains(s.src, s.want) {
-			t.Errorf("lua/%s does not define its statuses as write.go does:%s", s.name, s.want)
+// TestLayoutLua: lua/layout.lua is what package layout generates (run go
+// generate in redisgraph after changing the layout), and no other script
+// declares what it declares again.
+func TestLayoutLua(t *testing.T) {
+	if luaLayout != layout.Lua() {
+		t.Fatal("lua/layout.lua is not current: run go generate ./redisgraph/")
+	}
+	names := regexp.MustCompile(`(?m)^local (NONE|NKEYS|USER_KEYS|SIDE_CODES|sides|flagOf|REFUSE_NOTHING|NEWER|DONE)\b`)
+	files, err := filepath.Glob("lua/*.lua")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, f := range files {
+		if filepath.Base(f) == "layout.lua" {
+			continue
+		}
+		b, err := os.ReadFile(f)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if m := names.Find(b); m != nil {
+			t.Errorf("%s declares %q again: it is lua/layout.lua's", f, m)
 		}
 	}
 }

@@ -10,6 +10,7 @@ import (
 	"github.com/redis/rueidis"
 
 	fg "github.com/followgraph/followgraph"
+	"github.com/followgraph/followgraph/redisgraph/internal/layout"
 )
 
 // Set queries intersect two sorted sets, one of which (the paging side)
@@ -43,9 +44,9 @@ type side struct {
 
 func (g *Graph) sideKey(s side) string {
 	if s.in {
-		return g.key(s.user, kindIn)
+		return g.key(s.user, layout.In)
 	}
-	return g.key(s.user, kindOut)
+	return g.key(s.user, layout.Out)
 }
 
 func (s side) size(c counters) int64 {
@@ -272,8 +273,8 @@ func members(es []fg.Entry) []string {
 // a count taken while either changed is not kept.
 func (g *Graph) remember(ctx context.Context, scope string, a, b fg.UserID, sa, sb, count int64) error {
 	res, err := g.readChecked(ctx, func() rueidis.Commands {
-		return rueidis.Commands{g.c.B().Hget().Key(g.key(a, kindCounters)).Field("st").Build(),
-			g.c.B().Hget().Key(g.key(b, kindCounters)).Field("st").Build()}
+		return rueidis.Commands{g.c.B().Hget().Key(g.key(a, layout.Counters)).Field("st").Build(),
+			g.c.B().Hget().Key(g.key(b, layout.Counters)).Field("st").Build()}
 	})
 	if err != nil {
 		return err

@@ -13,6 +13,7 @@ import (
 	"github.com/redis/rueidis"
 
 	fg "github.com/followgraph/followgraph"
+	"github.com/followgraph/followgraph/redisgraph/internal/layout"
 )
 
 // TestSlowlog runs every query, and the bulk writes of Rebuild and
@@ -46,8 +47,8 @@ func TestSlowlog(t *testing.T) {
 		key   string
 		first int
 	}{
-		{g.key(a, kindOut), 1000}, {g.key(a, kindIn), 500_000},
-		{g.key(b, kindOut), 900_000}, {g.key(b, kindIn), 950_000},
+		{g.key(a, layout.Out), 1000}, {g.key(a, layout.In), 500_000},
+		{g.key(b, layout.Out), 900_000}, {g.key(b, layout.In), 950_000},
 	}
 	g.touch(a, b, 3, 5_000_000) // the users slowlogQueries writes
 	start := time.Now()
@@ -62,7 +63,7 @@ func TestSlowlog(t *testing.T) {
 		}
 	}
 	for _, u := range []fg.UserID{a, b} {
-		cmds = append(cmds, c.B().Hset().Key(g.key(u, kindCounters)).FieldValue().
+		cmds = append(cmds, c.B().Hset().Key(g.key(u, layout.Counters)).FieldValue().
 			FieldValue("nout", strconv.Itoa(n)).FieldValue("nin", strconv.Itoa(n)).FieldValue("st", "1").Build())
 	}
 	for chunk := range slices.Chunk(cmds, 64) {

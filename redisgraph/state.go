@@ -8,6 +8,7 @@ import (
 	"github.com/redis/rueidis"
 
 	fg "github.com/followgraph/followgraph"
+	"github.com/followgraph/followgraph/redisgraph/internal/layout"
 )
 
 // Account states (docs/DESIGN.md "Account states"). A user's state is in
@@ -73,7 +74,7 @@ func (g *Graph) State(ctx context.Context, user fg.UserID) (fg.AccountState, err
 	}
 	res, err := g.readChecked(ctx, func() rueidis.Commands {
 		return rueidis.Commands{
-			g.c.B().Hmget().Key(g.key(user, kindCounters)).Field("s", "sv", "nh", "nout", "nin", "nbo", "nbi", "nro", "nri").Build(),
+			g.c.B().Hmget().Key(g.key(user, layout.Counters)).Field("s", "sv", "nh", "nout", "nin", "nbo", "nbi", "nro", "nri").Build(),
 			g.c.B().Zscore().Key(g.jobsKey(user)).Member(user.String()).Build(),
 		}
 	})
@@ -134,20 +135,20 @@ func (g *Graph) SetState(ctx context.Context, user fg.UserID, s fg.State) (fg.Ac
 	}
 	before := g.epochsOf(user, 0)
 	now := max(g.now().UnixMilli(), 0)
-	keys := []string{g.key(user, kindCounters), g.outbox(user), g.jobsKey(user)}
+	keys := []string{g.key(user, layout.Counters), g.outbox(user), g.jobsKey(user)}
 	args := []string{s.String(), "", strconv.FormatInt(now, 10), "0", strconv.Itoa(g.outboxLimit), user.String(), "0", "0"}
 	res, err := g.exec(ctx, scriptState, keys, args).ToArray()
 	if err != nil {
 		return fg.AccountState{}, unavailable("state", err)
 	}
-	status, err := res[0].AsInt64()
+	status, err := statusOf(res[0])
 	if err != nil {
 		return fg.AccountState{}, unavailable("state", err)
 	}
 	if err := g.refused("state", user, status, res); err != nil {
 		return fg.AccountState{}, err
 	}
-	if status == changeMade {
+	if status == layout.Changed {
 		v, err := parseVersion(res[1])
 		if err != nil {
 			return fg.AccountState{}, unavailable("state", err)

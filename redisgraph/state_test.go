@@ -15,6 +15,7 @@ import (
 	fg "github.com/followgraph/followgraph"
 	"github.com/followgraph/followgraph/graphtest"
 	"github.com/followgraph/followgraph/memgraph"
+	"github.com/followgraph/followgraph/redisgraph/internal/layout"
 )
 
 // TestArchive: the archive step hides every follow, block and request of
@@ -168,11 +169,22 @@ func checkArchived(t *testing.T, hidden, before map[fg.UserID]archiveView, user 
 
 // archiveKinds are the sides the archive step changes, by their keys'
 // kinds and counters.
-var archiveKinds = []struct{ z, vh, counter string }{
-	{kindOut, kindOutVer, "nout"}, {kindIn, kindInVer, "nin"},
-	{kindBlockOut, "bov", "nbo"}, {kindBlockIn, "biv", "nbi"},
-	{kindReqOut, "rov", "nro"}, {kindReqIn, "riv", "nri"},
-}
+var archiveKinds = func() []struct {
+	z, vh   layout.Key
+	counter string
+} {
+	var out []struct {
+		z, vh   layout.Key
+		counter string
+	}
+	for _, s := range archiveSides {
+		out = append(out, struct {
+			z, vh   layout.Key
+			counter string
+		}{s.mine.Set, s.mine.Versions, s.mine.Counter})
+	}
+	return out
+}()
 
 // archiveView is what of a user's edges the archive step changes: the
 // sorted sets with their scores, the versions hashes and the counters of
@@ -198,7 +210,7 @@ func archiveSnapshot(t *testing.T, g *testGraph, users []fg.UserID) map[fg.UserI
 			cmds = append(cmds, zrange(g.key(u, k.z)), g.c.B().Hgetall().Key(g.key(u, k.vh)).Build())
 			counters[i] = k.counter
 		}
-		cmds = append(cmds, g.c.B().Hmget().Key(g.key(u, kindCounters)).Field(counters...).Build(), zrange(g.key(u, kindFlags)))
+		cmds = append(cmds, g.c.B().Hmget().Key(g.key(u, layout.Counters)).Field(counters...).Build(), zrange(g.key(u, layout.Flags)))
 		res := g.c.DoMulti(ctx, cmds...)
 		var v archiveView
 		for i := range archiveKinds {
@@ -472,7 +484,7 @@ func marksOf(t *testing.T, g *testGraph, user fg.UserID) (marks, nh int64) {
 			}
 		}
 	}
-	nh, err := g.c.Do(ctx, g.c.B().Hget().Key(g.key(user, kindCounters)).Field("nh").Build()).AsInt64()
+	nh, err := g.c.Do(ctx, g.c.B().Hget().Key(g.key(user, layout.Counters)).Field("nh").Build()).AsInt64()
 	if err != nil && !rueidis.IsRedisNil(err) {
 		t.Fatal(err)
 	}

@@ -10,6 +10,7 @@ import (
 	"github.com/redis/rueidis"
 
 	fg "github.com/followgraph/followgraph"
+	"github.com/followgraph/followgraph/redisgraph/internal/layout"
 )
 
 // Suggestions bound their work: they consider the suggestFollowees people
@@ -55,7 +56,7 @@ type candidate struct {
 
 func (g *Graph) suggest(ctx context.Context, user fg.UserID, uc counters, size int) ([]fg.Suggestion, error) {
 	newest := func(id fg.UserID, n int) rueidis.Completed {
-		return g.c.B().Zrange().Key(g.key(id, kindOut)).Min("0").Max(strconv.Itoa(n - 1)).Rev().Build()
+		return g.c.B().Zrange().Key(g.key(id, layout.Out)).Min("0").Max(strconv.Itoa(n - 1)).Rev().Build()
 	}
 	r, err := g.readOne(ctx, func() rueidis.Completed { return newest(user, suggestFollowees) })
 	if err != nil {
@@ -109,7 +110,7 @@ func (g *Graph) suggest(ctx context.Context, user fg.UserID, uc counters, size i
 	// Drop those user follows, has asked to follow, blocks, is blocked by
 	// or mutes, testing the best first, in batches; the flags only when
 	// user's counters, uc, say it has edges of the other kinds.
-	const excluded = flagRequested | flagBlocking | flagBlockedBy | flagMuting
+	const excluded = layout.FlagRequested | layout.FlagBlocking | layout.FlagBlockedBy | layout.FlagMuting
 	out := []fg.Suggestion{}
 	for len(cands) > 0 && len(out) < size {
 		batch := cands[:min(len(cands), 2*(size-len(out))+16)]
@@ -118,7 +119,7 @@ func (g *Graph) suggest(ctx context.Context, user fg.UserID, uc counters, size i
 		for i, c := range batch {
 			ms[i] = member(c.id)
 		}
-		scores, flags, err := g.probeFlags(ctx, user, uc.linked(), ms, g.key(user, kindOut))
+		scores, flags, err := g.probeFlags(ctx, user, uc.linked(), ms, g.key(user, layout.Out))
 		if err != nil {
 			return nil, err
 		}

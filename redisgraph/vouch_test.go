@@ -8,6 +8,7 @@ import (
 	"github.com/redis/rueidis"
 
 	fg "github.com/followgraph/followgraph"
+	"github.com/followgraph/followgraph/redisgraph/internal/layout"
 )
 
 // newUnvouched returns a Graph on c with a prefix and a vouch scope of its
@@ -38,7 +39,7 @@ func TestVouch(t *testing.T) {
 			if _, err := g.SetState(ctx, 1, fg.StateSuspended); fg.ErrorCode(err) != fg.EUnavailable {
 				t.Fatalf("a change of state on a server not vouched for: %v, want %s", err, fg.EUnavailable)
 			}
-			if n, err := g.c.Do(ctx, g.c.B().Exists().Key(g.key(1, kindOut), g.key(1, kindCounters)).Build()).AsInt64(); err != nil || n != 0 {
+			if n, err := g.c.Do(ctx, g.c.B().Exists().Key(g.key(1, layout.Out), g.key(1, layout.Counters)).Build()).AsInt64(); err != nil || n != 0 {
 				t.Fatalf("refused writes left %d keys (%v)", n, err)
 			}
 			if _, err := g.Counts(ctx, []fg.UserID{1}); fg.ErrorCode(err) != fg.EUnavailable {

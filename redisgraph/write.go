@@ -11,6 +11,7 @@ import (
 	"github.com/redis/rueidis"
 
 	fg "github.com/followgraph/followgraph"
+	"github.com/followgraph/followgraph/redisgraph/internal/layout"
 )
 
 // A second step (Cluster only) is tried secondStepAttempts times, waiting
@@ -20,43 +21,6 @@ const (
 	secondStepAttempts = 5
 	secondStepBackoff  = 2 * time.Millisecond
 	secondStepTimeout  = 5 * time.Second
-)
-
-// The status lua/change.lua and lua/edge.lua return first, as their locals
-// name them.
-const (
-	// changeNone (NONE): nothing to change, the edge is already in the
-	// op's state; the reply also holds the edge's version.
-	changeNone = 0
-	// changeMade (CHANGED): the edge changed; the reply also holds the new
-	// version, the event's outbox entry id and the change stamps.
-	changeMade = 1
-	// changeLimit (LIMIT): refused, the follower follows the maximum.
-	changeLimit = -1
-	// changeOutboxFull (FULL): refused, the outbox stream is at its bound.
-	changeOutboxFull = -2
-	// changeDataLost (LOST): refused, the outbox stream does not exist, so
-	// Redis has lost its data (init.go).
-	changeDataLost = -3
-	// changeRateLimited (RATE): refused, the follower is over its write
-	// rate (WithWriteRate); the reply also holds the ms until a token is
-	// there.
-	changeRateLimited = -4
-	// changeBlocked (BLOCKED): refused, one of the two blocks the other;
-	// from lua/effects.lua, a second step that would have made a follow or
-	// a request between them.
-	changeBlocked = -5
-	// changeNoRequest (NOREQUEST): an approval found no request.
-	changeNoRequest = -6
-	// changeSlow (SLOW, lua/change.lua only): a change for lua/edge.lua.
-	changeSlow = -7
-	// changeUserInactive (USER_INACTIVE): refused, the user who writes is
-	// not active (lua/state.lua).
-	changeUserInactive = -8
-	// changeTargetInactive (TARGET_INACTIVE; FINAL in lua/state.lua):
-	// refused, the other user is not active (a follow or request) or is
-	// deleted (a block, a mute, a change of state).
-	changeTargetInactive = -9
 )
 
 // Follow makes user follow target, or asks to when target is private; see
@@ -126,20 +90,20 @@ func (g *Graph) change(ctx context.Context, user, target fg.UserID, op fg.Op, pr
 		}
 	}
 	before := g.epochsOf(user, target)
-	keys := []string{g.key(user, kindOut), g.key(user, kindOutVer), g.key(user, kindCounters), g.outbox(user)}
+	keys := []string{g.key(user, layout.Out), g.key(user, layout.OutVersions), g.key(user, layout.Counters), g.outbox(user)}
 	args := g.liveArgs(op.String(), user, target, g.writeRate, private)
 	if !g.cluster {
-		keys = append(keys, g.key(target, kindIn), g.key(target, kindInVer), g.key(target, kindCounters))
+		keys = append(keys, g.key(target, layout.In), g.key(target, layout.InVersions), g.key(target, layout.Counters))
 	}
 	res, err := g.exec(ctx, scriptChange, keys, args).ToArray()
 	if err != nil {
 		return changeResult{}, unavailable(op.String(), err)
 	}
-	status, err := res[0].AsInt64()
+	status, err := statusOf(res[0])
 	if err != nil {
 		return changeResult{}, unavailable(op.String(), err)
 	}
-	if status == changeSlow {
+	if status == layout.Slow {
 		return g.edgeChange(ctx, op.String(), user, target, g.writeRate, private)
 	}
 	if err := g.refused(op.String(), user, status, res); err != nil {
@@ -149,11 +113,11 @@ func (g *Graph) change(ctx context.Context, user, target fg.UserID, op fg.Op, pr
 	if err != nil {
 		return changeResult{}, unavailable(op.String(), err)
 	}
-	r := changeResult{changed: status == changeMade, v: v, op: op}
+	r := changeResult{changed: status == layout.Changed, v: v, op: op}
 	if op == fg.OpFollow {
 		r.since = v.Time()
 	}
-	if status == changeNone {
+	if status == layout.None {
 		// The edge is already in op's state. On a Cluster, make sure its
 		// other side is too.
 		if g.cluster && v != 0 {
@@ -178,27 +142,27 @@ func (g *Graph) liveArgs(op string, user, target fg.UserID, rate, private string
 
 // refused returns the error of a script's status that refused the change
 // (nil for NONE and CHANGED).
-func (g *Graph) refused(op string, user fg.UserID, status int64, res []rueidis.RedisMessage) error {
+func (g *Graph) refused(op string, user fg.UserID, status layout.Status, res []rueidis.RedisMessage) error {
 	switch status {
-	case changeLimit:
+	case layout.Limit:
 		return fg.Errorf(fg.EFollowingLimit, "user %d already follows, or asked to follow, the maximum of %d users", user, g.maxFollowing)
-	case changeOutboxFull:
+	case layout.Full:
 		return fmt.Errorf("redisgraph: %s: %w", op, &fg.Error{Code: fg.EUnavailable,
 			Message: "the outbox is full: changes wait for the relay to catch up"})
-	case changeDataLost:
+	case layout.Lost:
 		return fmt.Errorf("redisgraph: %s: %w", op, errDataLost)
-	case changeRateLimited:
+	case layout.Rate:
 		ms, _ := res[1].AsInt64()
 		return fg.RateLimited(user, time.Duration(max(ms, 1))*time.Millisecond)
-	case changeBlocked:
+	case layout.Blocked:
 		return fg.ErrBlocked
-	case changeNoRequest:
+	case layout.NoRequest:
 		return fg.Errorf(fg.ENoRequest, "no follow request to approve")
-	case changeUserInactive:
+	case layout.UserInactive:
 		return fg.ErrUserInactive
-	case changeTargetInactive:
+	case layout.TargetInactive:
 		return fg.ErrTargetInactive
-	case changeNone, changeMade:
+	case layout.None, layout.Changed:
 		return nil
 	}
 	return unavailable(op, fmt.Errorf("unknown status %d", status))
@@ -214,7 +178,7 @@ func (g *Graph) refused(op string, user fg.UserID, status int64, res []rueidis.R
 // edgeChange returns ErrBlocked.
 func (g *Graph) edgeChange(ctx context.Context, op string, user, target fg.UserID, rate, private string, extra ...string) (changeResult, error) {
 	before := g.epochsOf(user, target)
-	keys := append(g.userKeys(make([]string, 0, 2*len(userKinds)+1), user), g.outbox(user))
+	keys := append(g.userKeys(make([]string, 0, 2*len(layout.UserKeys)+1), user), g.outbox(user))
 	if !g.cluster && target != 0 {
 		keys = g.userKeys(keys, target)
 	}
@@ -224,7 +188,7 @@ func (g *Graph) edgeChange(ctx context.Context, op string, user, target fg.UserI
 	if err != nil {
 		return changeResult{}, unavailable(op, err)
 	}
-	status, err := res[0].AsInt64()
+	status, err := statusOf(res[0])
 	if err != nil {
 		return changeResult{}, unavailable(op, err)
 	}
@@ -240,7 +204,7 @@ func (g *Graph) edgeChange(ctx context.Context, op string, user, target fg.UserI
 	if err := errors.Join(err1, err2, err3, err4); err != nil || !ok {
 		return changeResult{}, unavailable(op, fmt.Errorf("reply %v: %w", res, err))
 	}
-	r = changeResult{changed: status == changeMade, v: v, op: eop}
+	r = changeResult{changed: status == layout.Changed, v: v, op: eop}
 	if since > 0 {
 		r.since = fg.Millis(since)
 	}
@@ -254,7 +218,7 @@ func (g *Graph) edgeChange(ctx context.Context, op string, user, target fg.UserI
 	if eop == fg.OpMute {
 		e.Since, e.Expires = r.since, r.expires
 	}
-	if status == changeNone {
+	if status == layout.None {
 		// On a Cluster, make sure the other side has the edge's state
 		// too, as change does (an undo that found nothing to undo has
 		// nothing to complete).
@@ -427,19 +391,19 @@ func (g *Graph) secondStepOnce(ctx context.Context, e fg.Event, side fg.UserID) 
 			return nil, err
 		}
 	}
-	check := refuseBlocks
+	check := layout.RefuseBlocks
 	if e.Op == fg.OpFollow || e.Op == fg.OpRequest {
-		check = refuseInactive
+		check = layout.RefuseInactive
 	}
 	call := g.effectsCall(e, e.Effects, check, side)
 	res, err := g.exec(ctx, scriptSecond, call.Keys, call.Args).ToArray()
 	if err != nil {
 		return nil, err
 	}
-	switch n, _ := res[0].AsInt64(); n {
-	case changeBlocked:
+	switch n, _ := statusOf(res[0]); n {
+	case layout.Blocked:
 		return fg.ErrBlocked, nil
-	case changeTargetInactive:
+	case layout.TargetInactive:
 		return fg.ErrTargetInactive, nil
 	}
 	g.noteStamps(res[1:], side)
@@ -448,25 +412,17 @@ func (g *Graph) secondStepOnce(ctx context.Context, e fg.Event, side fg.UserID) 
 	return nil, g.settlePairs(ctx, p)
 }
 
-// What lua/effects.lua refuses (its ARGV 2).
-const (
-	refuseNothing  = "0" // Apply: the log holds what was decided
-	refuseBlocks   = "1" // a follow or request between users one of whom blocks the other
-	refuseInactive = "2" // that, and a follow or request of a user who is not active
-)
-
 // effectsCall returns the call of lua/effects.lua that applies effects (e's
 // Effects, or some of them) of e on the sides of users (one or two of e's
-// users), refusing what check says (refuseNothing, refuseBlocks,
-// refuseInactive).
-func (g *Graph) effectsCall(e fg.Event, effects iter.Seq[fg.Effect], check string, users ...fg.UserID) rueidis.LuaExec {
+// users), refusing what check says (layout.Refuse).
+func (g *Graph) effectsCall(e fg.Event, effects iter.Seq[fg.Effect], check layout.Refuse, users ...fg.UserID) rueidis.LuaExec {
 	var c rueidis.LuaExec
-	c.Args = []string{versionHex(e.Version), check, millis(e.Since), millis(e.Expires), kindLetter[e.Op.Kind()], ""}
+	c.Args = []string{versionHex(e.Version), string(check), millis(e.Since), millis(e.Expires), layout.Letters[e.Op.Kind()], ""}
 	for i, u := range users {
 		c.Keys = g.userKeys(c.Keys, u)
 		n := len(c.Args)
 		for eff := range effects {
-			code := kindLetter[eff.Kind]
+			code := layout.Letters[eff.Kind]
 			switch {
 			case eff.Kind == fg.KindPrivate:
 				if u != eff.User {
@@ -498,9 +454,6 @@ func (g *Graph) effectsCall(e fg.Event, effects iter.Seq[fg.Effect], check strin
 	}
 	return c
 }
-
-// kindLetter is each kind's letter in the side codes of the scripts.
-var kindLetter = [...]string{fg.KindFollow: "f", fg.KindBlock: "b", fg.KindMute: "m", fg.KindRequest: "r", fg.KindPrivate: "p"}
 
 // eventUsers returns the users whose sides e changes.
 func eventUsers(e fg.Event) []fg.UserID {
@@ -545,18 +498,18 @@ func (g *Graph) Apply(ctx context.Context, events []fg.Event) error {
 	var of []fg.Event // the event of each call
 	for _, e := range events {
 		if e.Op == fg.OpState {
-			states = append(states, rueidis.LuaExec{Keys: []string{g.key(e.User, kindCounters), g.jobsKey(e.User)},
+			states = append(states, rueidis.LuaExec{Keys: []string{g.key(e.User, layout.Counters), g.jobsKey(e.User)},
 				Args: []string{e.State.String(), versionHex(e.Version), e.User.String()}})
 			stateOwners = append(stateOwners, e.User)
 			continue
 		}
 		users := eventUsers(e)
 		if !g.cluster {
-			calls, owners = append(calls, g.effectsCall(e, e.Effects, refuseNothing, users...)), append(owners, users)
+			calls, owners = append(calls, g.effectsCall(e, e.Effects, layout.RefuseNothing, users...)), append(owners, users)
 			continue
 		}
 		for _, u := range users {
-			calls, owners = append(calls, g.effectsCall(e, e.Effects, refuseNothing, u)), append(owners, []fg.UserID{u})
+			calls, owners = append(calls, g.effectsCall(e, e.Effects, layout.RefuseNothing, u)), append(owners, []fg.UserID{u})
 			of = append(of, e)
 		}
 	}
@@ -607,7 +560,7 @@ func (g *Graph) applySecondSteps(ctx context.Context, events []fg.Event) (int, e
 			continue // a state is on its user's side only
 		}
 		for _, u := range eventUsers(e) {
-			calls = append(calls, g.effectsCall(e, e.Effects, refuseBlocks, u))
+			calls = append(calls, g.effectsCall(e, e.Effects, layout.RefuseBlocks, u))
 			owners = append(owners, owner{e, u})
 		}
 	}
@@ -621,10 +574,10 @@ func (g *Graph) applySecondSteps(ctx context.Context, events []fg.Event) (int, e
 			continue
 		}
 		o := owners[i]
-		switch n, _ := res[0].AsInt64(); n {
-		case changeMade:
+		switch n, _ := statusOf(res[0]); n {
+		case layout.Changed:
 			changed++
-		case changeBlocked:
+		case layout.Blocked:
 			first := o.e.User
 			if first == o.side {
 				first = o.e.Target
@@ -672,4 +625,10 @@ func parseVersionString(s string) (fg.Version, error) {
 		return 0, fmt.Errorf("version %q is not 16 hex digits", s)
 	}
 	return fg.Version(n), nil
+}
+
+// statusOf reads the status a write script returned first.
+func statusOf(m rueidis.RedisMessage) (layout.Status, error) {
+	n, err := m.AsInt64()
+	return layout.Status(n), err
 }

@@ -45,17 +45,14 @@
 -- and each counterpart's by a few: this is what keeps a batch of a user
 -- with millions of followers near a millisecond.
 
--- The sides, by code: the counter in h, the field of h a write to the
--- versions hash removes (change.lua's e), the bit in rf (read.go's flags).
-local sides = {
-  fo = {'nout', 'e'}, fi = {'nin'},
-  bo = {'nbo', nil, 1}, bi = {'nbi', nil, 2},
-  ro = {'nro', nil, 8}, ri = {'nri', nil, 16},
-}
+-- The sides, by code (layout.lua): [3] the counter in h, [4] the field
+-- of h a write to the versions hash removes (change.lua's e); flagOf has
+-- the bit in rf.
 local op = ARGV[1]
 local hide = op == 'hide'
 local z, vh, h, rf = KEYS[1], KEYS[2], KEYS[3], KEYS[4]
 local mine, theirs, um = sides[ARGV[2]], sides[ARGV[3]], ARGV[4]
+local myFlag, theirFlag = flagOf[ARGV[2]], flagOf[ARGV[3]]
 if not mine or not theirs then return redis.error_reply('unknown side ' .. ARGV[2] .. ' or ' .. ARGV[3]) end
 local cluster = #KEYS == 4
 local nm = #ARGV - 4
@@ -66,7 +63,7 @@ else
   if (op == 'show') ~= (us == 'active') or op == 'drop' and us ~= 'deleted' then return -1 end
 end
 -- A show's answer from pairside.lua, as the counterpart's state it tells.
-local answered = {['1'] = 'active', ['2'] = 'hidden', ['3'] = 'deleted', ['0'] = 'newer'}
+local answered = {[tostring(DONE)] = 'active', [tostring(WAIT)] = 'hidden', [tostring(ENDED)] = 'deleted', [tostring(NEWER)] = 'newer'}
 
 -- The members, each once (an HSCAN may return a member twice), with the
 -- index of its keys (and answer).
@@ -149,20 +146,20 @@ else
 end
 if #setv > 0 then redis.call('HSET', vh, unpack(setv)) end
 if #delv > 0 then redis.call('HDEL', vh, unpack(delv)) end
-redis.call('HINCRBY', h, mine[1], d * n)
+redis.call('HINCRBY', h, mine[3], d * n)
 redis.call('HINCRBY', h, 'nh', -d * n)
 redis.call('HINCRBY', h, 'st', 1)
 n = n + #dropped
-if mine[2] and #setv > 0 then redis.call('HDEL', h, mine[2]) end
-if mine[3] then
-  for _, c in ipairs(changed) do flag(rf, c[1], mine[3], d) end
+if mine[4] and #setv > 0 then redis.call('HDEL', h, mine[4]) end
+if myFlag then
+  for _, c in ipairs(changed) do flag(rf, c[1], myFlag, d) end
 end
 
 if cluster then return n end
 for _, c in ipairs(changed) do
   local i, v = c[2], c[3]
   local cz, cvh, ch, crf = KEYS[4 * i + 1], KEYS[4 * i + 2], KEYS[4 * i + 3], KEYS[4 * i + 4]
-  local hv = redis.call('HMGET', ch, theirs[1], 'st', 'nh')
+  local hv = redis.call('HMGET', ch, theirs[3], 'st', 'nh')
   local wrote = true
   if hide then
     redis.call('ZREM', cz, um)
@@ -176,9 +173,9 @@ for _, c in ipairs(changed) do
       redis.call('HDEL', cvh, um)
     end
   end
-  redis.call('HSET', ch, theirs[1], tonumber(hv[1] or '0') + d, 'st', tonumber(hv[2] or '0') + 1,
+  redis.call('HSET', ch, theirs[3], tonumber(hv[1] or '0') + d, 'st', tonumber(hv[2] or '0') + 1,
     'nh', tonumber(hv[3] or '0') - d)
-  if theirs[2] and wrote then redis.call('HDEL', ch, theirs[2]) end
-  if theirs[3] then flag(crf, um, theirs[3], d) end
+  if theirs[4] and wrote then redis.call('HDEL', ch, theirs[4]) end
+  if theirFlag then flag(crf, um, theirFlag, d) end
 end
 return n

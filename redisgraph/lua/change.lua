@@ -38,7 +38,6 @@
 -- without a clock has never had a change or an Apply of an edge of theirs,
 -- so has an empty ov too); every write to ov(u) removes it or sets it to
 -- '0' (this script, and the others through lib.lua's set).
-local NONE, CHANGED, LIMIT, FULL, LOST, RATE, SLOW, USER_INACTIVE, TARGET_INACTIVE = 0, 1, -1, -2, -3, -4, -7, -8, -9
 local op, m, out, ov, h = ARGV[1], ARGV[2], KEYS[1], KEYS[2], KEYS[3]
 local follow = op == 'follow'
 local hv, bucket

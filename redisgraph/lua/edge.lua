@@ -38,7 +38,6 @@
 -- follow; {USER_INACTIVE}, {TARGET_INACTIVE}: refused by u's or t's
 -- account state. op is the op of the event (or of the edge found), since and
 -- expiry are ms (expiry 0: none). Nothing is changed unless CHANGED.
-local NONE, CHANGED, LIMIT, FULL, LOST, RATE, BLOCKED, NOREQUEST, USER_INACTIVE, TARGET_INACTIVE = 0, 1, -1, -2, -3, -4, -5, -6, -8, -9
 local op, tm, um, now = ARGV[1], ARGV[2], ARGV[10], tonumber(ARGV[3])
 local uk = userKeys(1)
 local tk = KEYS[NKEYS + 2] and userKeys(NKEYS + 2)

@@ -25,8 +25,7 @@
 -- account state ('active' when never set)}, or {BLOCKED}, or
 -- {TARGET_INACTIVE}. On a Cluster, where each call has one user, the
 -- caller settles the other side by the state (write.go's pairs).
-local NONE, CHANGED, BLOCKED, TARGET_INACTIVE = 0, 1, -5, -9
-local v, check, mute, ekind, n1 = ARGV[1], ARGV[2] ~= '0', {ARGV[3], ARGV[4]}, ARGV[5], tonumber(ARGV[6])
+local v, check, mute, ekind, n1 = ARGV[1], ARGV[2] ~= REFUSE_NOTHING, {ARGV[3], ARGV[4]}, ARGV[5], tonumber(ARGV[6])
 local users = {userKeys(1)}
 if KEYS[NKEYS + 1] then users[2] = userKeys(NKEYS + 1) end
 local effects = {}
@@ -57,7 +56,7 @@ end
 -- side (write.go's pairs).
 local words = {}
 for i, uk in ipairs(users) do words[i] = redis.call('HGET', uk.h, 's') end
-if ARGV[2] == '2' then
+if ARGV[2] == REFUSE_INACTIVE then
   for _, e in ipairs(effects) do
     local w = words[e[1]]
     if linking(e) and string.sub(e[2], 2) == 'i' and w and w ~= 'active' and

@@ -16,28 +16,21 @@ local function vnext(v)
 end
 
 -- userKeys returns the keys of one user, given from KEYS[base] in the
--- order of keys.go's userKinds (NKEYS of them), by kind.
-local NKEYS = 17
+-- order of USER_KEYS (layout.lua), by kind.
 local function userKeys(base)
   local k = {}
-  for i, kind in ipairs({'out', 'ov', 'in', 'iv', 'bo', 'bov', 'bi', 'biv', 'mo', 'mov', 'mx', 'ro', 'rov', 'ri', 'riv', 'rf', 'h'}) do
+  for i, kind in ipairs(USER_KEYS) do
     k[kind] = KEYS[base + i - 1]
   end
   return k
 end
 
--- The sides of a user's edges, by code (a kind's letter, then o for the
--- user's outgoing edges of that kind, i for the incoming ones): the
--- sorted set, its versions hash, the counter in h, and, for the follows
--- out only, the field of h that says the versions hash is empty (see
--- change.lua), which a write to it removes. 'p' is the private setting:
--- fields p ('1' while private) and pv (its version) of h.
-local sides = {
-  fo = {'out', 'ov', 'nout', 'e'}, fi = {'in', 'iv', 'nin'},
-  bo = {'bo', 'bov', 'nbo'}, bi = {'bi', 'biv', 'nbi'},
-  mo = {'mo', 'mov', 'nmo'},
-  ro = {'ro', 'rov', 'nro'}, ri = {'ri', 'riv', 'nri'},
-}
+-- The sides of a user's edges, by code (layout.lua's sides: a kind's
+-- letter, then o for the user's outgoing edges of that kind, i for the
+-- incoming ones): the sorted set, its versions hash, the counter in h,
+-- and, for the follows out only, the field of h that says the versions
+-- hash is empty (see change.lua), which a write to it removes. 'p' is the
+-- private setting: fields p ('1' while private) and pv (its version) of h.
 
 -- state returns what side code of the user whose keys are uk holds of
 -- member m, as {the edge's version (ZERO when it never existed), whether
@@ -79,9 +72,8 @@ local function needed(code, on, st, ekind)
   return on or st[1] ~= ZERO or string.sub(code, 1, 1) == ekind
 end
 
--- The bits of the flags of the other kinds in a user's sorted set rf
--- (keys.go), by side code: what Relations reads in one ZMSCORE.
-local flagOf = {bo = 1, bi = 2, mo = 4, ro = 8, ri = 16}
+-- flagOf (layout.lua) has the bits of the flags of the other kinds in a
+-- user's sorted set rf, by side code: what Relations reads in one ZMSCORE.
 
 -- pairState returns what the account states of two users (h's field s of
 -- each; nil: active, or not known here) make of an edge between them:

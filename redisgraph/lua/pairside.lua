@@ -22,7 +22,6 @@
 --              write over whatever u's side holds. Nothing changes here.
 -- A side older than u's (a second step not yet there) is brought to the
 -- version u's side has, as the step leaves it.
-local DONE, WAIT, ENDED, NEWER = 1, 2, 3, 0
 local op, code, um, v = ARGV[1], ARGV[2], ARGV[3], ARGV[4]
 local s = sides[code]
 if not s then return redis.error_reply('unknown side ' .. code) end

@@ -11,15 +11,14 @@
 --       a change of state is not charged to the user's).
 --
 -- Returns {NONE, sv} when u already has the state (sv ZERO: never set);
--- {FINAL}: u is deleted, which is final; {FULL}, {LOST} as change.lua's;
+-- {TARGET_INACTIVE}: u is deleted, which is final; {FULL}, {LOST} as change.lua's;
 -- {CHANGED, v, the event's outbox entry id, u's stamp}. Nothing is
 -- changed unless the status is CHANGED.
-local NONE, CHANGED, FULL, LOST, FINAL = 0, 1, -2, -3, -9
 local h, word = KEYS[1], ARGV[1]
 local hv = redis.call('HMGET', h, 'clk', 's', 'sv')
 local now = hv[2] or 'active'
 if now == word then return {NONE, hv[3] or ZERO} end
-if now == 'deleted' then return {FINAL} end
+if now == 'deleted' then return {TARGET_INACTIVE} end
 if redis.call('XLEN', KEYS[2]) >= tonumber(ARGV[5]) then return {FULL} end
 local v = nextv(hv[1])
 local id = redis.call('XADD', KEYS[2], 'NOMKSTREAM', '*', 'u', ARGV[6], 't', '0', 'op', 'state', 'state', word, 'v', v)

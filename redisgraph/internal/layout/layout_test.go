@@ -1,0 +1,82 @@
+package layout
+
+import (
+	"strings"
+	"testing"
+
+	fg "github.com/followgraph/followgraph"
+)
+
+// TestSides: every kind of edge the domain has (followgraph.Kinds) has a
+// side out of its user, and one into the other user when it is kept on
+// both; every side belongs to such a kind; codes, keys and counters are
+// each one side's; a side's code is its kind's letter, then o or i; and
+// the flags are distinct bits, on the other kinds only.
+func TestSides(t *testing.T) {
+	for _, k := range fg.Kinds {
+		if _, ok := Letters[k.Kind]; !ok {
+			t.Errorf("kind %s has no letter", k.Kind)
+		}
+		if !k.Edge {
+			continue
+		}
+		if _, ok := SideOfKind(k.Kind, false); !ok {
+			t.Errorf("kind %s has no side out of its user", k.Kind)
+		}
+		if _, ok := SideOfKind(k.Kind, true); ok != k.TwoSided {
+			t.Errorf("kind %s: a side into the other user %v, want %v", k.Kind, ok, k.TwoSided)
+		}
+	}
+	seen := map[string]bool{}
+	flags := 0
+	for _, s := range Sides {
+		k := s.Kind.Info()
+		if !k.Edge {
+			t.Errorf("side %s: kind %s is not an edge", s.Code, s.Kind)
+		}
+		for _, name := range []string{"code " + s.Code, "set " + string(s.Set), "versions " + string(s.Versions), "counter " + s.Counter} {
+			if seen[name] {
+				t.Errorf("side %s: %s is another side's", s.Code, name)
+			}
+			seen[name] = true
+		}
+		dir := "o"
+		if s.In {
+			dir = "i"
+		}
+		if s.Code != Letters[s.Kind]+dir {
+			t.Errorf("side %s: want code %s", s.Code, Letters[s.Kind]+dir)
+		}
+		if (s.Flag != 0) != k.Link || s.Flag&flags != 0 || s.Flag&(s.Flag-1) != 0 {
+			t.Errorf("side %s: flag %d (link kind %v, bits taken %b)", s.Code, s.Flag, k.Link, flags)
+		}
+		flags |= s.Flag
+	}
+	keys := map[Key]bool{}
+	for _, k := range UserKeys {
+		if keys[k] {
+			t.Errorf("key %s twice in UserKeys", k)
+		}
+		keys[k] = true
+	}
+	for _, s := range Sides {
+		if !keys[s.Set] || !keys[s.Versions] {
+			t.Errorf("side %s: its keys are not all in UserKeys", s.Code)
+		}
+	}
+}
+
+// TestLua: the generated declarations hold every status, side and flag.
+func TestLua(t *testing.T) {
+	lua := Lua()
+	for _, s := range Statuses {
+		if !strings.Contains(lua, s.Name) {
+			t.Errorf("layout.lua lacks status %s", s.Name)
+		}
+	}
+	for _, s := range Sides {
+		if !strings.Contains(lua, "  "+s.Code+" = {") {
+			t.Errorf("layout.lua lacks side %s", s.Code)
+		}
+	}
+}

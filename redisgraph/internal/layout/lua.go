@@ -1,0 +1,63 @@
+package layout
+
+import (
+	"fmt"
+	"strings"
+)
+
+// Lua returns lua/layout.lua: the declarations of this package as the
+// scripts read them, the first part of every script.
+func Lua() string {
+	var b strings.Builder
+	b.WriteString("-- Code generated from redisgraph/internal/layout by go generate; DO NOT EDIT.\n")
+	b.WriteString("-- The layout's declarations, as every script reads them.\n\n")
+	b.WriteString("-- The statuses a write script returns first (layout.Status).\n")
+	names, values := make([]string, len(Statuses)), make([]string, len(Statuses))
+	for i, s := range Statuses {
+		names[i], values[i] = s.Name, fmt.Sprint(int64(s.Status))
+	}
+	fmt.Fprintf(&b, "local %s = %s\n\n", strings.Join(names, ", "), strings.Join(values, ", "))
+
+	b.WriteString("-- A user's keys, in the order the scripts take them (layout.UserKeys).\n")
+	fmt.Fprintf(&b, "local NKEYS = %d\n", len(UserKeys))
+	quoted := make([]string, len(UserKeys))
+	for i, k := range UserKeys {
+		quoted[i] = "'" + string(k) + "'"
+	}
+	fmt.Fprintf(&b, "local USER_KEYS = {%s}\n\n", strings.Join(quoted, ", "))
+
+	b.WriteString("-- The sides of a user's edges, in their order and by code (layout.Sides):\n")
+	b.WriteString("-- the sorted set,\n")
+	b.WriteString("-- its versions hash, the counter in h, and the field of h that says the\n")
+	b.WriteString("-- versions hash is empty, where there is one.\n")
+	codes := make([]string, len(Sides))
+	for i, s := range Sides {
+		codes[i] = "'" + s.Code + "'"
+	}
+	fmt.Fprintf(&b, "local SIDE_CODES = {%s}\n", strings.Join(codes, ", "))
+	b.WriteString("local sides = {\n")
+	for _, s := range Sides {
+		fields := []string{"'" + string(s.Set) + "'", "'" + string(s.Versions) + "'", "'" + s.Counter + "'"}
+		if s.Empty != "" {
+			fields = append(fields, "'"+s.Empty+"'")
+		}
+		fmt.Fprintf(&b, "  %s = {%s},\n", s.Code, strings.Join(fields, ", "))
+	}
+	b.WriteString("}\n\n")
+
+	b.WriteString("-- The bits of the flags of the other kinds, by side code (layout.Flag*).\n")
+	var flags []string
+	for _, s := range Sides {
+		if s.Flag != 0 {
+			flags = append(flags, fmt.Sprintf("%s = %d", s.Code, s.Flag))
+		}
+	}
+	fmt.Fprintf(&b, "local flagOf = {%s}\n\n", strings.Join(flags, ", "))
+
+	b.WriteString("-- The modes of effects.lua (layout.Refuse).\n")
+	fmt.Fprintf(&b, "local REFUSE_NOTHING, REFUSE_BLOCKS, REFUSE_INACTIVE = '%s', '%s', '%s'\n\n", RefuseNothing, RefuseBlocks, RefuseInactive)
+
+	b.WriteString("-- What pairside.lua answers (layout.PairAnswer).\n")
+	fmt.Fprintf(&b, "local NEWER, DONE, WAIT, ENDED = %d, %d, %d, %d\n", PairNewer, PairDone, PairWait, PairEnded)
+	return b.String()
+}

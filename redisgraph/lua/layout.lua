@@ -1,0 +1,33 @@
+-- Code generated from redisgraph/internal/layout by go generate; DO NOT EDIT.
+-- The layout's declarations, as every script reads them.
+
+-- The statuses a write script returns first (layout.Status).
+local NONE, CHANGED, LIMIT, FULL, LOST, RATE, BLOCKED, NOREQUEST, SLOW, USER_INACTIVE, TARGET_INACTIVE = 0, 1, -1, -2, -3, -4, -5, -6, -7, -8, -9
+
+-- A user's keys, in the order the scripts take them (layout.UserKeys).
+local NKEYS = 17
+local USER_KEYS = {'out', 'ov', 'in', 'iv', 'bo', 'bov', 'bi', 'biv', 'mo', 'mov', 'mx', 'ro', 'rov', 'ri', 'riv', 'rf', 'h'}
+
+-- The sides of a user's edges, in their order and by code (layout.Sides):
+-- the sorted set,
+-- its versions hash, the counter in h, and the field of h that says the
+-- versions hash is empty, where there is one.
+local SIDE_CODES = {'fo', 'fi', 'bo', 'bi', 'mo', 'ro', 'ri'}
+local sides = {
+  fo = {'out', 'ov', 'nout', 'e'},
+  fi = {'in', 'iv', 'nin'},
+  bo = {'bo', 'bov', 'nbo'},
+  bi = {'bi', 'biv', 'nbi'},
+  mo = {'mo', 'mov', 'nmo'},
+  ro = {'ro', 'rov', 'nro'},
+  ri = {'ri', 'riv', 'nri'},
+}
+
+-- The bits of the flags of the other kinds, by side code (layout.Flag*).
+local flagOf = {bo = 1, bi = 2, mo = 4, ro = 8, ri = 16}
+
+-- The modes of effects.lua (layout.Refuse).
+local REFUSE_NOTHING, REFUSE_BLOCKS, REFUSE_INACTIVE = '0', '1', '2'
+
+-- What pairside.lua answers (layout.PairAnswer).
+local NEWER, DONE, WAIT, ENDED = 0, 1, 2, 3
