@@ -229,12 +229,12 @@ func serve(ctx context.Context, cfg Config, scrub *secret.Scrubber) error {
 }
 
 // Main is the serve command's program. Run opens the parts in order (the
-// data folder's lock, the durable store, the event log, the engine, the
-// HTTP server, then the graph's recovery, the persister, the relay, the
-// engine's keeper and its account-state jobs) and starts them; Close
-// stops taking requests, finishes those in flight, and closes the parts in
-// the reverse order, draining the outbox into the log and the log into the
-// store on the way.
+// data folder's lock when the folder keeps the embedded store or log, the
+// durable store, the event log, the engine, the HTTP server, then the
+// graph's recovery, the persister, the relay, the engine's keeper and its
+// account-state jobs) and starts them; Close stops taking requests,
+// finishes those in flight, and closes the parts in the reverse order,
+// draining the outbox into the log and the log into the store on the way.
 type Main struct {
 	cfg    Config
 	scrub  *secret.Scrubber
@@ -276,11 +276,13 @@ func (m *Main) Run(ctx context.Context) (err error) {
 	if limit, _ := parseBytes(cfg.MemoryLimit); limit > 0 {
 		debug.SetMemoryLimit(limit)
 	}
-	unlock, err := cfg.lockData()
-	if err != nil {
-		return err
+	if cfg.embedded() {
+		unlock, err := cfg.lockData()
+		if err != nil {
+			return err
+		}
+		m.opened(func(context.Context) { unlock() })
 	}
-	m.opened(func(context.Context) { unlock() })
 	store, storeDesc, err := openStore(ctx, cfg.DB, cfg.Data)
 	if err != nil {
 		return err
