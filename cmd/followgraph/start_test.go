@@ -2,12 +2,74 @@ package main
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"io/fs"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 )
+
+// logEntries decodes the JSON lines of a serve's log; a line that is not
+// JSON fails tb.
+func logEntries(tb testing.TB, logs string) []map[string]any {
+	tb.Helper()
+	var entries []map[string]any
+	for _, line := range strings.Split(strings.TrimSpace(logs), "\n") {
+		var e map[string]any
+		if err := json.Unmarshal([]byte(line), &e); err != nil {
+			tb.Fatalf("a log line that is not JSON: %q", line)
+		}
+		entries = append(entries, e)
+	}
+	return entries
+}
+
+// complaints returns the lines of logs at level WARN or ERROR.
+func complaints(tb testing.TB, logs string) []string {
+	tb.Helper()
+	var out []string
+	for _, e := range logEntries(tb, logs) {
+		if e["level"] == "WARN" || e["level"] == "ERROR" {
+			out = append(out, toJSON(e))
+		}
+	}
+	return out
+}
+
+// TestServe_FreshStartQuiet: a brand-new deployment (an empty data
+// folder, a Redis key prefix never used, a new NATS stream and PostgreSQL
+// database) starts, takes a write and stops without logging a WARN or an
+// ERROR line: nothing is wrong, and a warning on every first start
+// teaches operators to ignore warnings.
+func TestServe_FreshStartQuiet(t *testing.T) {
+	for _, tt := range []struct {
+		name string
+		args func(t *testing.T) []string
+	}{
+		{"Embedded", func(*testing.T) []string { return nil }},
+		{"Redis", func(t *testing.T) []string {
+			url, prefix := testRedis(t)
+			return []string{"--redis", url, "--redis-prefix", prefix}
+		}},
+		{"External", func(t *testing.T) []string { return newDeployment(t, "", "", "").args() }},
+		{"RedisCluster", func(t *testing.T) []string {
+			return []string{"--redis", "redis+cluster://" + strings.Join(startCluster(t).addrs, ",")}
+		}},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			s := start(t, t.TempDir(), tt.args(t)...)
+			if _, err := s.client.Follow(context.Background(), 1, 2); err != nil {
+				t.Fatal(err)
+			}
+			s.stop(t)
+			for _, line := range complaints(t, s.logs.String()) {
+				t.Errorf("a fresh deployment logged: %s", line)
+			}
+		})
+	}
+}
 
 // TestServe_NoDataFolder: a serve that keeps nothing in its data folder
 // (Redis, an external NATS and PostgreSQL) neither makes the folder nor
