@@ -293,6 +293,11 @@ func (m *Main) Run(ctx context.Context) (err error) {
 		return err
 	}
 	m.opened(func(context.Context) { elog.Close() })
+	if free, reserve, below := elog.BelowReserve(); below {
+		m.logger.Warn("the data folder's disk has less free space than --disk-reserve: until it has, every write is refused "+
+			"(503, nothing changed) and /readyz answers 503, not ready: eventlog. Free space on that disk, or lower --disk-reserve",
+			"data", cfg.Data, "free", formatBytes(free), "disk_reserve", formatBytes(reserve))
+	}
 	m.started(func(ctx context.Context) { recovery.KeepMark(ctx, store, elog, time.Second, m.logger) })
 
 	reg := prometheus.NewRegistry()
@@ -328,7 +333,14 @@ func (m *Main) Run(ctx context.Context) (err error) {
 	if err := eng.recover(ctx); err != nil {
 		return err
 	}
-	m.logger.Info("followgraph ready", append([]any{"recovery", time.Since(start).String()}, eng.stats()...)...)
+	ready := append([]any{"recovery", time.Since(start).String()}, eng.stats()...)
+	if _, _, below := elog.BelowReserve(); below {
+		// Reads are served; writes wait for space, and so does /readyz.
+		m.logger.Warn("followgraph ready", append(ready, "writes",
+			"refused until the data folder's disk has --disk-reserve free; /readyz answers 503 until then")...)
+	} else {
+		m.logger.Info("followgraph ready", ready...)
+	}
 
 	m.startPersister(store, elog, reg)
 	if eng.relay != nil {

@@ -9,6 +9,7 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 )
 
 // logEntries decodes the JSON lines of a serve's log; a line that is not
@@ -97,5 +98,23 @@ func TestServe_NoDataFolder(t *testing.T) {
 			entries, _ := os.ReadDir(dir)
 			t.Errorf("%s was made (%v, holding %v) although nothing is kept there", dir, err, entries)
 		}
+	}
+}
+
+// waitLogged waits until s has logged a line with msg, and fails t if
+// it exits first or does not within d.
+func (s *server) waitLogged(t *testing.T, msg string, d time.Duration) {
+	t.Helper()
+	deadline := time.Now().Add(d)
+	for !strings.Contains(s.logs.String(), `"msg":"`+msg+`"`) {
+		select {
+		case <-s.done:
+			t.Fatalf("followgraph exited before it logged %q:\n%s", msg, s.logs)
+		default:
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("followgraph did not log %q within %s:\n%s", msg, d, s.logs)
+		}
+		time.Sleep(20 * time.Millisecond)
 	}
 }
