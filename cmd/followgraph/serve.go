@@ -151,9 +151,9 @@ func natsSubject(stream string) string {
 
 func newServe() *cobra.Command {
 	var cfg Config
-	cmd := &cobra.Command{
+	cmd := readsEnv(&cobra.Command{
 		Use:   "serve",
-		Short: "Serve the HTTP API (with no flags: embedded everything under ./data)",
+		Short: "Serve the HTTP API (no flags: everything embedded, under ./data)",
 		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			if err := envDefaults(cmd.Flags()); err != nil {
@@ -168,16 +168,16 @@ func newServe() *cobra.Command {
 			}
 			return scrub.Error(serve(cmd.Context(), cfg, scrub))
 		},
-	}
+	})
 	f := cmd.Flags()
 	f.StringVar(&cfg.Addr, "addr", "127.0.0.1:8080", "listen address")
-	cfg.flags(f, "folder for embedded data (the SQLite store and the NATS log)",
+	cfg.flags(f, "folder of the embedded store and log (followgraph.db, nats/), made and locked only when one of them is used (no --db, or no --nats)",
 		"Redis URL (redis://[:password@]host:port, or redis+cluster://h1:p1,h2:p2 for a Cluster); replaces the embedded graph engine")
 	f.StringVar(&cfg.RedisReplicas, "redis-replicas", "", "replicas that reads go to: redis://host:port[,...] (the replicas of a standalone --redis; the password is --redis's when a URL has none), or cluster (a Cluster's, as it lists them); a read there sees every change acknowledged before it")
 	f.IntVar(&cfg.NATSReplicas, "nats-replicas", 0, "replicas of the event stream when serve creates it on a NATS cluster, 1 to 5 (default 1; 3 with --nats-cluster)")
 	clusterFlags(f, &cfg.servers, &cfg.StartTimeout)
 	f.StringVar(&cfg.Fsync, "fsync", "interval", "event log sync: interval (the default: survives a killed process) or always (also survives power loss, ~10x slower writes)")
-	f.Float64Var(&cfg.PersistRate, "persist-rate", 0, "rows per second into the durable store (0: unlimited)")
+	f.Float64Var(&cfg.PersistRate, "persist-rate", 0, "most rows per second the persister writes into the durable store, to spare a shared database (0: unlimited); below the rate of writes, the log's backlog grows")
 	f.IntVar(&cfg.PersistBatch, "persist-batch", 1000, "most events the persister writes in one transaction")
 	f.DurationVar(&cfg.PersistWait, "persist-wait", 50*time.Millisecond, "longest the persister waits to fill a batch")
 	f.IntVar(&cfg.MaxFollowing, "max-following", 0, "most users one user may follow (0: no limit)")
