@@ -113,7 +113,7 @@ func (c Config) Validate() error {
 		return errors.New("--auth-jwt-issuer and --auth-jwt-audience need --auth-jwt-keys")
 	case !loopback(c.Addr) && !c.authenticated() && !c.InsecureNoAuth:
 		return fmt.Errorf("refusing to serve %s without authentication: anyone who reaches it could write as any user. "+
-			"Give --auth-tokens and/or --auth-jwt-keys (README, \"Security\"), listen on 127.0.0.1, "+
+			"Give --auth-tokens and/or --auth-jwt-keys (docs/SECURITY.md), listen on 127.0.0.1, "+
 			"or say --insecure-no-auth if only trusted clients can reach the network", c.Addr)
 	}
 	if err := c.checkCluster(natsReplicas(c.servers, c.NATSReplicas), c.InsecureNoAuth); err != nil {
