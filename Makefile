@@ -1,10 +1,12 @@
-# make test: what CI runs (also .ci/run). make bench: the figures of
-# docs/BENCHMARKS.md. make lint: gofmt, go vet, staticcheck when installed.
+# make test: the README's test command, which .ci/run runs last (with the
+# servers it starts; bash .ci/run is the whole of CI). make bench: the
+# figures of docs/BENCHMARKS.md. make lint: gofmt, go vet, staticcheck
+# when installed.
 
 .PHONY: test bench lint fuzz
 
 test:
-	go test -race ./...
+	go test -race -timeout 30m ./...
 
 bench:
 	cd memgraph && go test -run '^$$' -bench 'Common|Relations|Followers|FollowUnfollow|FollowParallel|Suggestions' -count 5 .

@@ -58,6 +58,19 @@ func (l *Log) measureSpace() int64 {
 	return free
 }
 
+// BelowReserve reports whether the free space of the embedded server's
+// disk is below Config.DiskReserve now, measuring it, with the free space
+// and the reserve: while it is, Publish and Writable refuse every write
+// (and Ready fails), until space is back. It is always false with no
+// reserve, and for an external server, whose disk is its own business.
+func (l *Log) BelowReserve() (free, reserve int64, below bool) {
+	if l.srv == nil || l.reserve <= 0 {
+		return 0, 0, false
+	}
+	free = l.measureSpace()
+	return free, l.reserve, free < l.reserve
+}
+
 // storeError returns why the embedded store cannot take events now, or
 // nil: its disk below the reserve, or a write of it failed and not yet
 // repaired. An external server's store is its own business.

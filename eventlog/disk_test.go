@@ -1,11 +1,14 @@
 package eventlog
 
 import (
+	"context"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"testing"
 	"time"
+
+	fg "github.com/followgraph/followgraph"
 )
 
 // TestLog_AckedHeldAfterRepair: messages the persister acknowledged that
@@ -63,5 +66,23 @@ func copyDir(tb testing.TB, from, to string) {
 	tb.Helper()
 	if out, err := exec.Command("cp", "-a", from, to).CombinedOutput(); err != nil {
 		tb.Fatalf("cp %s %s: %v: %s", from, to, err, out)
+	}
+}
+
+// TestLog_BelowReserve: the embedded log says whether its disk is below
+// the reserve, with the free space, and refuses writes while it is; with
+// no reserve it never is.
+func TestLog_BelowReserve(t *testing.T) {
+	l := openLog(t, Config{Dir: t.TempDir(), DiskReserve: 1 << 60}) // more than any disk
+	free, reserve, below := l.BelowReserve()
+	if !below || free <= 0 || reserve != 1<<60 {
+		t.Errorf("BelowReserve() = %d, %d, %v; want some free space, the reserve, true", free, reserve, below)
+	}
+	if err := l.Writable(context.Background()); fg.ErrorCode(err) != fg.EUnavailable {
+		t.Errorf("Writable below the reserve: %v, want unavailable", err)
+	}
+	l = openLog(t, Config{Dir: t.TempDir(), DiskReserve: -1})
+	if _, _, below := l.BelowReserve(); below {
+		t.Error("below a reserve of none")
 	}
 }

@@ -18,6 +18,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/nats-io/nats-server/v2/server"
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 	"github.com/synadia-io/orbit.go/jetstreamext"
@@ -739,6 +740,24 @@ func TestOpen_Unreachable(t *testing.T) {
 
 // TestOpen_DirInUse: a second process (or Log) on the same Dir is refused
 // instead of corrupting the store.
+// TestOpen_NoJetStream: a NATS server without JetStream answers no
+// request of the log's; Open gives up, saying what to enable.
+func TestOpen_NoJetStream(t *testing.T) {
+	srv, err := server.NewServer(&server.Options{Host: "127.0.0.1", Port: -1, NoLog: true, NoSigs: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv.Start()
+	defer srv.Shutdown()
+	if !srv.ReadyForConnections(5 * time.Second) {
+		t.Fatal("nats-server did not start")
+	}
+	_, err = Open(ctxTimeout(t, 10*time.Second), Config{URL: srv.ClientURL(), StartWait: time.Second, Logger: testLogger()})
+	if fg.ErrorCode(err) != fg.EUnavailable || !strings.Contains(fmt.Sprint(err), "nats-server -js") {
+		t.Fatalf("Open on a server without JetStream: %v, want unavailable, saying to enable it", err)
+	}
+}
+
 func TestOpen_DirInUse(t *testing.T) {
 	dir := t.TempDir()
 	openLog(t, Config{Dir: dir})

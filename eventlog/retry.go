@@ -115,6 +115,10 @@ func (l *Log) retry(ctx context.Context, what string, try func(ctx context.Conte
 			if tries > 1 {
 				err = fmt.Errorf("still failing after %d tries in %s: %w", tries, time.Since(l.opening).Round(time.Second), err)
 			}
+			if errors.Is(err, nats.ErrNoResponders) {
+				// The server answers, but nothing of JetStream in it.
+				err = fmt.Errorf("%w (is JetStream enabled on the NATS server? nats-server -js)", err)
+			}
 			return unavailable(what, err)
 		}
 		l.log.Warn("the event log is unavailable; trying again", "step", what, "try", tries, "retry_in", wait.String(), "err", err)

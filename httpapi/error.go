@@ -52,8 +52,8 @@ const (
 // writeError answers err. An internal error (one that is not a
 // *followgraph.Error, or has a code not in statusOf) is answered with a
 // message that says nothing internal, and logged; so is an unavailable
-// backend, at warning level; a request refused for its token at debug
-// level.
+// backend, at warning level (unless the cause was logged already: a
+// loggedError); a request refused for its token at debug level.
 func (s *Server) writeError(ctx context.Context, w http.ResponseWriter, r *http.Request, err error) {
 	status, code := statusCode(err)
 	msg := followgraph.ErrorMessage(err)
@@ -70,6 +70,8 @@ func (s *Server) writeError(ctx context.Context, w http.ResponseWriter, r *http.
 	case code == followgraph.EInternal:
 		msg = internalMessage
 		s.log.Error("httpapi: internal error", "method", r.Method, "route", r.Pattern, "err", err)
+	case code == followgraph.EUnavailable && errors.As(err, new(loggedError)):
+		// Its cause is logged where it arose, once.
 	case code == followgraph.EUnavailable:
 		s.log.Warn("httpapi: backend unavailable", "method", r.Method, "route", r.Pattern, "err", err)
 	case code == followgraph.EUnauthenticated || code == followgraph.EForbidden:
@@ -102,3 +104,10 @@ func writeBody(w http.ResponseWriter, status int, b []byte) {
 	w.WriteHeader(status)
 	w.Write(b)
 }
+
+// loggedError is an error whose cause was logged where it arose (a
+// backend's readiness, on a change): writeError answers it without a line
+// of its own, so that a probe polling /readyz does not log each answer.
+type loggedError struct{ error }
+
+func (e loggedError) Unwrap() error { return e.error }

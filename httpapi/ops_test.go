@@ -80,6 +80,52 @@ func TestServer_Readyz(t *testing.T) {
 	}
 }
 
+// TestServer_ReadyzLogs: a backend that stops answering is logged once,
+// at warning level, however often /readyz is polled, and once more when
+// it answers again; while the gate holds the API back (the service is
+// starting), a backend that does not answer yet is not logged at all.
+func TestServer_ReadyzLogs(t *testing.T) {
+	var starting, down atomic.Bool
+	starting.Store(true)
+	down.Store(true)
+	f := newFixture(t, fixtureConfig{opts: []httpapi.Option{
+		httpapi.WithGate(func() error {
+			if starting.Load() {
+				return &fg.Error{Code: fg.EUnavailable, Message: "the graph is still loading"}
+			}
+			return nil
+		}),
+		httpapi.WithReadiness("redis", func(context.Context) error {
+			if down.Load() {
+				return errors.New("rebuilding")
+			}
+			return nil
+		}),
+	}})
+	poll := func(status int) {
+		t.Helper()
+		for range 3 {
+			if a := f.get("/readyz"); a.status != status {
+				t.Fatalf("/readyz: %d %s, want %d", a.status, a.body, status)
+			}
+		}
+	}
+	poll(503)
+	if out := f.log.String(); strings.Contains(out, "level=WARN") {
+		t.Errorf("a backend not answering yet while starting was logged as a warning:\n%s", out)
+	}
+	starting.Store(false)
+	poll(503)
+	if n := strings.Count(f.log.String(), "level=WARN"); n != 1 || !strings.Contains(f.log.String(), "rebuilding") {
+		t.Errorf("a backend still down once started: %d warnings, want 1 with the cause:\n%s", n, f.log)
+	}
+	down.Store(false)
+	poll(200)
+	if n := strings.Count(f.log.String(), "backend answering again"); n != 1 {
+		t.Errorf("a backend answering again: logged %d times, want 1:\n%s", n, f.log)
+	}
+}
+
 func TestServer_Metrics(t *testing.T) {
 	reg := prometheus.NewRegistry()
 	f := newFixture(t, fixtureConfig{maxFollowing: 1, opts: []httpapi.Option{httpapi.WithRegistry(reg)}})

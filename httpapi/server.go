@@ -377,7 +377,7 @@ func (s *Server) readyz(ctx context.Context, _ *http.Request, b []byte) ([]byte,
 		}
 	}
 	if len(failing) > 0 {
-		return b, followgraph.Errorf(followgraph.EUnavailable, "not ready: %s", strings.Join(failing, ", "))
+		return b, loggedError{followgraph.Errorf(followgraph.EUnavailable, "not ready: %s", strings.Join(failing, ", "))}
 	}
 	return appendReady(b, degraded), nil
 }
@@ -385,7 +385,10 @@ func (s *Server) readyz(ctx context.Context, _ *http.Request, b []byte) ([]byte,
 // checkBackends runs every readiness check at once, within readyTimeout,
 // and returns their errors in order. A backend whose state changed since
 // its last check is logged: at warning level with the cause when it
-// fails, at info level when it answers again.
+// fails, at info level when it answers again. While WithGate's gate holds
+// the API back (the service is starting: loading the graph, rebuilding
+// Redis), what does not answer yet is expected, and neither logged nor
+// remembered: a backend still failing once the gate opens is logged then.
 func (s *Server) checkBackends(ctx context.Context) []error {
 	ctx, cancel := context.WithTimeout(ctx, readyTimeout)
 	defer cancel()
@@ -395,6 +398,9 @@ func (s *Server) checkBackends(ctx context.Context) []error {
 		wg.Go(func() { errs[i] = c.check(ctx) })
 	}
 	wg.Wait()
+	if s.gate != nil && s.gate() != nil {
+		return errs
+	}
 	for i, err := range errs {
 		c := s.ready[i]
 		if was := c.down.Swap(err != nil); was == (err != nil) {

@@ -14,16 +14,17 @@ func newBench() *cobra.Command {
 	var cfg loadgen.Config
 	var asJSON bool
 	var ca, cert, key string
-	cmd := &cobra.Command{
+	cmd := readsEnv(&cobra.Command{
 		Use:   "bench",
-		Short: "Drive a running server with a read or write mix and report throughput and latency",
+		Short: "Load a running server with a read or write mix; report latency",
 		Long: `Drive a running server for --duration and report, per kind of request, the
 answers (2xx, non-2xx, transport errors), the rate, and the p50/p90/p99/max
 latency of the 2xx answers (histogram buckets: within 3%, rounded up).
 
 reads:  40% following/followers pages of 20 (half of them second pages, by a
         cursor from a recent first page), 30% relations of 20 ids, 20% counts
-        (of 10 ids, or of one user), 10% mutuals/common-following/known-followers.
+        (of 10 ids, or of one user), 10% mutuals, common-following and
+        known-followers.
 writes: 63% follows, 30% unfollows (of a recent follow of this client if any),
         2% blocks, 5% follows of the last 8 ids, which the run makes private
         at its start (PUT settings): follow requests. A follow or request
@@ -59,7 +60,7 @@ answers (open loop), and latency counts from the scheduled start.`,
 			res.Print(cmd.OutOrStdout())
 			return nil
 		},
-	}
+	})
 	f := cmd.Flags()
 	f.StringVar(&cfg.URL, "url", "http://127.0.0.1:8080", "the server")
 	f.DurationVar(&cfg.Duration, "duration", 20*time.Second, "how long to send requests")

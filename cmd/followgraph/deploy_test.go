@@ -207,7 +207,7 @@ func serveFlags(tb testing.TB) map[string]bool {
 		tb.Fatalf("serve --help: %v\n%s", err, out)
 	}
 	flags := map[string]bool{}
-	for _, m := range regexp.MustCompile(`(?m)^\s+(?:-\w, )?--([a-z0-9-]+)`).FindAllStringSubmatch(string(out), -1) {
+	for _, m := range regexp.MustCompile(`(?m)^  (?:-\w, )?--([a-z0-9-]+)`).FindAllStringSubmatch(string(out), -1) {
 		flags[m[1]] = true
 	}
 	if !flags["shutdown-timeout"] {

@@ -188,3 +188,42 @@ func writeUntilDone(t *testing.T, s *server, from, n int) (map[[2]fg.UserID]time
 	}
 	return acked, nil
 }
+
+// TestDiskFull_AtStart: started on a disk with less free space than
+// --disk-reserve (here a reserve larger than any disk), serve says so
+// before it serves, in a WARN line that names the flag, the free space
+// and what it means; its ready line says that writes are refused. Reads
+// are served, writes refused with 503 and /readyz is 503 naming the log.
+func TestDiskFull_AtStart(t *testing.T) {
+	s := spawn(t, t.TempDir(), launchOptions{args: []string{"--disk-reserve", "1000TiB"}})
+	s.waitLogged(t, "followgraph ready", 60*time.Second)
+	warned, readySays := false, ""
+	for _, e := range logEntries(t, s.logs.String()) {
+		msg, _ := e["msg"].(string)
+		switch {
+		case msg == "followgraph ready":
+			if e["level"] == "WARN" {
+				readySays, _ = e["writes"].(string)
+			}
+		case e["level"] == "WARN" && strings.Contains(msg, "--disk-reserve") && strings.Contains(msg, "refused") &&
+			strings.Contains(msg, "/readyz") && e["free"] != nil && e["disk_reserve"] == "1000TiB":
+			warned = true
+		}
+	}
+	if !warned {
+		t.Errorf("no WARN line at start saying that the disk is below --disk-reserve, with the free space:\n%s", s.logs)
+	}
+	if !strings.Contains(readySays, "refused") {
+		t.Errorf("the ready line does not say, at WARN, that writes are refused:\n%s", grep(s.logs.String(), "followgraph ready"))
+	}
+	if status, body := readyz(t, s); status != http.StatusServiceUnavailable || !strings.Contains(toJSON(body), "eventlog") {
+		t.Errorf("/readyz below the reserve: %d %v, want 503 naming the eventlog", status, body)
+	}
+	ctx := context.Background()
+	if _, err := s.client.Follow(ctx, 1, 2); fg.ErrorCode(err) != fg.EUnavailable {
+		t.Errorf("a write below the reserve: %v, want unavailable", err)
+	}
+	if _, err := s.client.Counts(ctx, []fg.UserID{1}); err != nil {
+		t.Errorf("a read below the reserve: %v", err)
+	}
+}

@@ -108,11 +108,13 @@ type launchOptions struct {
 	args    []string
 	tls     *tls.Config
 	token   string
-	bindAll bool // listen on every interface (0.0.0.0), reached on 127.0.0.1
+	bindAll bool   // listen on every interface (0.0.0.0), reached on 127.0.0.1
+	dir     string // the working folder; "": the test's
 }
 
 // launch starts followgraph serve on data with o, and waits until it is
-// ready.
+// ready. With data "", serve is given no --data (its default, ./data in
+// o.dir).
 func launch(tb testing.TB, data string, o launchOptions) *server {
 	tb.Helper()
 	s := spawn(tb, data, o)
@@ -159,8 +161,13 @@ func spawnErr(tb testing.TB, data string, o launchOptions) (*server, error) {
 	if o.bindAll {
 		bind = "0.0.0.0" + addr[strings.LastIndex(addr, ":"):]
 	}
-	s.cmd = exec.Command(binary, append([]string{"serve", "--addr", bind, "--data", data}, o.args...)...)
+	args := []string{"serve", "--addr", bind}
+	if data != "" {
+		args = append(args, "--data", data)
+	}
+	s.cmd = exec.Command(binary, append(args, o.args...)...)
 	s.cmd.Env = append(os.Environ(), o.env...)
+	s.cmd.Dir = o.dir
 	s.cmd.Stdout, s.cmd.Stderr = s.logs, s.logs
 	if err := s.cmd.Start(); err != nil {
 		return nil, err

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"log/slog"
+	"net"
 	"os"
 	"path/filepath"
 	"strings"
@@ -95,7 +96,7 @@ func redisEngine(ctx context.Context, cfg Config, store durableStore, elog *even
 		closeReplicas()
 		return nil, err
 	}
-	keeper := &recovery.Redis{Graph: g, Store: store, Log: elog, Owner: nodeName(cfg.Data), Logger: logger}
+	keeper := &recovery.Redis{Graph: g, Store: store, Log: elog, Owner: nodeName(cfg), Logger: logger}
 	reg.MustRegister(
 		prometheus.NewCounterFunc(prometheus.CounterOpts{Name: "followgraph_cache_hits_total", Help: "Reads of hot keys answered from the client-side cache."},
 			func() float64 { h, _ := g.CacheStats(); return float64(h) }),
@@ -106,7 +107,7 @@ func redisEngine(ctx context.Context, cfg Config, store durableStore, elog *even
 	if g.Cluster() {
 		mode, maxIdle = "cluster", time.Second
 	}
-	outbox := g.Outbox(nodeName(cfg.Data), leaseTTL)
+	outbox := g.Outbox(nodeName(cfg), leaseTTL)
 	relay := pipeline.NewRelay(withFaults(outbox), elog.RelayHook(), reg,
 		pipeline.WithRelayLogger(logger), pipeline.WithRelayIdle(5*time.Millisecond, maxIdle))
 	return &engine{
@@ -223,13 +224,25 @@ const checkpointInterval = 250 * time.Millisecond
 // node died.
 const leaseTTL = 5 * time.Second
 
-// nodeName names this node among the nodes of a deployment: its host and
-// data folder, which stay the same across a restart, so that a node killed
-// and started again takes its leases back at once instead of waiting for
-// them to run out (its relay would otherwise find nothing it may move,
-// and a clean stop soon after would leave the outbox undrained).
-func nodeName(data string) string {
+// nodeName names this node among the nodes of a deployment, the same
+// across a restart, so that a node killed and started again takes its
+// leases back at once instead of waiting for them to run out (its relay
+// would otherwise find nothing it may move, and a clean stop soon after
+// would leave the outbox undrained). It is the host and the data folder,
+// which serve's lock keeps to one process; when serve keeps nothing in a
+// data folder (and so takes no lock), the host and the listen address,
+// which one process at a time can listen on (with the process id for a
+// port the system picks).
+func nodeName(cfg Config) string {
 	host, _ := os.Hostname()
+	if !cfg.embedded() {
+		name := host + " " + cfg.Addr
+		if _, port, _ := net.SplitHostPort(cfg.Addr); port == "0" {
+			name += fmt.Sprintf(" pid %d", os.Getpid())
+		}
+		return name
+	}
+	data := cfg.Data
 	if abs, err := filepath.Abs(data); err == nil {
 		data = abs
 	}

@@ -19,8 +19,11 @@ func newGen() *cobra.Command {
 	)
 	cmd := &cobra.Command{
 		Use:   "gen",
-		Short: "Write a generated power-law follow graph as TSV: follower<TAB>followee<TAB>unix_ms",
-		Args:  cobra.NoArgs,
+		Short: "Write a generated power-law follow graph as TSV",
+		Long: `Write a generated power-law follow graph as TSV, a line an edge:
+follower<TAB>followee<TAB>unix_ms, which import reads. The same --edges,
+--users and --seed give the same graph.`,
+		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			cfg := graphgen.Default(edges, seed)
 			if users > 0 {

@@ -19,20 +19,21 @@ func newImport() *cobra.Command {
 	var cfg opsConfig // --redis optional: the hot copy is written when given
 	cmd := &cobra.Command{
 		Use:   "import FILE",
-		Short: "Bulk-load an edge list into the durable store (the service must not be running)",
-		Long: `Bulk-load an edge list into the durable store (the SQLite file of the data
-folder, or --db), in one transaction. Each line is "follower followee unix_ms" (as written by gen) or a
-two-column "follower followee" edge list (SNAP style; the follow time is then the
-import's start). Fields are separated by tabs or spaces; lines starting with #
-are comments. A repeated edge keeps its last line. The next "serve" loads it.
-With --redis, the hot copy in Redis is then written from the store in bulk too
-(as "rebuild" does), so that "serve --redis" starts on the imported graph.
+		Short: "Bulk-load an edge list into the durable store (service stopped)",
+		Long: `Bulk-load an edge list into the durable store (the SQLite file of the
+data folder, or --db), in one transaction. Each line is "follower followee
+unix_ms" (as written by gen) or a two-column "follower followee" edge list
+(SNAP style; the follow time is then the import's start). Fields are
+separated by tabs or spaces; lines starting with # are comments. A repeated
+edge keeps its last line. The next "serve" loads it. With --redis, the hot
+copy in Redis is then written from the store in bulk too (as "rebuild"
+does), so that "serve --redis" starts on the imported graph.
 
-Into a store that already has edges, the import merges: each edge of the file
-takes the place of the stored one only if its follow time is later (as the
-versioned writes of the service do), and edges not in the file stay. A running
-service would never see the import, so import refuses a data folder that serve
-is using; with --db, stop every serve of the deployment first.`,
+Into a store that already has edges, the import merges: each edge of the
+file takes the place of the stored one only if its follow time is later (as
+the versioned writes of the service do), and edges not in the file stay. A
+running service would never see the import, so import refuses a data folder
+that serve is using; with --db, stop every serve of the deployment first.`,
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			done, err := cfg.prepare(cmd, false)

@@ -47,3 +47,18 @@ func parseBytes(s string) (int64, error) {
 	}
 	return int64(f * mult), nil
 }
+
+// formatBytes writes n bytes for a log line, in the largest binary unit
+// that keeps it at 1 or more, to a tenth, such as 7.5MiB or 64MiB
+// (parseBytes reads it back).
+func formatBytes(n int64) string {
+	for _, u := range []struct {
+		suffix string
+		n      int64
+	}{{"TiB", 1 << 40}, {"GiB", 1 << 30}, {"MiB", 1 << 20}, {"KiB", 1 << 10}} {
+		if n >= u.n {
+			return strconv.FormatFloat(math.Round(float64(n)*10/float64(u.n))/10, 'f', -1, 64) + u.suffix
+		}
+	}
+	return strconv.FormatInt(n, 10) + "B"
+}

@@ -1,6 +1,7 @@
 // Command followgraph is the follow graph service and its operator tools:
-// serve, import, rebuild, reconcile, gen, bench and version. See the README
-// for the flags.
+// serve, import, rebuild, reconcile, gen, bench, probe and version. Each
+// command's --help lists its flags (help.go), and the README's
+// configuration table those of serve.
 package main
 
 import (

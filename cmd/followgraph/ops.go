@@ -32,6 +32,7 @@ type opsConfig struct {
 }
 
 func (c *opsConfig) flags(cmd *cobra.Command) {
+	readsEnv(cmd) // prepare calls envDefaults
 	c.servers.flags(cmd.Flags(), "folder for embedded data (the SQLite store and NATS log when --db and --nats are not given; serve must not be running then)",
 		"Redis URL of the hot copy, as serve --redis")
 }
@@ -139,13 +140,13 @@ func newRebuild() *cobra.Command {
 	var opts redisgraph.RebuildOptions
 	cmd := &cobra.Command{
 		Use:   "rebuild",
-		Short: "Rebuild the hot copy in Redis from the durable store and the event log (while serving)",
-		Long: `Rebuild the hot copy in Redis from the durable store and the event log's
-tail: after Redis lost its data, or a failover to a replica that had not caught up.
-Every edge, live or unfollowed, is written to both sides with its version, only
-over an older state, so the service may keep serving and writing meanwhile: a
-change it makes is never undone. Rebuild adds and corrects; it removes nothing
-(reconcile --fix does).`,
+		Short: "Rebuild the hot copy in Redis from the store and the log",
+		Long: `Rebuild the hot copy in Redis from the durable store and the event
+log's tail: after Redis lost its data, or a failover to a replica that had
+not caught up. Every edge, live or unfollowed, is written to both sides with
+its version, only over an older state, so the service may keep serving and
+writing meanwhile: a change it makes is never undone. Rebuild adds and
+corrects; it removes nothing (reconcile --fix does).`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			done, err := cfg.prepare(cmd, true)
@@ -168,14 +169,16 @@ func newReconcile() *cobra.Command {
 	var horizon time.Duration
 	cmd := &cobra.Command{
 		Use:   "reconcile",
-		Short: "Compare the hot copy in Redis with the durable store and the log; repair with --fix",
-		Long: `Compare the hot copy in Redis with the durable store plus the event log's
-tail: both sides of every edge of every kind, follows, blocks, mutes and follow
-requests (members, times, ended edges), each private setting, the counters, the
-flags of the other kinds and each user's clock. Prints each difference (up to
---show), then "differences: N" (not counting states newer than the store:
-changes made since, reported as ahead), by kind of difference and by side. With --fix it repairs them, rate-limited (--rate), never
-undoing a change the service makes meanwhile. Exits 1 when differences remain.`,
+		Short: "Compare Redis with the store and the log; repair with --fix",
+		Long: `Compare the hot copy in Redis with the durable store plus the event
+log's tail: both sides of every edge of every kind, follows, blocks, mutes
+and follow requests (members, times, ended edges), each private setting, the
+counters, the flags of the other kinds and each user's clock. Prints each
+difference (up to --show), then "differences: N" (not counting states newer
+than the store: changes made since, reported as ahead), by kind of
+difference and by side. With --fix it repairs them, rate-limited (--rate),
+never undoing a change the service makes meanwhile. Exits 1 when
+differences remain.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			done, err := cfg.prepare(cmd, true)

@@ -16,8 +16,12 @@ func newProbe() *cobra.Command {
 	var timeout time.Duration
 	cmd := &cobra.Command{
 		Use:   "probe URL",
-		Short: "GET URL (such as http://127.0.0.1:8080/readyz) and succeed on a 2xx answer: a health check for images without curl",
-		Args:  cobra.ExactArgs(1),
+		Short: "GET a URL and succeed on a 2xx answer: a health check without curl",
+		Long: `GET URL (such as http://127.0.0.1:8080/readyz) and succeed on a 2xx
+answer within --timeout; fail, naming the status or the error, otherwise. A
+health check for where there is no curl (the image from scratch): /readyz
+for "send me traffic", /healthz for "alive".`,
+		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			resp, err := (&http.Client{Timeout: timeout}).Get(args[0])
 			if err != nil {

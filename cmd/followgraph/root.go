@@ -4,7 +4,6 @@ import (
 	"fmt"
 	"os"
 	"runtime/debug"
-	"strings"
 
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
@@ -18,18 +17,20 @@ func newRoot() *cobra.Command {
 		SilenceErrors: true,
 	}
 	root.AddCommand(newServe(), newImport(), newRebuild(), newReconcile(), newGen(), newBench(), newProbe(), newVersion())
+	setHelp(root)
 	return root
 }
 
 // envDefaults sets each flag the command line did not set from its
-// environment variable FOLLOWGRAPH_<NAME> (dashes as underscores).
+// environment variable FOLLOWGRAPH_<NAME> (envName). A command that calls
+// it is marked readsEnv, so that its help names the variables.
 func envDefaults(flags *pflag.FlagSet) error {
 	var err error
 	flags.VisitAll(func(f *pflag.Flag) {
 		if f.Changed || err != nil {
 			return
 		}
-		name := "FOLLOWGRAPH_" + strings.ToUpper(strings.ReplaceAll(f.Name, "-", "_"))
+		name := envName(f.Name)
 		if v, ok := os.LookupEnv(name); ok {
 			if e := f.Value.Set(v); e != nil {
 				err = fmt.Errorf("%s=%q: %w", name, v, e)

@@ -113,7 +113,7 @@ func (c Config) Validate() error {
 		return errors.New("--auth-jwt-issuer and --auth-jwt-audience need --auth-jwt-keys")
 	case !loopback(c.Addr) && !c.authenticated() && !c.InsecureNoAuth:
 		return fmt.Errorf("refusing to serve %s without authentication: anyone who reaches it could write as any user. "+
-			"Give --auth-tokens and/or --auth-jwt-keys (README, \"Security\"), listen on 127.0.0.1, "+
+			"Give --auth-tokens and/or --auth-jwt-keys (docs/SECURITY.md), listen on 127.0.0.1, "+
 			"or say --insecure-no-auth if only trusted clients can reach the network", c.Addr)
 	}
 	if err := c.checkCluster(natsReplicas(c.servers, c.NATSReplicas), c.InsecureNoAuth); err != nil {
@@ -151,9 +151,9 @@ func natsSubject(stream string) string {
 
 func newServe() *cobra.Command {
 	var cfg Config
-	cmd := &cobra.Command{
+	cmd := readsEnv(&cobra.Command{
 		Use:   "serve",
-		Short: "Serve the HTTP API (with no flags: embedded everything under ./data)",
+		Short: "Serve the HTTP API (no flags: everything embedded, under ./data)",
 		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			if err := envDefaults(cmd.Flags()); err != nil {
@@ -168,16 +168,16 @@ func newServe() *cobra.Command {
 			}
 			return scrub.Error(serve(cmd.Context(), cfg, scrub))
 		},
-	}
+	})
 	f := cmd.Flags()
 	f.StringVar(&cfg.Addr, "addr", "127.0.0.1:8080", "listen address")
-	cfg.flags(f, "folder for embedded data (the SQLite store and the NATS log)",
+	cfg.flags(f, "folder of the embedded store and log (followgraph.db, nats/), made and locked only when one of them is used (no --db, or no --nats)",
 		"Redis URL (redis://[:password@]host:port, or redis+cluster://h1:p1,h2:p2 for a Cluster); replaces the embedded graph engine")
 	f.StringVar(&cfg.RedisReplicas, "redis-replicas", "", "replicas that reads go to: redis://host:port[,...] (the replicas of a standalone --redis; the password is --redis's when a URL has none), or cluster (a Cluster's, as it lists them); a read there sees every change acknowledged before it")
 	f.IntVar(&cfg.NATSReplicas, "nats-replicas", 0, "replicas of the event stream when serve creates it on a NATS cluster, 1 to 5 (default 1; 3 with --nats-cluster)")
 	clusterFlags(f, &cfg.servers, &cfg.StartTimeout)
 	f.StringVar(&cfg.Fsync, "fsync", "interval", "event log sync: interval (the default: survives a killed process) or always (also survives power loss, ~10x slower writes)")
-	f.Float64Var(&cfg.PersistRate, "persist-rate", 0, "rows per second into the durable store (0: unlimited)")
+	f.Float64Var(&cfg.PersistRate, "persist-rate", 0, "most rows per second the persister writes into the durable store, to spare a shared database (0: unlimited); below the rate of writes, the log's backlog grows")
 	f.IntVar(&cfg.PersistBatch, "persist-batch", 1000, "most events the persister writes in one transaction")
 	f.DurationVar(&cfg.PersistWait, "persist-wait", 50*time.Millisecond, "longest the persister waits to fill a batch")
 	f.IntVar(&cfg.MaxFollowing, "max-following", 0, "most users one user may follow (0: no limit)")
@@ -229,12 +229,12 @@ func serve(ctx context.Context, cfg Config, scrub *secret.Scrubber) error {
 }
 
 // Main is the serve command's program. Run opens the parts in order (the
-// data folder's lock, the durable store, the event log, the engine, the
-// HTTP server, then the graph's recovery, the persister, the relay, the
-// engine's keeper and its account-state jobs) and starts them; Close
-// stops taking requests, finishes those in flight, and closes the parts in
-// the reverse order, draining the outbox into the log and the log into the
-// store on the way.
+// data folder's lock when the folder keeps the embedded store or log, the
+// durable store, the event log, the engine, the HTTP server, then the
+// graph's recovery, the persister, the relay, the engine's keeper and its
+// account-state jobs) and starts them; Close stops taking requests,
+// finishes those in flight, and closes the parts in the reverse order,
+// draining the outbox into the log and the log into the store on the way.
 type Main struct {
 	cfg    Config
 	scrub  *secret.Scrubber
@@ -276,11 +276,13 @@ func (m *Main) Run(ctx context.Context) (err error) {
 	if limit, _ := parseBytes(cfg.MemoryLimit); limit > 0 {
 		debug.SetMemoryLimit(limit)
 	}
-	unlock, err := cfg.lockData()
-	if err != nil {
-		return err
+	if cfg.embedded() {
+		unlock, err := cfg.lockData()
+		if err != nil {
+			return err
+		}
+		m.opened(func(context.Context) { unlock() })
 	}
-	m.opened(func(context.Context) { unlock() })
 	store, storeDesc, err := openStore(ctx, cfg.DB, cfg.Data)
 	if err != nil {
 		return err
@@ -291,6 +293,11 @@ func (m *Main) Run(ctx context.Context) (err error) {
 		return err
 	}
 	m.opened(func(context.Context) { elog.Close() })
+	if free, reserve, below := elog.BelowReserve(); below {
+		m.logger.Warn("the data folder's disk has less free space than --disk-reserve: until it has, every write is refused "+
+			"(503, nothing changed) and /readyz answers 503, not ready: eventlog. Free space on that disk, or lower --disk-reserve",
+			"data", cfg.Data, "free", formatBytes(free), "disk_reserve", formatBytes(reserve))
+	}
 	m.started(func(ctx context.Context) { recovery.KeepMark(ctx, store, elog, time.Second, m.logger) })
 
 	reg := prometheus.NewRegistry()
@@ -326,7 +333,14 @@ func (m *Main) Run(ctx context.Context) (err error) {
 	if err := eng.recover(ctx); err != nil {
 		return err
 	}
-	m.logger.Info("followgraph ready", append([]any{"recovery", time.Since(start).String()}, eng.stats()...)...)
+	ready := append([]any{"recovery", time.Since(start).String()}, eng.stats()...)
+	if _, _, below := elog.BelowReserve(); below {
+		// Reads are served; writes wait for space, and so does /readyz.
+		m.logger.Warn("followgraph ready", append(ready, "writes",
+			"refused until the data folder's disk has --disk-reserve free; /readyz answers 503 until then")...)
+	} else {
+		m.logger.Info("followgraph ready", ready...)
+	}
 
 	m.startPersister(store, elog, reg)
 	if eng.relay != nil {

@@ -118,9 +118,11 @@ func (s *servers) resolve() (*secret.Scrubber, error) {
 }
 
 // lockData takes the data folder's lock, which serve holds while it
-// runs, so that an operator command cannot write the embedded store or
-// log under a running service (which would never see the change) nor two
-// services share one folder. The folder is made if missing.
+// runs when it keeps the embedded store or log there (embedded), so that
+// an operator command cannot write them under a running service (which
+// would never see the change) nor two services share one folder. The
+// folder is made if missing. A command that keeps nothing there neither
+// makes the folder nor locks it.
 func (s *servers) lockData() (unlock func() error, err error) {
 	if err := os.MkdirAll(s.Data, 0o755); err != nil {
 		return nil, err
@@ -133,7 +135,8 @@ func (s *servers) lockData() (unlock func() error, err error) {
 }
 
 // embedded reports whether the command uses the data folder: the
-// embedded store or the embedded log.
+// embedded store or the embedded log (a node of --nats-cluster's
+// embedded cluster included, which has no --nats).
 func (s *servers) embedded() bool { return s.DB == "" || s.NATS == "" }
 
 // errNoRedis is the error of an operator command that needs --redis.

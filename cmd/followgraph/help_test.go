@@ -1,0 +1,95 @@
+package main
+
+import (
+	"bytes"
+	"regexp"
+	"strings"
+	"testing"
+
+	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
+)
+
+// commandPaths returns the path of args of every command under c, c's
+// included, cobra's help and completion commands too.
+func commandPaths(c *cobra.Command, path []string) [][]string {
+	out := [][]string{path}
+	for _, sub := range c.Commands() {
+		out = append(out, commandPaths(sub, append(path[:len(path):len(path)], sub.Name()))...)
+	}
+	return out
+}
+
+// TestHelp_Width: the help of every command fits in 80 columns, and that
+// of a command that reads the environment names, on each flag's line,
+// the FOLLOWGRAPH_ variable that sets the flag.
+func TestHelp_Width(t *testing.T) {
+	tree := newRoot()
+	tree.InitDefaultHelpCmd()
+	tree.InitDefaultCompletionCmd()
+	paths := commandPaths(tree, nil)
+	if len(paths) < 10 {
+		t.Fatalf("only %d commands found: %v", len(paths), paths)
+	}
+	for _, path := range paths {
+		name := strings.Join(append([]string{"followgraph"}, path...), " ")
+		t.Run(name, func(t *testing.T) {
+			root := newRoot()
+			var out bytes.Buffer
+			root.SetOut(&out)
+			root.SetErr(&out)
+			root.SetArgs(append(path, "--help"))
+			if err := root.Execute(); err != nil {
+				t.Fatalf("%s --help: %v", name, err)
+			}
+			help := out.String()
+			if !strings.Contains(help, "Usage:") {
+				t.Fatalf("%s --help has no usage:\n%s", name, help)
+			}
+			for i, line := range strings.Split(help, "\n") {
+				if n := columns(line); n > helpWidth {
+					t.Errorf("%s --help, line %d: %d columns, over %d:\n%s", name, i+1, n, helpWidth, line)
+				}
+			}
+			cmd, _, err := root.Find(path)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if cmd.Annotations[envAnnotation] == "" {
+				return
+			}
+			cmd.LocalFlags().VisitAll(func(f *pflag.Flag) {
+				if f.Name == "help" {
+					return
+				}
+				line := regexp.MustCompile(`(?m)^  --` + regexp.QuoteMeta(f.Name) + `\b.*$`).FindString(help)
+				if !strings.Contains(line, envName(f.Name)) {
+					t.Errorf("%s --help: the line of --%s does not name %s: %q", name, f.Name, envName(f.Name), line)
+				}
+			})
+		})
+	}
+}
+
+// TestHelp_EnvNames: each command that reads the environment is marked
+// so in its help, and the names are those envDefaults reads.
+func TestHelp_EnvNames(t *testing.T) {
+	if got := envName("nats-cluster-password-file"); got != "FOLLOWGRAPH_NATS_CLUSTER_PASSWORD_FILE" {
+		t.Errorf("envName = %s", got)
+	}
+	root := newRoot()
+	for _, name := range []string{"serve", "import", "rebuild", "reconcile", "bench"} {
+		cmd, _, err := root.Find([]string{name})
+		if err != nil || cmd.Annotations[envAnnotation] == "" {
+			t.Errorf("%s reads its flags from the environment, but its help does not say so (%v)", name, err)
+		}
+	}
+	t.Setenv("FOLLOWGRAPH_DISK_RESERVE", "1GiB")
+	serve, _, _ := root.Find([]string{"serve"})
+	if err := envDefaults(serve.Flags()); err != nil {
+		t.Fatal(err)
+	}
+	if got := serve.Flags().Lookup("disk-reserve").Value.String(); got != "1GiB" {
+		t.Errorf("FOLLOWGRAPH_DISK_RESERVE=1GiB set --disk-reserve to %q", got)
+	}
+}

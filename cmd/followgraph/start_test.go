@@ -1,0 +1,120 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+)
+
+// logEntries decodes the JSON lines of a serve's log; a line that is not
+// JSON fails tb.
+func logEntries(tb testing.TB, logs string) []map[string]any {
+	tb.Helper()
+	var entries []map[string]any
+	for _, line := range strings.Split(strings.TrimSpace(logs), "\n") {
+		var e map[string]any
+		if err := json.Unmarshal([]byte(line), &e); err != nil {
+			tb.Fatalf("a log line that is not JSON: %q", line)
+		}
+		entries = append(entries, e)
+	}
+	return entries
+}
+
+// complaints returns the lines of logs at level WARN or ERROR.
+func complaints(tb testing.TB, logs string) []string {
+	tb.Helper()
+	var out []string
+	for _, e := range logEntries(tb, logs) {
+		if e["level"] == "WARN" || e["level"] == "ERROR" {
+			out = append(out, toJSON(e))
+		}
+	}
+	return out
+}
+
+// TestServe_FreshStartQuiet: a brand-new deployment (an empty data
+// folder, a Redis key prefix never used, a new NATS stream and PostgreSQL
+// database) starts, takes a write and stops without logging a WARN or an
+// ERROR line: nothing is wrong, and a warning on every first start
+// teaches operators to ignore warnings.
+func TestServe_FreshStartQuiet(t *testing.T) {
+	for _, tt := range []struct {
+		name string
+		args func(t *testing.T) []string
+	}{
+		{"Embedded", func(*testing.T) []string { return nil }},
+		{"Redis", func(t *testing.T) []string {
+			url, prefix := testRedis(t)
+			return []string{"--redis", url, "--redis-prefix", prefix}
+		}},
+		{"External", func(t *testing.T) []string { return newDeployment(t, "", "", "").args() }},
+		{"RedisCluster", func(t *testing.T) []string {
+			return []string{"--redis", "redis+cluster://" + strings.Join(startCluster(t).addrs, ",")}
+		}},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			s := start(t, t.TempDir(), tt.args(t)...)
+			if _, err := s.client.Follow(context.Background(), 1, 2); err != nil {
+				t.Fatal(err)
+			}
+			s.stop(t)
+			for _, line := range complaints(t, s.logs.String()) {
+				t.Errorf("a fresh deployment logged: %s", line)
+			}
+		})
+	}
+}
+
+// TestServe_NoDataFolder: a serve that keeps nothing in its data folder
+// (Redis, an external NATS and PostgreSQL) neither makes the folder nor
+// locks it, the default ./data of its working folder included; so two
+// nodes of a deployment may be started from one folder.
+func TestServe_NoDataFolder(t *testing.T) {
+	d := newDeployment(t, "", "", "")
+	work := t.TempDir()
+	a := launch(t, "", launchOptions{dir: work, args: d.args()})
+	b := launch(t, "", launchOptions{dir: work, args: d.args()})
+	ctx := context.Background()
+	if _, err := a.client.Follow(ctx, 1, 2); err != nil {
+		t.Fatal(err)
+	}
+	if got, err := b.client.IsFollowing(ctx, 1, 2); err != nil || !got.Following {
+		t.Fatalf("a follow made on one node, read on the other: %+v, %v", got, err)
+	}
+	data := filepath.Join(t.TempDir(), "data")
+	c := start(t, data, d.args()...)
+	for _, s := range []*server{a, b, c} {
+		s.stop(t)
+	}
+	for _, dir := range []string{filepath.Join(work, "data"), data} {
+		if _, err := os.Stat(dir); !errors.Is(err, fs.ErrNotExist) {
+			entries, _ := os.ReadDir(dir)
+			t.Errorf("%s was made (%v, holding %v) although nothing is kept there", dir, err, entries)
+		}
+	}
+}
+
+// waitLogged waits until s has logged a line with msg, and fails t if
+// it exits first or does not within d.
+func (s *server) waitLogged(t *testing.T, msg string, d time.Duration) {
+	t.Helper()
+	deadline := time.Now().Add(d)
+	for !strings.Contains(s.logs.String(), `"msg":"`+msg+`"`) {
+		select {
+		case <-s.done:
+			t.Fatalf("followgraph exited before it logged %q:\n%s", msg, s.logs)
+		default:
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("followgraph did not log %q within %s:\n%s", msg, d, s.logs)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
