@@ -126,6 +126,36 @@ func TestServer_ReadyzLogs(t *testing.T) {
 	}
 }
 
+// TestServer_ReadyzGateOpensDuringCheck: a check that began while the
+// service was starting and failed because of it is not logged when the
+// gate opens before the check returns: the failure describes the start,
+// not a backend that stopped answering.
+func TestServer_ReadyzGateOpensDuringCheck(t *testing.T) {
+	var starting atomic.Bool
+	starting.Store(true)
+	f := newFixture(t, fixtureConfig{opts: []httpapi.Option{
+		httpapi.WithGate(func() error {
+			if starting.Load() {
+				return &fg.Error{Code: fg.EUnavailable, Message: "the graph is still loading"}
+			}
+			return nil
+		}),
+		httpapi.WithReadiness("redis", func(context.Context) error {
+			if starting.Swap(false) {
+				return errors.New("loading the graph")
+			}
+			return nil
+		}),
+	}})
+	f.get("/readyz")
+	if a := f.get("/readyz"); a.status != 200 {
+		t.Fatalf("/readyz once started: %d %s", a.status, a.body)
+	}
+	if out := f.log.String(); strings.Contains(out, "level=WARN") {
+		t.Errorf("a check failing while the service started was logged as a warning:\n%s", out)
+	}
+}
+
 func TestServer_Metrics(t *testing.T) {
 	reg := prometheus.NewRegistry()
 	f := newFixture(t, fixtureConfig{maxFollowing: 1, opts: []httpapi.Option{httpapi.WithRegistry(reg)}})

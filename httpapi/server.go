@@ -389,7 +389,12 @@ func (s *Server) readyz(ctx context.Context, _ *http.Request, b []byte) ([]byte,
 // the API back (the service is starting: loading the graph, rebuilding
 // Redis), what does not answer yet is expected, and neither logged nor
 // remembered: a backend still failing once the gate opens is logged then.
+// The gate is asked before the checks run and again after: a check that
+// began while the service was starting describes the start even when the
+// gate opened before it returned.
 func (s *Server) checkBackends(ctx context.Context) []error {
+	starting := func() bool { return s.gate != nil && s.gate() != nil }
+	wasStarting := starting()
 	ctx, cancel := context.WithTimeout(ctx, readyTimeout)
 	defer cancel()
 	errs := make([]error, len(s.ready))
@@ -398,7 +403,7 @@ func (s *Server) checkBackends(ctx context.Context) []error {
 		wg.Go(func() { errs[i] = c.check(ctx) })
 	}
 	wg.Wait()
-	if s.gate != nil && s.gate() != nil {
+	if wasStarting || starting() {
 		return errs
 	}
 	for i, err := range errs {
