@@ -163,7 +163,19 @@ func (g *Graph) eachHidden(ctx context.Context, vh string, n int, f func([]strin
 
 // archiveBatch runs the archive script once, on the edges of user's side
 // with the counterparts whose members are ms.
+//
+// The users of the batch are touched (cache.go's stamps): the script
+// changes their counters without returning their stamps, and the next
+// read of this Graph must not answer a cached hash from before it.
 func (g *Graph) archiveBatch(ctx context.Context, user fg.UserID, side archiveSide, step string, ms []string) (int64, error) {
+	defer func() {
+		g.known.touch(user)
+		for _, m := range ms {
+			if c, ok := memberID(m); ok {
+				g.known.touch(c)
+			}
+		}
+	}()
 	keys := make([]string, 0, 4+4*len(ms))
 	keys = append(keys, g.key(user, side.mine.Set), g.key(user, side.mine.Versions), g.key(user, layout.Counters), g.key(user, layout.Flags))
 	args := make([]string, 0, 4+2*len(ms))

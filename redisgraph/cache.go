@@ -3,6 +3,7 @@ package redisgraph
 import (
 	"context"
 	"fmt"
+	"math"
 	"strconv"
 	"sync"
 	"time"
@@ -178,7 +179,8 @@ func (s *stamps) shard(id fg.UserID) *stampShard {
 	return &s.shards[uint64(id)*0x9E3779B97F4A7C15>>58]
 }
 
-// note remembers that id's stamp is at least stamp.
+// note remembers, for knownTTL from now, that id's stamp is at least
+// stamp (and at least any stamp noted before).
 func (s *stamps) note(id fg.UserID, stamp int64) {
 	sh := s.shard(id)
 	now := time.Now()
@@ -187,9 +189,10 @@ func (s *stamps) note(id fg.UserID, stamp int64) {
 	if sh.m == nil {
 		sh.m = make(map[fg.UserID]knownStamp)
 	}
-	if k, ok := sh.m[id]; !ok || k.stamp < stamp {
-		sh.m[id] = knownStamp{stamp: stamp, at: now}
+	if k, ok := sh.m[id]; ok && k.stamp > stamp {
+		stamp = k.stamp
 	}
+	sh.m[id] = knownStamp{stamp: stamp, at: now}
 	if len(sh.m) > 1024 && now.Sub(sh.swept) > knownTTL {
 		for id, k := range sh.m {
 			if now.Sub(k.at) > knownTTL {
@@ -197,6 +200,14 @@ func (s *stamps) note(id fg.UserID, stamp int64) {
 			}
 		}
 		sh.swept = now
+	}
+}
+
+// touch notes that each of ids changed at a stamp not known: until
+// knownTTL has passed, every cached counters hash of theirs is read again.
+func (s *stamps) touch(ids ...fg.UserID) {
+	for _, id := range ids {
+		s.note(id, math.MaxInt64)
 	}
 }
 

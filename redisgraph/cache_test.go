@@ -7,6 +7,7 @@ import (
 	"github.com/redis/rueidis"
 
 	fg "github.com/followgraph/followgraph"
+	"github.com/followgraph/followgraph/redisgraph/internal/layout"
 )
 
 // TestCache checks the client-side cache: repeated reads are hits; a
@@ -90,6 +91,47 @@ func TestCache(t *testing.T) {
 			check(103, 500)
 			if h, _ := g.CacheStats(); h == h0 {
 				t.Error("the reads after another client's write were never served from the cache")
+			}
+		})
+	}
+}
+
+// TestCache_JobSeenAtOnce: the users whose counters a batch of an
+// account-state job changed are read past the client-side cache until
+// their invalidations have surely arrived, as after the Graph's own
+// writes: the stamp the Graph knows of each is at least the one in Redis.
+func TestCache_JobSeenAtOnce(t *testing.T) {
+	for _, m := range modes {
+		t.Run(m.name, func(t *testing.T) {
+			ctx := t.Context()
+			g := newTestGraph(t, m.client(t), WithCacheThreshold(1))
+			for _, e := range [][2]fg.UserID{{1, 2}, {3, 1}} {
+				if _, err := g.Follow(ctx, e[0], e[1]); err != nil {
+					t.Fatal(err)
+				}
+			}
+			for _, step := range []struct {
+				state fg.State
+				step  string
+			}{{fg.StateDeactivated, archiveHide}, {fg.StateActive, archiveShow}} {
+				if _, err := g.SetState(ctx, 1, step.state); err != nil {
+					t.Fatal(err)
+				}
+				if _, err := g.Counts(ctx, []fg.UserID{1, 2, 3}); err != nil { // fills the cache
+					t.Fatal(err)
+				}
+				if n, err := g.archive(ctx, 1, step.step); err != nil || n != 2 {
+					t.Fatalf("archive(1, %s) = %d, %v; want 2 edges", step.step, n, err)
+				}
+				for _, id := range []fg.UserID{1, 2, 3} {
+					st, err := g.c.Do(ctx, g.c.B().Hget().Key(g.key(id, layout.Counters)).Field("st").Build()).AsInt64()
+					if err != nil {
+						t.Fatal(err)
+					}
+					if known := g.known.get(id); known < st {
+						t.Errorf("after the job's %s, user %d's stamp is %d in Redis and %d known: a cached read may answer the graph before the job", step.step, id, st, known)
+					}
+				}
 			}
 		})
 	}
