@@ -2,11 +2,14 @@ package redisgraph
 
 import (
 	"context"
+	"fmt"
 	"slices"
+	"strconv"
 
 	"github.com/redis/rueidis"
 
 	fg "github.com/followgraph/followgraph"
+	"github.com/followgraph/followgraph/redisgraph/internal/layout"
 )
 
 // A deployment's outbox streams exist from its first start on: trimming
@@ -21,6 +24,36 @@ import (
 
 var errDataLost = &fg.Error{Code: fg.EUnavailable,
 	Message: "Redis has lost the graph (its outbox stream is gone): writes wait for `followgraph rebuild`"}
+
+// layoutKey is the key that records the version of the layout the graph
+// under the prefix is written in (layout.Version).
+func (g *Graph) layoutKey() string { return g.prefix + ":layout" }
+
+// checkLayout refuses a Redis whose graph under the prefix is written in
+// a layout other than this one: reading it as this one would answer
+// wrong data. A Redis without the record holds this layout or nothing.
+func (g *Graph) checkLayout(ctx context.Context) error {
+	v, err := g.c.Do(ctx, g.c.B().Get().Key(g.layoutKey()).Build()).ToString()
+	switch {
+	case rueidis.IsRedisNil(err):
+		return nil
+	case err != nil:
+		return unavailable("reading the graph's layout", err)
+	case v != strconv.Itoa(layout.Version):
+		return fmt.Errorf("redisgraph: Redis holds the graph under prefix %q in layout %.20q, and this followgraph knows layout %d only: "+
+			"run the followgraph that wrote it, or rebuild the graph into a new prefix (followgraph rebuild --redis-prefix)", g.prefix, v, layout.Version)
+	}
+	return nil
+}
+
+// recordLayout records this layout's version where none is recorded.
+func (g *Graph) recordLayout(ctx context.Context) error {
+	err := g.c.Do(ctx, g.c.B().Set().Key(g.layoutKey()).Value(strconv.Itoa(layout.Version)).Nx().Build()).Error()
+	if err != nil && !rueidis.IsRedisNil(err) {
+		return unavailable("recording the graph's layout", err)
+	}
+	return nil
+}
 
 // outboxKeys returns the keys of every outbox stream.
 func (g *Graph) outboxKeys() []string {
@@ -58,6 +91,9 @@ return 1`, false)
 // graph that Redis lost; never merely because streams are missing, which
 // is how a loss shows (OutboxMissing).
 func (g *Graph) InitOutbox(ctx context.Context) (int, error) {
+	if err := g.recordLayout(ctx); err != nil {
+		return 0, err
+	}
 	n, err := g.eachSlotScript(ctx, scriptCreateStream, newEpoch())
 	if err != nil {
 		return n, unavailable("creating the outbox", err)
@@ -70,6 +106,9 @@ func (g *Graph) InitOutbox(ctx context.Context) (int, error) {
 // a version without markers has, and returns how many it marked. A loss
 // takes both, so this never marks a lost graph. Serve calls it at start.
 func (g *Graph) MarkIntact(ctx context.Context) (int, error) {
+	if err := g.recordLayout(ctx); err != nil {
+		return 0, err
+	}
 	n, err := g.eachSlotScript(ctx, scriptMarkIntact, newEpoch())
 	if err != nil {
 		return n, unavailable("marking the graph", err)

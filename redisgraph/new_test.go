@@ -2,6 +2,8 @@ package redisgraph
 
 import (
 	"context"
+	"strconv"
+	"strings"
 	"syscall"
 	"testing"
 	"time"
@@ -9,6 +11,7 @@ import (
 	"github.com/redis/rueidis"
 
 	fg "github.com/followgraph/followgraph"
+	"github.com/followgraph/followgraph/redisgraph/internal/layout"
 )
 
 // TestNewContext: New's round trips (loading the scripts, learning the
@@ -83,5 +86,50 @@ func TestCancelAfter(t *testing.T) {
 	case <-ctx.Done():
 	case <-time.After(5 * time.Second):
 		t.Fatal("cancelAfter's context did not end with its parent")
+	}
+}
+
+// TestLayoutRecorded: a new deployment records its layout's version; a
+// Redis whose graph under the prefix is recorded in another layout is
+// refused by New with an error naming both versions, and a Redis without
+// the record (a graph written before it was kept) is served and gets it.
+func TestLayoutRecorded(t *testing.T) {
+	for _, m := range modes {
+		t.Run(m.name, func(t *testing.T) {
+			ctx := t.Context()
+			c := m.client(t)
+			prefix := randomPrefix()
+			key := prefix + ":layout"
+			t.Cleanup(func() { c.Do(context.Background(), c.B().Del().Key(key).Build()) })
+			g := newTestGraphPrefix(t, c, prefix)
+			if _, err := g.InitOutbox(ctx); err != nil {
+				t.Fatal(err)
+			}
+			want := strconv.Itoa(layout.Version)
+			if v, err := c.Do(ctx, c.B().Get().Key(key).Build()).ToString(); err != nil || v != want {
+				t.Fatalf("%s after InitOutbox = %q, %v; want %s", key, v, err, want)
+			}
+			if err := c.Do(ctx, c.B().Set().Key(key).Value("99").Build()).Error(); err != nil {
+				t.Fatal(err)
+			}
+			_, err := New(ctx, c, WithPrefix(prefix))
+			if err == nil || !strings.Contains(err.Error(), `layout "99"`) || !strings.Contains(err.Error(), "layout "+want) {
+				t.Fatalf("New on a Redis in layout 99 = %v; want an error naming layouts 99 and %s", err, want)
+			}
+			if err := c.Do(ctx, c.B().Del().Key(key).Build()).Error(); err != nil {
+				t.Fatal(err)
+			}
+			g2, err := New(ctx, c, WithPrefix(prefix))
+			if err != nil {
+				t.Fatalf("New on a Redis without a recorded layout: %v", err)
+			}
+			defer g2.Close()
+			if _, err := g2.MarkIntact(ctx); err != nil {
+				t.Fatal(err)
+			}
+			if v, err := c.Do(ctx, c.B().Get().Key(key).Build()).ToString(); err != nil || v != want {
+				t.Fatalf("%s after MarkIntact = %q, %v; want %s", key, v, err, want)
+			}
+		})
 	}
 }

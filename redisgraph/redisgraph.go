@@ -237,6 +237,9 @@ func New(ctx context.Context, client rueidis.Client, opts ...Option) (*Graph, er
 	if err := loadScripts(ctx, client); err != nil {
 		return nil, unavailable("loading scripts", err)
 	}
+	if err := g.checkLayout(ctx); err != nil {
+		return nil, err
+	}
 	if err := g.learnMarkers(ctx); err != nil {
 		return nil, err
 	}

@@ -14,7 +14,9 @@ import (
 
 // Version is the version of the layout: a deployment's Redis records the
 // one it was written with (<prefix>:layout), and a node refuses another.
-const Version = 2
+// A Redis without the record holds version 1, written before the record
+// was kept.
+const Version = 1
 
 // Key is the suffix of one of a user's keys, <prefix>:{<id>}:<Key>.
 type Key string
