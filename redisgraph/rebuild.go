@@ -104,8 +104,8 @@ func (s Side) other(e fg.Event) fg.UserID {
 // millisecond on the server even on a set of a million members, so that
 // the service's own commands are never held up for longer (TestSlowlog
 // checks it); on the sets of most users, all their edges fit one call.
-// The figures behind it are in docs/BENCHMARKS.md, "redisgraph: moved
-// from code comments (issue 13)".
+// The figures behind it are in docs/BENCHMARKS.md, in the rows that name
+// DefaultBulkChunk.
 const DefaultBulkChunk = 64
 
 // maxBulkChunk bounds RebuildOptions.Chunk: the script passes twice as
