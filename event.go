@@ -139,11 +139,11 @@ func (e Event) Validate() error {
 // TimeFormat is how times are written in the API: RFC 3339, UTC, milliseconds.
 const TimeFormat = "2006-01-02T15:04:05.000Z07:00"
 
-// LogMark is what a durable store knows of the event log it applies the
+// LogPosition is what a durable store knows of the event log it applies the
 // events of: enough for the service to prove at start that the two still
 // hold every change it acknowledged, and to notice a store or a log that
 // was deleted, emptied or replaced.
-type LogMark struct {
+type LogPosition struct {
 	// Store is the store's own identity, drawn at random when the store
 	// was created. The log keeps the identity of the store it feeds.
 	Store int64

@@ -16,7 +16,7 @@ import (
 // A user's state is kept in its rels. An edge that the rule hides (one end
 // not active) is archived: taken out of both sides' sequences, flags and
 // counts in one step under both ends' stripe locks, and kept where an off
-// edge is kept, at its own version, with a mark: a follow as its
+// edge is kept, at its own version, flagged hidden: a follow as its
 // tombstone with hiddenBit set, a block, mute or request as its link with
 // hidden set. Every later change of the edge compares its version with the
 // archived one as with any, and replaces the archive when it is higher.
@@ -34,7 +34,7 @@ import (
 // memgraph is rebuilt from the durable store or the log at start, where
 // the states are, and each user who is not active then gets its job again.
 
-// hiddenBit marks a follow tombstone as an archived follow: the edge is
+// hiddenBit flags a follow tombstone as an archived follow: the edge is
 // stored, at the version below the bit, but not shown. Versions use 63
 // bits.
 const hiddenBit = fg.Version(1) << 63
@@ -283,7 +283,7 @@ func (s *stripe) setTomb(k edge, v fg.Version) {
 }
 
 // hideLink turns the shown edge x→y of kind k off, undoing what it sets at
-// y, and marks it archived when keep is set. The caller holds both stripes.
+// y, and flags it archived when keep is set. The caller holds both stripes.
 func (g *Graph) hideLink(k fg.Kind, x, y uint32, keep bool) {
 	rx := g.stripe(x).relsOf(x)
 	l := &rx.with[y].out[linkIndex(k)]
@@ -365,8 +365,8 @@ func (g *Graph) restore(d uint32, ref archRef) bool {
 	return true
 }
 
-// unhide drops the mark of the archived edge x→y of kind k: it stays off
-// at its version.
+// unhide drops the hidden flag of the archived edge x→y of kind k: it
+// stays off at its version.
 func (g *Graph) unhide(k fg.Kind, x, y uint32) {
 	sx := g.stripe(x)
 	if k == fg.KindFollow {

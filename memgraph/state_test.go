@@ -118,8 +118,8 @@ func mustDo(t testing.TB, err error) {
 }
 
 // BenchmarkJob_2MFollowers: deactivate then reactivate a user with 2M
-// followers, unthrottled (issue 16's target: each job ≤ 20 s). One
-// iteration is both jobs; each is reported.
+// followers, unthrottled (the account states' target: each job ≤ 20 s).
+// One iteration is both jobs; each is reported.
 func BenchmarkJob_2MFollowers(b *testing.B) {
 	const n = 2_000_000
 	ctx := context.Background()
@@ -162,7 +162,7 @@ func BenchmarkJob_2MFollowers(b *testing.B) {
 // BenchmarkNoEdgeChange compares, on the generated 10M-edge graph, a
 // change of state of a user with no edges (deactivate, then active again:
 // two events, two jobs with nothing to do) with a follow and an unfollow
-// of two such users (issue 16's target: as fast as a follow).
+// of two such users (the account states' target: as fast as a follow).
 func BenchmarkNoEdgeChange(b *testing.B) {
 	g, ctx := baseGraph(b), context.Background()
 	graphtest.RunJobs(b, g, 0)

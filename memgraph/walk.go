@@ -222,8 +222,8 @@ func (g *Graph) tombstones() *tombIndex {
 	if x := g.tombIdx.Load(); x != nil && !x.building {
 		return x
 	}
-	mark := &tombIndex{building: true}
-	g.tombIdx.Store(mark)
+	placeholder := &tombIndex{building: true}
+	g.tombIdx.Store(placeholder)
 	var all []edge
 	for i := range g.stripes {
 		s := &g.stripes[i]
@@ -251,7 +251,7 @@ func (g *Graph) tombstones() *tombIndex {
 		x.inFrom[inNext[k.target]] = k.user
 		inNext[k.target]++
 	}
-	g.tombIdx.CompareAndSwap(mark, x)
+	g.tombIdx.CompareAndSwap(placeholder, x)
 	return x
 }
 

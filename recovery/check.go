@@ -4,14 +4,14 @@
 // it runs.
 //
 // The store records, with the rows, what it knows of the log it is fed
-// from (its LogMark): the log's identity (its stream's creation time), the
-// highest sequence applied, and the highest the log is known to have
-// stored (noted every second, see KeepMark). The log is a work queue: it
-// drops an event only once the store has applied it. So every sequence up
-// to the one seen is either applied (at most the applied one) or still in
-// the log. OpenLog checks exactly that, and refuses to start on a log or a
-// store that lost events, naming what is missing and how much, unless the
-// operator accepts the loss.
+// from (its LogPosition): the log's identity (its stream's creation
+// time), the highest sequence applied, and the highest the log is known
+// to have stored (noted every second, see KeepLogPosition). The log is a
+// work queue: it drops an event only once the store has applied it. So
+// every sequence up to the one seen is either applied (at most the
+// applied one) or still in the log. OpenLog checks exactly that, and
+// refuses to start on a log or a store that lost events, naming what is
+// missing and how much, unless the operator accepts the loss.
 package recovery
 
 import (
@@ -48,11 +48,11 @@ type Log struct {
 // last sequence the store knows of is in one of the two. realign is set
 // when nothing is lost but the log's sequence has gone back below the
 // store's (a log that lost a tail the store had already applied): the
-// store's mark must then be moved back to the log's.
+// store's log position must then be moved back to the log's.
 //
 // log describes the log: its state, its identity and the identity of the
 // store it has been feeding (0 when it has none on record).
-func Check(rec fg.LogMark, log Log) (d *Damage, realign bool) {
+func Check(rec fg.LogPosition, log Log) (d *Damage, realign bool) {
 	st, logID := log.State, log.ID
 	if log.FedStore != 0 && log.FedStore != rec.Store {
 		lost := sub(min(sub(st.First, 1), st.Last), rec.Applied)

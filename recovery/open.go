@@ -11,24 +11,26 @@ import (
 	"github.com/followgraph/followgraph/eventlog"
 )
 
-// Store is what recovery needs of the durable store: its mark of the log
-// (store/sqlite's LogMark, MarkLog and ResetLogMark are the contract).
+// Store is what recovery needs of the durable store: its log position
+// (store/sqlite's LogPosition, SaveLogPosition and ResetLogPosition are
+// the contract).
 type Store interface {
-	LogMark(ctx context.Context) (fg.LogMark, error)
-	MarkLog(ctx context.Context, m fg.LogMark) error
-	ResetLogMark(ctx context.Context, m fg.LogMark) error
+	LogPosition(ctx context.Context) (fg.LogPosition, error)
+	SaveLogPosition(ctx context.Context, p fg.LogPosition) error
+	ResetLogPosition(ctx context.Context, p fg.LogPosition) error
 }
 
 // OpenLog opens the event log of cfg for store and checks that the two
 // still hold every event up to the last sequence the store knows of (see
 // Check). It returns a *Damage error (the log closed) when they do not,
 // unless accept is set: the loss is then logged as accepted, and the
-// store's mark moved to the log as it is, so that the next start is
-// clean. A log whose stream is missing although the store was fed from
+// store's log position moved to the log as it is, so that the next start
+// is clean. A log whose stream is missing although the store was fed from
 // one is such a damage, not a new log.
 //
-// On success the store's mark names the log and its last sequence, which
-// a store that never had one (a new deployment, an import) takes on.
+// On success the store's log position names the log and its last
+// sequence, which a store that never had one (a new deployment, an
+// import) takes on.
 //
 // Other nodes may open the same log and store at the same time. While the
 // log or the store is unavailable for now (fg.EUnavailable), OpenLog
@@ -36,7 +38,7 @@ type Store interface {
 // eventlog.Open waits, too); a damage is never tried again.
 func OpenLog(ctx context.Context, store Store, cfg eventlog.Config, accept bool, logger *slog.Logger) (*eventlog.Log, error) {
 	until := time.Now().Add(cfg.StartWait)
-	rec, err := store.LogMark(ctx)
+	rec, err := store.LogPosition(ctx)
 	if err != nil {
 		return nil, fmt.Errorf("recovery: %w", err)
 	}
@@ -69,7 +71,7 @@ func OpenLog(ctx context.Context, store Store, cfg eventlog.Config, accept bool,
 	}
 }
 
-func verify(ctx context.Context, store Store, log *eventlog.Log, rec fg.LogMark, accept bool, logger *slog.Logger) error {
+func verify(ctx context.Context, store Store, log *eventlog.Log, rec fg.LogPosition, accept bool, logger *slog.Logger) error {
 	// The log is read before the store, so that events a persister
 	// elsewhere applies and drops meanwhile are counted as held; its last
 	// sequence again after, as events stored meanwhile may be applied.
@@ -77,7 +79,7 @@ func verify(ctx context.Context, store Store, log *eventlog.Log, rec fg.LogMark,
 	if err != nil {
 		return fmt.Errorf("recovery: %w", err)
 	}
-	if rec, err = store.LogMark(ctx); err != nil {
+	if rec, err = store.LogPosition(ctx); err != nil {
 		return fmt.Errorf("recovery: %w", err)
 	}
 	if rec.Applied > st.Last || rec.Seen > st.Last {
@@ -95,13 +97,13 @@ func verify(ctx context.Context, store Store, log *eventlog.Log, rec fg.LogMark,
 	if damage != nil {
 		logger.Warn("starting with acknowledged events lost, as --accept-data-loss says", "lost_at_least", damage.Lost, "damage", damage.Error())
 	} else if realign {
-		logger.Warn("the event log's sequence went back below the store's, with nothing lost (the store had applied everything the log had): the store's mark follows the log",
+		logger.Warn("the event log's sequence went back below the store's, with nothing lost (the store had applied everything the log had): the store's log position follows the log",
 			"store_applied", rec.Applied, "log_last", st.Last)
 	}
 	if damage != nil || realign {
-		err = store.ResetLogMark(ctx, fg.LogMark{Log: id, Applied: min(rec.Applied, st.Last), Seen: st.Last})
+		err = store.ResetLogPosition(ctx, fg.LogPosition{Log: id, Applied: min(rec.Applied, st.Last), Seen: st.Last})
 	} else {
-		err = store.MarkLog(ctx, fg.LogMark{Log: id, Seen: st.Last})
+		err = store.SaveLogPosition(ctx, fg.LogPosition{Log: id, Seen: st.Last})
 	}
 	if err != nil {
 		return fmt.Errorf("recovery: %w", err)
@@ -114,19 +116,19 @@ func verify(ctx context.Context, store Store, log *eventlog.Log, rec fg.LogMark,
 	return nil
 }
 
-// KeepMark notes in the store, every interval and once more when ctx
-// ends, the highest sequence the log has acknowledged to this process
+// KeepLogPosition notes in the store, every interval and once more when
+// ctx ends, the highest sequence the log has acknowledged to this process
 // (eventlog.Log.LastStored), so that the store knows how far the log got:
 // a log that loses events is then noticed at the next start (OpenLog),
 // for all but those of the last interval before a crash. It returns when
 // ctx ends. A store that cannot be written is tried again at the next
 // tick.
-func KeepMark(ctx context.Context, store Store, log *eventlog.Log, interval time.Duration, logger *slog.Logger) {
+func KeepLogPosition(ctx context.Context, store Store, log *eventlog.Log, interval time.Duration, logger *slog.Logger) {
 	id := log.Identity()
 	var noted uint64
 	note := func(ctx context.Context) {
 		if seq := log.LastStored(); seq > noted {
-			if err := store.MarkLog(ctx, fg.LogMark{Log: id, Seen: seq}); err != nil {
+			if err := store.SaveLogPosition(ctx, fg.LogPosition{Log: id, Seen: seq}); err != nil {
 				logger.Debug("noting the log's last sequence in the store failed; will try again", "err", err)
 				return
 			}

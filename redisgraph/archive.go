@@ -131,7 +131,8 @@ func (g *Graph) eachFirst(ctx context.Context, z string, n int, f func([]string)
 }
 
 // eachHidden calls f with the members of the versions hash vh whose
-// version is marked hidden, n at a time, scanning vh once.
+// version is stored hidden ('h' and the version), n at a time, scanning
+// vh once.
 func (g *Graph) eachHidden(ctx context.Context, vh string, n int, f func([]string) error) error {
 	var cursor uint64
 	var batch []string
@@ -265,7 +266,7 @@ func (g *Graph) archiveCounterparts(ctx context.Context, user fg.UserID, side ar
 		} else if hidden, ok := strings.CutPrefix(v, "h"); ok {
 			v = hidden
 		} else {
-			continue // no longer marked
+			continue // no longer hidden
 		}
 		c, ok := memberID(m)
 		if !ok {

@@ -445,12 +445,12 @@ func TestClusterJobStepFaults(t *testing.T) {
 					t.Errorf("user %d after the restore:\n%+v\nwas\n%+v", u, snap[u], before[u])
 				}
 			}
-			checkNoMarks(t, g, users...)
+			checkNoHiddenEdges(t, g, users...)
 			continue
 		}
 		checkArchived(t, snap, before, 1)
 		if st == fg.StateDeleted {
-			checkNoMarks(t, g, users...)
+			checkNoHiddenEdges(t, g, users...)
 		}
 	}
 }

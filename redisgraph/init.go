@@ -14,7 +14,7 @@ import (
 
 // A deployment's outbox streams exist from its first start on: trimming
 // empties a stream but keeps it. Live writes add their event only to an
-// existing stream (lua/change.lua), so the streams double as the mark
+// existing stream (lua/change.lua), so the streams double as the marker
 // that Redis still holds the graph: when Redis loses its data (restarted
 // without persistence, a master of a Cluster replaced by an empty one),
 // its streams go with it and writes are refused with errDataLost, instead

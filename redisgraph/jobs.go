@@ -22,10 +22,10 @@ import (
 // user's edges to its state by the archive step (archive.go): hide for a
 // deactivated or suspended user, show for an active one, hide then drop
 // for a deleted one. Its progress is in Redis, not in the runner: the
-// marks themselves, and the user staying in the set until its job is done
-// (jobDone removes it only if the state is still the one the job ran
-// for), so a runner that dies leaves the job to the next, which redoes
-// nothing (each step skips what is done). Of the nodes that run jobs, the
+// hidden edges themselves, and the user staying in the set until its job
+// is done (jobDone removes it only if the state is still the one the job
+// ran for), so a runner that dies leaves the job to the next, which
+// redoes nothing (each step skips what is done). Of the nodes that run jobs, the
 // one that holds the jobs lease runs them, one user at a time. On a
 // Cluster a runner looks at every slot's set, 1024 a round trip, so an
 // idle one looks less often (jobsPollCluster); a change of state on the

@@ -14,8 +14,8 @@ import (
 
 // Reads never ask one command for more than these, so that each stays
 // under a millisecond on the server, even on sets of millions (TestSlowlog
-// checks it; the figures are in docs/BENCHMARKS.md, "redisgraph: moved
-// from code comments (issue 13)").
+// checks it; the figures are in docs/BENCHMARKS.md, in the rows that name
+// probeChunk and rangeChunk).
 const (
 	probeChunk = 200  // members one ZMSCORE asks about
 	rangeChunk = 1000 // entries one ZRANGE returns (a list page holds at most 1001)

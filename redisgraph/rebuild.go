@@ -104,8 +104,8 @@ func (s Side) other(e fg.Event) fg.UserID {
 // millisecond on the server even on a set of a million members, so that
 // the service's own commands are never held up for longer (TestSlowlog
 // checks it); on the sets of most users, all their edges fit one call.
-// The figures behind it are in docs/BENCHMARKS.md, "redisgraph: moved
-// from code comments (issue 13)".
+// The figures behind it are in docs/BENCHMARKS.md, in the rows that name
+// DefaultBulkChunk.
 const DefaultBulkChunk = 64
 
 // maxBulkChunk bounds RebuildOptions.Chunk: the script passes twice as
@@ -439,30 +439,30 @@ func bulkArgs(s Side, es []bulkEdge, horizon string, clk fg.Version) []string {
 	buf := make([]byte, 0, 22*nl+24*nv+24*nt+8*nn)
 	var ends []int // where each argument from the lists ends in buf
 	ends = make([]int, 0, cap(args)-len(args))
-	mark := func() { ends = append(ends, len(buf)) }
+	endArg := func() { ends = append(ends, len(buf)) }
 	for _, e := range es[:nl] { // L
 		buf = strconv.AppendInt(buf, e.v.Millis(), 10)
-		mark()
+		endArg()
 		buf = appendMember(buf, e.other)
-		mark()
+		endArg()
 	}
 	for _, e := range es[:nl] { // V
 		if e.v&(1<<fg.VersionCounterBits-1) != 0 {
 			buf = appendMember(buf, e.other)
-			mark()
+			endArg()
 			buf = appendVersionHex(buf, e.v)
-			mark()
+			endArg()
 		}
 	}
 	for _, e := range es[nl : nl+nt] { // T
 		buf = appendMember(buf, e.other)
-		mark()
+		endArg()
 		buf = appendVersionHex(buf, e.v)
-		mark()
+		endArg()
 	}
 	for _, e := range es[nl+nt:] { // N
 		buf = appendMember(buf, e.other)
-		mark()
+		endArg()
 	}
 	all := string(buf)
 	from := 0

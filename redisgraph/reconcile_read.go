@@ -18,7 +18,7 @@ import (
 type edgeRec struct {
 	other fg.UserID
 	EdgeState
-	hidden bool // read in Redis as a mark of the archive step: on, hidden by an account state
+	hidden bool // read in Redis as a hidden edge of the archive step: on, hidden by an account state
 }
 
 // byOther orders edgeRecs by the other user.
@@ -175,11 +175,11 @@ func (g *Graph) readSide(ctx context.Context, set, versions string, first, scan 
 		side = append(side, edgeRec{other: e.ID, EdgeState: EdgeState{v, true}})
 	}
 	for id, v := range vs {
-		// A mark of the archive step (archive.go) is an edge on as
-		// stored, hidden by an account state: what a source that walks
+		// A hidden edge of the archive step (archive.go) is an edge on
+		// as stored, hidden by an account state: what a source that walks
 		// stored edges (memgraph's) gives for it.
-		hidden := v&markBit != 0
-		side = append(side, edgeRec{other: id, EdgeState: EdgeState{v &^ markBit, hidden}, hidden: hidden})
+		hidden := v&hiddenBit != 0
+		side = append(side, edgeRec{other: id, EdgeState: EdgeState{v &^ hiddenBit, hidden}, hidden: hidden})
 	}
 	slices.SortFunc(side, byOther)
 	// A member read twice (the set changed between two pages) is kept once.
@@ -187,8 +187,8 @@ func (g *Graph) readSide(ctx context.Context, set, versions string, first, scan 
 }
 
 // readVersions reads the versions hash key whole by HSCAN, from the reply
-// of its first step. A version marked hidden (lua/archive.lua) has
-// markBit set.
+// of its first step. A version stored hidden (lua/archive.lua: 'h' and
+// the version) has hiddenBit set.
 func (g *Graph) readVersions(ctx context.Context, key string, first rueidis.RedisResult) (map[fg.UserID]fg.Version, error) {
 	next := func(cursor uint64) rueidis.Completed {
 		return g.c.B().Hscan().Key(key).Cursor(cursor).Count(rangeChunk).Build()
@@ -196,15 +196,15 @@ func (g *Graph) readVersions(ctx context.Context, key string, first rueidis.Redi
 	return scanAll(ctx, g, key, "a version", first, next, func(s string) (fg.Version, error) {
 		if hidden, ok := strings.CutPrefix(s, "h"); ok {
 			v, err := parseVersionString(hidden)
-			return v | markBit, err
+			return v | hiddenBit, err
 		}
 		return parseVersionString(s)
 	})
 }
 
-// markBit marks a version readVersions read as hidden: versions use 63
+// hiddenBit flags a version readVersions read as hidden: versions use 63
 // bits (followgraph.Version).
-const markBit = fg.Version(1) << 63
+const hiddenBit = fg.Version(1) << 63
 
 // scanAll reads key whole by the scan whose first step replied first and
 // whose next steps next builds: each entry a member and a value, which

@@ -12,8 +12,8 @@ import (
 // with follows only; WithFlags the same viewer who also blocks 50 users,
 // is blocked by 50, mutes 50 and has 50 requests out and 50 in, so every
 // set of the other kinds is probed too (skipped by an engine without
-// them). The file builds on the engine before issue 15 as well, so that
-// Plain runs on both side by side.
+// them). The file also builds on the engine from before blocks, mutes and
+// requests, so that Plain runs on both side by side.
 func BenchmarkRelations100(b *testing.B) {
 	c, ctx := benchRedis(b), context.Background()
 	const viewer = fg.UserID(1)

@@ -65,8 +65,8 @@ func (g *Graph) jobsKey(user fg.UserID) string { return g.outbox(user) + ":jobs"
 // State returns user's state, with the time it was set (zero: never set).
 // Pending is, while the user is in the jobs set, what its job has left:
 // for a hide, the edges still counted on its side; for a restore, its
-// marks (nh), those of edges with a user still hidden included, which
-// that user's restore shows; for a delete, both. It is 0 once the job is
+// hidden edges (nh), those with a user still hidden included, which that
+// user's restore shows; for a delete, both. It is 0 once the job is
 // done.
 func (g *Graph) State(ctx context.Context, user fg.UserID) (fg.AccountState, error) {
 	if err := fg.CheckIDs(user); err != nil {
@@ -98,7 +98,7 @@ func (g *Graph) State(ctx context.Context, user fg.UserID) (fg.AccountState, err
 		st.Since = v.Time()
 	}
 	if _, err := res[1].AsFloat64(); err == nil {
-		marks, _ := vals[2].AsInt64()
+		hidden, _ := vals[2].AsInt64()
 		var shown int64
 		for _, c := range vals[3:] {
 			n, _ := c.AsInt64()
@@ -106,9 +106,9 @@ func (g *Graph) State(ctx context.Context, user fg.UserID) (fg.AccountState, err
 		}
 		switch st.State {
 		case fg.StateActive:
-			st.Pending = marks
+			st.Pending = hidden
 		case fg.StateDeleted:
-			st.Pending = shown + marks
+			st.Pending = shown + hidden
 		default:
 			st.Pending = shown
 		}

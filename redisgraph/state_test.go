@@ -74,7 +74,7 @@ func testArchive(t *testing.T, g *testGraph) {
 			t.Errorf("user %d after the restore:\n%+v\nwas\n%+v", u, after[u], before[u])
 		}
 	}
-	checkNoMarks(t, g, users...)
+	checkNoHiddenEdges(t, g, users...)
 	// A follow over one of the tombstones the steps kept is still made.
 	if r, err := g.Follow(ctx, 1, 5000); err != nil || !r.Created {
 		t.Errorf("Follow(1, 5000) over its tombstone = %+v, %v", r, err)
@@ -445,32 +445,33 @@ func TestSetState_Pairs(t *testing.T) {
 			t.Errorf("IsFollowing(%d, %d) of a deleted user = %+v, %v; Counts = %+v", f[0], f[1], e, err, c[i])
 		}
 	}
-	checkNoMarks(t, g, 1, 5, 8, 9, 11, 12, 13, 14)
+	checkNoHiddenEdges(t, g, 1, 5, 8, 9, 11, 12, 13, 14)
 }
 
-// checkNoMarks checks that no versions hash of users keeps a mark of the
-// archive step, and that their counters of marks (nh) say none.
-func checkNoMarks(t *testing.T, g *testGraph, users ...fg.UserID) {
+// checkNoHiddenEdges checks that no versions hash of users keeps a hidden
+// edge of the archive step, and that their counts of hidden edges (nh)
+// say none.
+func checkNoHiddenEdges(t *testing.T, g *testGraph, users ...fg.UserID) {
 	t.Helper()
 	for _, u := range users {
-		if marks, nh := marksOf(t, g, u); marks != 0 || nh != 0 {
-			t.Errorf("user %d keeps %d marks, and counts %d", u, marks, nh)
+		if hidden, nh := hiddenEdgesOf(t, g, u); hidden != 0 || nh != 0 {
+			t.Errorf("user %d keeps %d hidden edges, and counts %d", u, hidden, nh)
 		}
 	}
 }
 
-// checkMarksCounted checks that user's count of its marks (h's nh) is the
-// number of marks in its versions hashes.
-func checkMarksCounted(t *testing.T, g *testGraph, user fg.UserID) {
+// checkHiddenCounted checks that user's count of its hidden edges (h's
+// nh) is the number of hidden versions in its versions hashes.
+func checkHiddenCounted(t *testing.T, g *testGraph, user fg.UserID) {
 	t.Helper()
-	if marks, nh := marksOf(t, g, user); nh != marks {
-		t.Errorf("user %d counts %d marks, has %d", user, nh, marks)
+	if hidden, nh := hiddenEdgesOf(t, g, user); nh != hidden {
+		t.Errorf("user %d counts %d hidden edges, has %d", user, nh, hidden)
 	}
 }
 
-// marksOf returns how many marks of the archive step user's versions
-// hashes hold, and its count of them (h's nh).
-func marksOf(t *testing.T, g *testGraph, user fg.UserID) (marks, nh int64) {
+// hiddenEdgesOf returns how many hidden edges of the archive step user's
+// versions hashes hold, and its count of them (h's nh).
+func hiddenEdgesOf(t *testing.T, g *testGraph, user fg.UserID) (hidden, nh int64) {
 	t.Helper()
 	ctx := context.Background()
 	for _, k := range archiveKinds {
@@ -480,7 +481,7 @@ func marksOf(t *testing.T, g *testGraph, user fg.UserID) (marks, nh int64) {
 		}
 		for _, v := range vs {
 			if strings.HasPrefix(v, "h") {
-				marks++
+				hidden++
 			}
 		}
 	}
@@ -488,7 +489,7 @@ func marksOf(t *testing.T, g *testGraph, user fg.UserID) (marks, nh int64) {
 	if err != nil && !rueidis.IsRedisNil(err) {
 		t.Fatal(err)
 	}
-	return marks, nh
+	return hidden, nh
 }
 
 // linksList returns the ids of user's list (one page).
@@ -508,7 +509,7 @@ func linksList(t *testing.T, g *testGraph, list string, user fg.UserID) []fg.Use
 // TestRunJobs: the runner takes a user out of the jobs set once its job
 // is done, hides and restores every edge kind of the archive step at
 // its rate, resumes a job stopped midway (its runner cancelled) where the
-// marks say, and a state flipped back and forth while others follow and
+// hidden edges say, and a state flipped back and forth while others follow and
 // unfollow the user ends with every count equal to its list and every
 // follow on both sides.
 func TestRunJobs(t *testing.T) {
@@ -665,17 +666,18 @@ func TestRunJobs(t *testing.T) {
 			t.Errorf("user %d lists 1 in its following: %v; 1 lists it in its followers: %v", u, lists, !lists)
 		}
 	}
-	checkNoMarks(t, g, users...)
+	checkNoHiddenEdges(t, g, users...)
 }
 
 // TestRebuildReconcile_States: a memgraph with a hidden user, a deleted
 // one and their edges of every kind, its jobs done, rebuilt into Redis
 // with Redis's jobs then done, answers as the source (the states, and the
 // hidden edges hidden), and Reconcile finds no difference, reading the
-// archive's marks as the stored edges the source walks. A second rebuild,
-// into the keys that hold the marks now, changes nothing, and a repair of
-// a hidden follow that the source has ended since leaves a tombstone for
-// its mark on both sides, without showing anything.
+// archive's hidden edges as the stored edges the source walks. A second
+// rebuild, into the keys that hold the hidden edges now, changes nothing,
+// and a repair of a hidden follow that the source has ended since leaves
+// a tombstone for its hidden version on both sides, without showing
+// anything.
 func TestRebuildReconcile_States(t *testing.T) {
 	for _, m := range modes {
 		t.Run(m.name, func(t *testing.T) { testRebuildReconcileStates(t, m.client(t)) })
@@ -733,15 +735,16 @@ func testRebuildReconcileStates(t *testing.T, c rueidis.Client) {
 		t.Errorf("Reconcile with hidden edges = %+v, %v; want no difference", st, diffs)
 	}
 
-	// Rebuilt again, into keys that hold the marks now: nothing changes.
+	// Rebuilt again, into keys that hold the hidden edges now: nothing
+	// changes.
 	if _, err := g.Rebuild(ctx, src, RebuildOptions{}); err != nil {
-		t.Fatalf("Rebuild over the marks: %v", err)
+		t.Fatalf("Rebuild over the hidden edges: %v", err)
 	}
 	if st, diffs := reconcile(t, g, src, ReconcileOptions{}); st.Differences() != 0 {
 		t.Errorf("Reconcile after the second rebuild = %+v, %v; want no difference", st, diffs)
 	}
 	// The source ends 3's hidden follow of 1; the repair writes its
-	// tombstone over both marks, and shows nothing.
+	// tombstone over both hidden versions, and shows nothing.
 	if ok, err := src.Unfollow(ctx, 3, 1); err != nil || !ok {
 		t.Fatalf("Unfollow(3, 1) in the source = %v, %v", ok, err)
 	}
@@ -755,6 +758,6 @@ func testRebuildReconcileStates(t *testing.T, c rueidis.Client) {
 		t.Errorf("Counts after the repair = %+v, %v\nwant %+v", got, err, want)
 	}
 	for _, u := range ids {
-		checkMarksCounted(t, g, u)
+		checkHiddenCounted(t, g, u)
 	}
 }

@@ -298,7 +298,7 @@ func (m *Main) Run(ctx context.Context) (err error) {
 			"(503, nothing changed) and /readyz answers 503, not ready: eventlog. Free space on that disk, or lower --disk-reserve",
 			"data", cfg.Data, "free", formatBytes(free), "disk_reserve", formatBytes(reserve))
 	}
-	m.started(func(ctx context.Context) { recovery.KeepMark(ctx, store, elog, time.Second, m.logger) })
+	m.started(func(ctx context.Context) { recovery.KeepLogPosition(ctx, store, elog, time.Second, m.logger) })
 
 	reg := prometheus.NewRegistry()
 	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))

@@ -21,8 +21,8 @@ import (
 func TestServe_StateJobKillNine(t *testing.T) { stateJobKillNine(t) }
 
 // TestServe_RedisStateJobKillNine is TestServe_StateJobKillNine on a
-// standalone Redis, where the job's progress is in Redis (the marks, the
-// jobs set) and the restarted node takes the job over when the killed
+// standalone Redis, where the job's progress is in Redis (the hidden edges,
+// the jobs set) and the restarted node takes the job over when the killed
 // one's lease runs out.
 func TestServe_RedisStateJobKillNine(t *testing.T) {
 	url, prefix := testRedis(t)

@@ -2,8 +2,9 @@
 -- batch of a user u's edges of one side code (lib.lua's sides: fo, fi, bo,
 -- bi, ro, ri), on both sides, or shows them again (docs/DESIGN.md
 -- "Account states"). A hidden edge leaves both sorted sets, both counters
--- and both flags (rf), and its version stays in both versions hashes,
--- marked: 'h' and the 16 hex digits (h's field nh counts a user's marks).
+-- and both flags (rf), and its version stays in both versions hashes as
+-- a hidden version: 'h' and the 16 hex digits (h's field nh counts a
+-- user's hidden edges).
 -- So the edge's since (the millisecond part) and its version are kept for
 -- the restore, each of its sides and counts changes with the other in one
 -- script, and a list and its count never disagree.
@@ -15,15 +16,16 @@
 --       4 u as a member, then the members of the counterparts, in the order
 --       of their keys.
 --
--- ARGV 1 may also be 'drop', for a deleted u: the marks of u's side
--- become tombstones on both sides (the edge off at its version: nothing
--- is kept of an edge with a deleted user), sets and counters untouched.
+-- ARGV 1 may also be 'drop', for a deleted u: the hidden edges of u's
+-- side become tombstones on both sides (the edge off at its version:
+-- nothing is kept of an edge with a deleted user), sets and counters
+-- untouched.
 --
 -- Each step goes only as far as u's state (h's field s) says: hide and
 -- drop need u not active (drop: deleted), show needs u active, else the
 -- step returns -1 having changed nothing (the state changed since its job
--- began: the job of the new state takes over). A show leaves the mark of
--- an edge with a counterpart still hidden (that one's job shows it), and
+-- began: the job of the new state takes over). A show leaves hidden an
+-- edge with a counterpart still hidden (that one's job shows it), and
 -- drops one with a counterpart deleted.
 --
 -- On a Redis Cluster the counterparts' keys are not given (KEYS is u's
@@ -38,7 +40,7 @@
 --
 -- Returns how many edges it hid, showed or dropped. A member named twice
 -- counts once, and one that is no longer on u's side (hide) or no longer
--- marked (show, drop) is skipped: the step can be run again over the same
+-- hidden (show, drop) is skipped: the step can be run again over the same
 -- members, and changes nothing the second time.
 --
 -- u's side is written by one call of each command for the whole batch,
@@ -78,7 +80,7 @@ local vers = redis.call('HMGET', vh, unpack(ms))
 local scores
 if hide then scores = redis.call('ZMSCORE', z, unpack(ms)) end
 
--- For each member changed: its version (unmarked), on u's side.
+-- For each member changed: its version (without the 'h'), on u's side.
 local changed, zargs, setv, delv, dropped = {}, {}, {}, {}, {}
 for i, m in ipairs(ms) do
   local v
@@ -115,8 +117,8 @@ for i, m in ipairs(ms) do
   if v then changed[#changed + 1] = {m, at[i], v} end
 end
 
--- The dropped: a tombstone for the mark on both sides, nothing else (nh
--- counts each user's marks: see lib.lua's set).
+-- The dropped: a tombstone for the hidden edge on both sides, nothing
+-- else (nh counts each user's hidden edges: see lib.lua's set).
 for _, c in ipairs(cluster and {} or dropped) do
   local ch = KEYS[4 * c[2] + 3]
   redis.call('HSET', KEYS[4 * c[2] + 2], um, c[3])

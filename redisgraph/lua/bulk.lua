@@ -24,14 +24,14 @@
 -- Redis holds of every edge, and one ZADD, ZREM, HSET and HDEL write the
 -- winners.
 --
--- A hidden edge (archive.lua's mark: 'h' and the version, in the versions
+-- A hidden edge (archive.lua's: 'h' and the version, in the versions
 -- hash, the edge in neither the sorted set nor the counter) is an edge on
 -- at its version, as lib.lua's state reads it. Written over, it stays
--- hidden when the edge given is live (the mark at the new version) and
--- leaves its mark for a tombstone or for no record otherwise (h's nh, the
--- user's marks, counts it): a rebuild or a repair never shows an edge
--- that the account-state job hid, which the job of its user's next state
--- shows or ends.
+-- hidden when the edge given is live (hidden at the new version) and
+-- leaves its hidden version for a tombstone or for no record otherwise
+-- (h's nh, the user's count of hidden edges, counts it): a rebuild or a
+-- repair never shows an edge that the account-state job hid, which the
+-- job of its user's next state shows or ends.
 --
 -- Returns {edges written, u's stamp, and for a repair a string of one
 -- character per edge, in the order L, T, N: '1' where it was written}.
@@ -46,7 +46,7 @@ local n0 = t0 + 2 * nt       -- N
 local written, flags = 0, {}
 local hsetAny, hdelAny = false, false
 local card, vhEmpty -- ZCARD z and whether vh is empty, where known
-local marks = 0     -- how the marks of u (h's nh) change
+local nhDelta = 0   -- how u's count of hidden edges (h's nh) changes
 
 if not repair and redis.call('EXISTS', z, vh) == 0 then
   if nl > 0 then redis.call('ZADD', z, unpack(ARGV, l0, v0 - 1)) end
@@ -116,7 +116,7 @@ else
         hset[#hset + 1] = m
         hset[#hset + 1] = 'h' .. (ehex[k] or vfmt(ems[k], 0))
       else
-        marks = marks - 1
+        nhDelta = nhDelta - 1
         if ehex[k] then
           hset[#hset + 1] = m
           hset[#hset + 1] = ehex[k]
@@ -181,6 +181,6 @@ if cf == 'nout' and (hsetAny or hdelAny or (written > 0 and not hv[4])) then
   end
 end
 if #set > 0 then redis.call('HSET', h, unpack(set)) end
-if marks ~= 0 then redis.call('HINCRBY', h, 'nh', marks) end
+if nhDelta ~= 0 then redis.call('HINCRBY', h, 'nh', nhDelta) end
 if repair then return {written, st, table.concat(flags)} end
 return {written, st}

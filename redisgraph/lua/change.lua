@@ -57,8 +57,8 @@ if follow == (s ~= false) then
   -- Nothing to change, as far as this Redis knows: unless it lost the
   -- graph (see the XADD below), when the edge may well be there, or, for
   -- an unfollow, u has requests out, one of which it may withdraw, or
-  -- marks (nh: archive.lua), one of which may be this follow or request
-  -- hidden, which it ends as stored.
+  -- hidden edges (nh: archive.lua), one of which may be this follow or
+  -- request, which it ends as stored.
   if not follow and (hv[7] and hv[7] ~= '0' or hv[9] and hv[9] ~= '0') then return {SLOW} end
   if redis.call('EXISTS', KEYS[4]) == 0 then return {LOST} end
   local v = redis.call('HGET', ov, m)
@@ -74,8 +74,9 @@ if follow == (s ~= false) then
 end
 -- A follow by a user with blocks either way or requests out, or of a
 -- private target, is edge.lua's: its checks and effects are not here. So
--- is one over a hidden follow (u has marks, nh: one may be this edge's,
--- left by a job that has not restored it yet), which lib.lua's set knows.
+-- is one over a hidden follow (u has hidden edges, nh: one may be this
+-- edge, left by a job that has not restored it yet), which lib.lua's set
+-- knows.
 if follow and (hv[5] and hv[5] ~= '0' or hv[6] and hv[6] ~= '0' or hv[7] and hv[7] ~= '0' or
     ARGV[11] == '1' or (th and th[1] == '1') or
     hv[9] and hv[9] ~= '0' and string.sub(redis.call('HGET', ov, m) or '', 1, 1) == 'h') then

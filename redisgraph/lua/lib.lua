@@ -36,8 +36,8 @@ end
 -- member m, as {the edge's version (ZERO when it never existed), whether
 -- it is on, whether the versions hash holds the version, the score (ms)
 -- of an edge that is on, whether it is hidden}. A mute past its expiry is
--- on as stored (see expired). A hidden edge (archive.lua's mark, 'h' and
--- the version, in the versions hash) is on as stored: a change applies
+-- on as stored (see expired). A hidden edge (archive.lua's 'h' and the
+-- version, in the versions hash) is on as stored: a change applies
 -- to it as to any (set keeps it out of the sorted set and the counter).
 local function state(uk, code, m)
   if code == 'p' then
@@ -91,7 +91,7 @@ end
 -- is always stored, as its score is its since, not its version's time.
 -- pair is what the two users' states make of the edge (pairState): an
 -- edge turned on between a hidden user and another is written hidden, as
--- the account-state job would have left it (archive.lua's mark), and one
+-- the account-state job would have left it (archive.lua's hide), and one
 -- with a deleted user is written off. (Mutes are not hidden yet: see
 -- DESIGN.md.) It does not move the stamp: the caller does, once.
 local function set(uk, code, m, v, on, st, mute, pair)
@@ -103,7 +103,7 @@ local function set(uk, code, m, v, on, st, mute, pair)
   local s = sides[code]
   local z, vh = uk[s[1]], uk[s[2]]
   if on and code ~= 'mo' and pair == 'deleted' then on = false end
-  local marked = 0 -- 1: a mark is made here
+  local hiddenHere = 0 -- 1: the edge is hidden here
   if on and code ~= 'mo' and pair == 'hidden' and not st[5] then
     if st[2] then -- shown: out of the sorted set, the counter and the flags
       redis.call('ZREM', z, m)
@@ -111,15 +111,16 @@ local function set(uk, code, m, v, on, st, mute, pair)
       local f = flagOf[code]
       if f and tonumber(redis.call('ZINCRBY', uk.rf, -f, m)) == 0 then redis.call('ZREM', uk.rf, m) end
     end
-    st, marked = {st[1], true, true, nil, true}, 1
+    st, hiddenHere = {st[1], true, true, nil, true}, 1
   end
   if st[5] then
     -- A hidden edge: turned on it stays hidden, at its new version;
-    -- turned off, its tombstone replaces the mark. Neither is in the
-    -- sorted set, the counter or the flags; nh counts the user's marks.
+    -- turned off, its tombstone replaces the hidden version. Neither is in
+    -- the sorted set, the counter or the flags; nh counts the user's
+    -- hidden edges.
     if on then
       redis.call('HSET', vh, m, 'h' .. v)
-      if marked == 1 then redis.call('HINCRBY', h, 'nh', 1) end
+      if hiddenHere == 1 then redis.call('HINCRBY', h, 'nh', 1) end
     else
       redis.call('HSET', vh, m, v)
       redis.call('HINCRBY', h, 'nh', -1)

@@ -4,18 +4,19 @@
 -- job is two steps: this script on each counterpart c's side first, then
 -- archive.lua on u's side with the answers. A job that stops between the
 -- two finds the edges again on u's side (still shown for a hide, still
--- marked for a show or a drop), and runs this step again, which changes
+-- hidden for a show or a drop), and runs this step again, which changes
 -- nothing the second time.
 --
 -- KEYS: 1 c's sorted set of the side, 2 its versions hash, 3 h(c), 4 rf(c).
 -- ARGV: 1 'hide', 'show' or 'drop', 2 c's side code (lib.lua's sides), 3 u
---       as a member, 4 the edge's version as u's side holds it (unmarked).
+--       as a member, 4 the edge's version as u's side holds it (without
+--       the 'h' of a hidden edge).
 --
 -- Returns what u's side is to do:
 --   DONE (1)   c's side is as the step asks: hidden at the version (hide),
 --              shown again with its version (show), or ended (drop);
---   WAIT (2)   show: c is not active either, so its mark stays, for c's
---              own job to show;
+--   WAIT (2)   show: c is not active either, so the edge stays hidden,
+--              for c's own job to show;
 --   ENDED (3)  show: c is deleted, and its side of the edge is ended;
 --   NEWER (0)  c's side holds a change of the edge newer than u's: its
 --              event's second step is on its way to u's side, and will
@@ -70,8 +71,9 @@ if not st[5] then
   set(uk, code, um, v, true, st, nil, nil) -- a second step not yet here
   return wrote(DONE)
 end
--- The mark, back into the sorted set, the counter and the flags, with
--- its version (none stored when its counter is 0, as change.lua writes).
+-- The hidden edge, back into the sorted set, the counter and the flags,
+-- with its version (none stored when its counter is 0, as change.lua
+-- writes).
 redis.call('ZADD', uk[s[1]], string.format('%d', vms(v)), um)
 redis.call('HINCRBY', uk.h, s[3], 1)
 redis.call('HINCRBY', uk.h, 'nh', -1)

@@ -1,8 +1,8 @@
 -- The seeds' follow script (seeds_follow.lua) with one thing added: the
 -- change event, written to a stream in the same atomic step, as the
--- engine's outbox requires (issue #4, point 3). No versions, clock, change
--- stamp, outbox bound or following limit: it measures what the event alone
--- costs the seeds' design. follow_bench.sh runs it ("seeds-event").
+-- engine's outbox requires. No versions, clock, change stamp, outbox
+-- bound or following limit: it measures what the event alone costs the
+-- seeds' design. follow_bench.sh runs it ("seeds-event").
 --
 -- KEYS[1] following:<user>   KEYS[2] follower:<target>
 -- KEYS[3] follow:count       KEYS[4] following:count

@@ -44,7 +44,7 @@ func importedStore(tb testing.TB) (*postgres.Store, string) {
 // committed (synchronous_commit as the server has it, on by default): to
 // an empty store, to the generated 1M-edge graph, and the same batch again
 // (a redelivery: no row changes); and, to compare with Graph1M, the same
-// without the two list indexes, and the issue's reference, a plain
+// without the two list indexes, and the persister's reference, a plain
 // multi-row upsert (benchPlainUpsert).
 func BenchmarkApply(b *testing.B) {
 	storetest.BenchApply(b, open, imported)
@@ -57,8 +57,8 @@ func BenchmarkApply(b *testing.B) {
 	b.Run("Graph1MPlainUpsert", benchPlainUpsert)
 }
 
-// benchPlainUpsert is the issue's reference for the persister: "a plain
-// multi-row upsert", run on this machine beside Apply. The same 1M edges
+// benchPlainUpsert is the reference the persister is measured against, a
+// plain multi-row upsert, run on this machine beside Apply. The same 1M edges
 // and the same live batches, deduplicated and sorted as Apply does, go
 // into a table of follower, followee and time with only its primary key,
 // as one INSERT … VALUES … ON CONFLICT DO UPDATE per batch, with no

@@ -264,53 +264,54 @@ func (s *Store) Counts(ctx context.Context, user fg.UserID) (following, follower
 	return following, followers, nil
 }
 
-// markSQL is the store's spelling of the mark's statements.
-var markSQL = row.MarkStatements("key", "greatest", func(i int) string { return "$" + strconv.Itoa(i) + "::bigint" })
+// positionSQL is the store's spelling of the log position's statements.
+var positionSQL = row.PositionStatements("key", "greatest", func(i int) string { return "$" + strconv.Itoa(i) + "::bigint" })
 
-// LogMark returns what the store knows of the event log it is fed from
-// (see followgraph.LogMark): its own identity, the log's (0 until MarkLog
-// first sets it), the highest sequence applied (LastSeq), and the highest
-// the log is known to have stored (raised by MarkLog). At start the
-// service compares them with the log, so that a log or a store that lost
-// events is noticed.
-func (s *Store) LogMark(ctx context.Context) (fg.LogMark, error) {
-	rows, err := s.pool.Query(ctx, markSQL.Read)
+// LogPosition returns what the store knows of the event log it is fed
+// from (see followgraph.LogPosition): its own identity, the log's (0
+// until SaveLogPosition first sets it), the highest sequence applied
+// (LastSeq), and the highest the log is known to have stored (raised by
+// SaveLogPosition). At start the service compares them with the log, so
+// that a log or a store that lost events is noticed.
+func (s *Store) LogPosition(ctx context.Context) (fg.LogPosition, error) {
+	rows, err := s.pool.Query(ctx, positionSQL.Read)
 	if err != nil {
-		return fg.LogMark{}, fmt.Errorf("postgres: log mark: %w", translate(err))
+		return fg.LogPosition{}, fmt.Errorf("postgres: log position: %w", translate(err))
 	}
 	defer rows.Close()
-	m, err := row.ScanMark(rows.Next, rows.Scan)
+	p, err := row.ScanPosition(rows.Next, rows.Scan)
 	if err == nil {
 		err = rows.Err()
 	}
 	if err != nil {
-		return fg.LogMark{}, fmt.Errorf("postgres: log mark: %w", translate(err))
+		return fg.LogPosition{}, fmt.Errorf("postgres: log position: %w", translate(err))
 	}
-	return m, nil
+	return p, nil
 }
 
-// MarkLog records m.Log as the identity of the event log the store is fed
-// from, and raises the sequence the log is known to have stored to m.Seen
-// (it never lowers it). m.Store and m.Applied are not written.
-func (s *Store) MarkLog(ctx context.Context, m fg.LogMark) error {
-	if err := row.CheckMark(m); err != nil {
-		return fmt.Errorf("postgres: mark log: %w", err)
+// SaveLogPosition records p.Log as the identity of the event log the
+// store is fed from, and raises the sequence the log is known to have
+// stored to p.Seen (it never lowers it). p.Store and p.Applied are not
+// written.
+func (s *Store) SaveLogPosition(ctx context.Context, p fg.LogPosition) error {
+	if err := row.CheckPosition(p); err != nil {
+		return fmt.Errorf("postgres: save log position: %w", err)
 	}
-	if _, err := s.pool.Exec(ctx, markSQL.Mark, m.Log, int64(m.Seen)); err != nil {
-		return fmt.Errorf("postgres: mark log: %w", translate(err))
+	if _, err := s.pool.Exec(ctx, positionSQL.Save, p.Log, int64(p.Seen)); err != nil {
+		return fmt.Errorf("postgres: save log position: %w", translate(err))
 	}
 	return nil
 }
 
-// ResetLogMark sets the log's identity, the sequence applied and the one
-// seen to those of m (m.Store is not written), for when an operator has
+// ResetLogPosition sets the log's identity, the sequence applied and the one
+// seen to those of p (p.Store is not written), for when an operator has
 // accepted a loss: the log was replaced, or its sequence went back.
-func (s *Store) ResetLogMark(ctx context.Context, m fg.LogMark) error {
-	if err := row.CheckMark(m); err != nil {
-		return fmt.Errorf("postgres: reset log mark: %w", err)
+func (s *Store) ResetLogPosition(ctx context.Context, p fg.LogPosition) error {
+	if err := row.CheckPosition(p); err != nil {
+		return fmt.Errorf("postgres: reset log position: %w", err)
 	}
-	if _, err := s.pool.Exec(ctx, markSQL.Reset, m.Log, int64(m.Applied), int64(m.Seen)); err != nil {
-		return fmt.Errorf("postgres: reset log mark: %w", translate(err))
+	if _, err := s.pool.Exec(ctx, positionSQL.Reset, p.Log, int64(p.Applied), int64(p.Seen)); err != nil {
+		return fmt.Errorf("postgres: reset log position: %w", translate(err))
 	}
 	return nil
 }

@@ -200,59 +200,59 @@ func (s suite) testApplyLarge(t *testing.T) {
 	}
 }
 
-// testLogMark: a new store has an identity of its own and knows no log;
-// MarkLog sets the log's identity and only raises the sequence seen;
-// Apply moves the sequence applied; ResetLogMark sets the log and both
+// testLogPosition: a new store has an identity of its own and knows no log;
+// SaveLogPosition sets the log's identity and only raises the sequence seen;
+// Apply moves the sequence applied; ResetLogPosition sets the log and both
 // sequences, lower ones included; the store's identity never changes.
-func (s suite) testLogMark(t *testing.T) {
+func (s suite) testLogPosition(t *testing.T) {
 	st := s.newStore(t)
 	ctx := context.Background()
-	mark := func() fg.LogMark {
+	position := func() fg.LogPosition {
 		t.Helper()
-		m, err := st.LogMark(ctx)
+		p, err := st.LogPosition(ctx)
 		if err != nil {
 			t.Fatal(err)
 		}
-		return m
+		return p
 	}
-	m := mark()
-	if m.Store <= 0 || m.Log != 0 || m.Applied != 0 || m.Seen != 0 {
-		t.Fatalf("LogMark of a new store = %+v, want an identity and zeros", m)
+	p := position()
+	if p.Store <= 0 || p.Log != 0 || p.Applied != 0 || p.Seen != 0 {
+		t.Fatalf("LogPosition of a new store = %+v, want an identity and zeros", p)
 	}
-	if other := s.newStore(t); mustMark(t, other).Store == m.Store {
-		t.Errorf("two new stores have the same identity %d", m.Store)
+	if other := s.newStore(t); mustPosition(t, other).Store == p.Store {
+		t.Errorf("two new stores have the same identity %d", p.Store)
 	}
-	self := m.Store
+	self := p.Store
 	const id = 1764600000123456789
-	if err := st.MarkLog(ctx, fg.LogMark{Store: 7, Log: id, Seen: 40}); err != nil {
+	if err := st.SaveLogPosition(ctx, fg.LogPosition{Store: 7, Log: id, Seen: 40}); err != nil {
 		t.Fatal(err)
 	}
 	Apply(t, st, 12)
-	if err := st.MarkLog(ctx, fg.LogMark{Log: id, Applied: 99, Seen: 30}); err != nil { // a lower seen is kept at 40
+	if err := st.SaveLogPosition(ctx, fg.LogPosition{Log: id, Applied: 99, Seen: 30}); err != nil { // a lower seen is kept at 40
 		t.Fatal(err)
 	}
-	if got, want := mark(), (fg.LogMark{Store: self, Log: id, Applied: 12, Seen: 40}); got != want {
-		t.Errorf("LogMark = %+v, want %+v", got, want)
+	if got, want := position(), (fg.LogPosition{Store: self, Log: id, Applied: 12, Seen: 40}); got != want {
+		t.Errorf("LogPosition = %+v, want %+v", got, want)
 	}
-	if err := st.ResetLogMark(ctx, fg.LogMark{Store: 7, Log: id + 1, Applied: 3, Seen: 5}); err != nil {
+	if err := st.ResetLogPosition(ctx, fg.LogPosition{Store: 7, Log: id + 1, Applied: 3, Seen: 5}); err != nil {
 		t.Fatal(err)
 	}
-	if got, want := mark(), (fg.LogMark{Store: self, Log: id + 1, Applied: 3, Seen: 5}); got != want {
-		t.Errorf("LogMark after ResetLogMark = %+v, want %+v", got, want)
+	if got, want := position(), (fg.LogPosition{Store: self, Log: id + 1, Applied: 3, Seen: 5}); got != want {
+		t.Errorf("LogPosition after ResetLogPosition = %+v, want %+v", got, want)
 	}
 	if got := LastSeq(t, st); got != 3 {
-		t.Errorf("LastSeq after ResetLogMark = %d, want 3", got)
+		t.Errorf("LastSeq after ResetLogPosition = %d, want 3", got)
 	}
-	if err := st.MarkLog(ctx, fg.LogMark{Log: id, Seen: 1 << 63}); err == nil {
-		t.Error("MarkLog of a sequence of 2^63: no error")
+	if err := st.SaveLogPosition(ctx, fg.LogPosition{Log: id, Seen: 1 << 63}); err == nil {
+		t.Error("SaveLogPosition of a sequence of 2^63: no error")
 	}
 }
 
-func mustMark(tb testing.TB, st Store) fg.LogMark {
+func mustPosition(tb testing.TB, st Store) fg.LogPosition {
 	tb.Helper()
-	m, err := st.LogMark(context.Background())
+	p, err := st.LogPosition(context.Background())
 	if err != nil {
 		tb.Fatal(err)
 	}
-	return m
+	return p
 }

@@ -5,8 +5,8 @@
 // state, and each effect of an event (a block's
 // end of the follows and requests between two users), tombstones, the
 // event-log sequence kept in the same transaction,
-// invalid batches rejected whole, Import, Events, LastSeq and the log mark
-// checked at start — is written
+// invalid batches rejected whole, Import, Events, LastSeq and the log
+// position checked at start — is written
 // here once and proven on every store.
 //
 // A store calls Run from its own test with a constructor of empty stores:
@@ -50,12 +50,12 @@ type Store interface {
 	Events(ctx context.Context) iter.Seq2[fg.Event, error]
 	// LastSeq returns the highest sequence applied, 0 for a new store.
 	LastSeq(ctx context.Context) (uint64, error)
-	// LogMark returns what the store knows of the log it is fed from;
-	// MarkLog sets the log's identity and raises the sequence seen;
-	// ResetLogMark sets the log's identity and both sequences.
-	LogMark(ctx context.Context) (fg.LogMark, error)
-	MarkLog(ctx context.Context, m fg.LogMark) error
-	ResetLogMark(ctx context.Context, m fg.LogMark) error
+	// LogPosition returns what the store knows of the log it is fed from;
+	// SaveLogPosition sets the log's identity and raises the sequence seen;
+	// ResetLogPosition sets the log's identity and both sequences.
+	LogPosition(ctx context.Context) (fg.LogPosition, error)
+	SaveLogPosition(ctx context.Context, p fg.LogPosition) error
+	ResetLogPosition(ctx context.Context, p fg.LogPosition) error
 	Close() error
 }
 
@@ -105,8 +105,8 @@ func Run(t *testing.T, open func(tb testing.TB) Store) {
 			{"Break", s.testEventsBreak},
 			{"Canceled", s.testEventsCanceled},
 		}},
-		{"LogMark", []test{
-			{"MarkAndReset", s.testLogMark},
+		{"LogPosition", []test{
+			{"SaveAndReset", s.testLogPosition},
 		}},
 		{"Links", []test{
 			{"Block", s.testLinksBlock},

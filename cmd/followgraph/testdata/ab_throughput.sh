@@ -11,7 +11,7 @@
 #
 # BENCH names the binary whose bench drives both (default NEW): OLD's, to
 # drive both with the mix OLD knows when NEW's mix has requests OLD does
-# not serve (issue 15's blocks and follow requests).
+# not serve (blocks and follow requests, for an OLD from before them).
 #
 # OLD_SERVE and NEW_SERVE add flags to each side's serve, OLD_BENCH and
 # NEW_BENCH to the bench run against it, and OLD_SCHEME and NEW_SCHEME

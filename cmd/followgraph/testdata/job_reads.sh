@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # job_reads.sh BIN EDGES SECONDS PAIRS: the read latency of one server
-# while account-state jobs run, beside the same without a job (issue 16:
-# reads p99 ≤ 5 ms at `bench --rate 10000` during the job of a user with 2M
-# followers). BIN imports a generated graph of EDGES edges plus a user
+# while account-state jobs run, beside the same without a job (the account
+# states' target: reads p99 ≤ 5 ms at `bench --rate 10000` during the job
+# of a user with 2M followers). BIN imports a generated graph of EDGES edges plus a user
 # (9000000000) with 2M followers of its own, and serves it (the embedded
 # default, --jobs-rate $JOBS_RATE, 0 by default: the jobs as fast as memgraph
 # runs them; with REDIS set, a Redis URL, the graph is imported into that

@@ -166,7 +166,7 @@ type PairAnswer int64
 const (
 	PairNewer PairAnswer = 0 // the side has a newer change of the edge: the user's side leaves it
 	PairDone  PairAnswer = 1 // done
-	PairWait  PairAnswer = 2 // show: the counterpart is not active either, so its mark stays for its own job
+	PairWait  PairAnswer = 2 // show: the counterpart is not active either, so the edge stays hidden for its own job
 	PairEnded PairAnswer = 3 // show: the counterpart is deleted, and its side of the edge is ended
 )
 
