@@ -234,7 +234,7 @@ func (a *Authenticator) Authenticate(header string) (Principal, error) {
 // candidates by the first 8 bytes of h and decides by comparing all of h
 // with theirs in constant time, so that how long it takes says nothing of
 // how closely h resembles a token's hash beyond those 8 bytes, which are
-// of a hash: no help in finding a token (docs/DESIGN.md, "Authentication").
+// of a hash: no help in finding a token (docs/design/security.md).
 func (st *state) service(h [sha256.Size]byte) (Principal, bool) {
 	for _, s := range st.services[prefix(h)] {
 		if subtle.ConstantTimeCompare(h[:], s.hash[:]) == 1 {

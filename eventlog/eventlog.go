@@ -69,7 +69,7 @@
 // the stream holds exactly the events not yet persisted — which is what
 // Pending reports and Replay returns. The server refuses a second
 // consumer, so Replay reads the stream with batched direct gets (one round
-// trip per event on servers before 2.11). docs/DESIGN.md says why not
+// trip per event on servers before 2.11). docs/design/eventlog.md says why not
 // limits retention.
 //
 // # Durability: what an acknowledged Publish survives

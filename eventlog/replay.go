@@ -27,7 +27,7 @@ const (
 //
 // Replay reads without a consumer, which a workqueue stream would refuse
 // beside the persister's, with direct gets (stream AllowDirect): batched
-// on servers 2.11 and later, one round trip per event before (docs/DESIGN.md).
+// on servers 2.11 and later, one round trip per event before (docs/design/eventlog.md, "Replay's direct gets").
 //
 // A message that is not a valid event is logged, counted and skipped.
 // Replay stops at the first error of fn and returns it wrapped; a log that

@@ -5,7 +5,7 @@
 // It speaks HTTP/1.1 over a minimal client of its own (conn.go) rather
 // than net/http's: the generator shares the machine with the server it
 // measures, and takes about a fifth less CPU per request so
-// (docs/BENCHMARKS.md, "The service under load").
+// (docs/BENCHMARKS.md, "The service").
 package loadgen
 
 import (

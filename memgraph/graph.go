@@ -20,7 +20,7 @@
 //
 // Users are spread over lock stripes. A change of user→target holds the
 // stripes of both, and everything it touches belongs to one of the two, so
-// changes of unrelated users run in parallel. docs/DESIGN.md says why this
+// changes of unrelated users run in parallel. docs/design/memgraph.md says why this
 // layout; docs/BENCHMARKS.md what it costs.
 package memgraph
 

@@ -355,7 +355,7 @@ func checkLinkKind(k fg.Kind) error {
 
 // Links returns a page of the blocks, the mutes or the pending follow
 // requests of user; see followgraph.Graph. Each page looks at the whole
-// list and keeps the first entries after the cursor (docs/DESIGN.md says
+// list and keeps the first entries after the cursor (docs/design/memgraph.md says
 // why).
 func (g *Graph) Links(_ context.Context, list string, user fg.UserID, req fg.PageRequest) (fg.Page, error) {
 	switch list {

@@ -10,8 +10,8 @@ import (
 	fg "github.com/followgraph/followgraph"
 )
 
-// Account states (the domain's state.go; docs/DESIGN.md "memgraph:
-// account states").
+// Account states (the domain's state.go; docs/design/memgraph.md,
+// "Account states").
 //
 // A user's state is kept in its rels. An edge that the rule hides (one end
 // not active) is archived: taken out of both sides' sequences, flags and

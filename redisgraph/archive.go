@@ -16,7 +16,7 @@ import (
 // archiveBatch is how many edges one call of the archive script hides:
 // with u's side written once per batch, 16 keeps nearly every call of a
 // user with millions of followers near a millisecond
-// (docs/BENCHMARKS.md "Redis: the archive step").
+// (docs/BENCHMARKS.md "Redis: a job over a user with 2M followers").
 const archiveBatch = 16
 
 // showBatch is archiveBatch for a show or a drop, whose members come by
@@ -53,7 +53,7 @@ type archiveSide struct {
 // archiveSides are the sides an account-state job hides: follows,
 // blocks and requests, each way, the edges into the user first. (A mute
 // is on the muter's side only; the mutes of a hidden user by others need
-// a muted-by set first: DESIGN.md.)
+// a muted-by set first: docs/design/states.md.)
 var archiveSides = func() []archiveSide {
 	var out []archiveSide
 	for _, k := range fg.Kinds {
@@ -81,7 +81,7 @@ var errStateChanged = errors.New("redisgraph: the user's state changed during it
 // archive runs step (archiveHide, archiveShow, archiveDrop) on every edge
 // of user of archiveSides, in batches of archiveBatch, and returns how
 // many it changed. It is the step the account-state job is built on
-// (docs/DESIGN.md "Account states"); on a Cluster, whose two sides of an
+// (docs/design/states.md); on a Cluster, whose two sides of an
 // edge live in two slots, each batch is two steps (archiveCounterparts).
 // Run again, it finds nothing left to do. When the user's state no longer
 // asks for step, it stops with errStateChanged.

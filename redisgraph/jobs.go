@@ -15,7 +15,7 @@ import (
 	"github.com/followgraph/followgraph/redisgraph/internal/layout"
 )
 
-// The account-state jobs (docs/DESIGN.md "Account states"). A change of
+// The account-state jobs (docs/design/states.md). A change of
 // state puts its user in the jobs set of its slot (lua/state.lua: one set
 // on a standalone Redis, one per slot on a Cluster);
 // a runner takes the users from it, oldest change first, and brings each

@@ -326,8 +326,8 @@ func (g *Graph) probeFlags(ctx context.Context, user fg.UserID, withFlags bool, 
 // unexpired returns scores, the scores of members in user's mutes (-1
 // where absent), with -1 also where the mute has expired by the engine's
 // clock, or where the muted user is not active: a mute is on the muter's
-// side only, so no job finds it to hide (docs/DESIGN.md "Account
-// states"); it is hidden here, from the moment of the state, and shown
+// side only, so no job finds it to hide (docs/design/
+// states.md); it is hidden here, from the moment of the state, and shown
 // again with its since and expiry when the user is active again.
 func (g *Graph) unexpired(ctx context.Context, user fg.UserID, members []string, scores []int64) ([]int64, error) {
 	var muted []int

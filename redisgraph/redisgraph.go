@@ -17,7 +17,7 @@
 // page of large follower lists are served through rueidis's client-side
 // cache, kept fresh by Redis's invalidations (cache.go).
 //
-// docs/DESIGN.md says why.
+// docs/design/redis-layout.md and docs/design/redisgraph.md say why.
 package redisgraph
 
 import (

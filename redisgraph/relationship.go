@@ -15,8 +15,8 @@ import (
 // Blocks, mutes, follow requests and the private setting are edges kept as
 // follows are (keys.go), changed by lua/edge.lua, each change one event in
 // the outbox; on a Cluster the other user's side follows in a second step
-// (write.go's edgeChange), as a follow's does. docs/DESIGN.md, "redisgraph:
-// the other kinds", says what a reader may see between the steps.
+// (write.go's edgeChange), as a follow's does. docs/design/
+// relationships.md says what a reader may see between the steps.
 
 // approveChunk is how many pending requests SetPrivate(false) approves
 // from one read of the requests.

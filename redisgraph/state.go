@@ -11,7 +11,7 @@ import (
 	"github.com/followgraph/followgraph/redisgraph/internal/layout"
 )
 
-// Account states (docs/DESIGN.md "Account states"). A user's state is in
+// Account states (docs/design/states.md). A user's state is in
 // its counters hash h: s, the state's word (none: active, never set), and
 // sv, the version of its last change (lua/state.lua). Writes obey it at
 // once (lua/change.lua, lua/edge.lua: user_inactive, target_inactive), and

@@ -15,8 +15,8 @@ import (
 const (
 	// defaultJobsRate is --jobs-rate's default: a job of 2M edges in 20 s,
 	// while reads at 10,000 a second keep a p99 near the one they have
-	// without a job; unthrottled they do not (docs/BENCHMARKS.md, "reads
-	// during a job").
+	// without a job; unthrottled they do not (docs/BENCHMARKS.md, "Reads
+	// during a job, and --jobs-rate's default").
 	defaultJobsRate = 100_000
 
 	jobsLogEvery   = 5 * time.Second  // a progress line this often while jobs run

@@ -14,8 +14,8 @@ import (
 // The event log's start-up and its embedded cluster, as serve is told:
 // --start-timeout, and --nats-cluster with --nats-cluster-listen and
 // --nats-node-name, which make the embedded NATS server of each serve
-// node one node of a JetStream cluster (docs/DESIGN.md, "The event log
-// on a cluster").
+// node one node of a JetStream cluster (docs/design/eventlog.md, "A NATS
+// cluster as the log").
 
 // defaultStartTimeout is --start-timeout's default.
 const defaultStartTimeout = time.Minute

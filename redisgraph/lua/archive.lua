@@ -1,7 +1,7 @@
 -- The archive step of an account-state job on a standalone Redis: hides a
 -- batch of a user u's edges of one side code (lib.lua's sides: fo, fi, bo,
--- bi, ro, ri), on both sides, or shows them again (docs/DESIGN.md
--- "Account states"). A hidden edge leaves both sorted sets, both counters
+-- bi, ro, ri), on both sides, or shows them again (docs/design/
+-- states.md). A hidden edge leaves both sorted sets, both counters
 -- and both flags (rf), and its version stays in both versions hashes as
 -- a hidden version: 'h' and the 16 hex digits (h's field nh counts a
 -- user's hidden edges).

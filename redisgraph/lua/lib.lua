@@ -93,7 +93,7 @@ end
 -- edge turned on between a hidden user and another is written hidden, as
 -- the account-state job would have left it (archive.lua's hide), and one
 -- with a deleted user is written off. (Mutes are not hidden yet: see
--- DESIGN.md.) It does not move the stamp: the caller does, once.
+-- docs/design/states.md.) It does not move the stamp: the caller does, once.
 local function set(uk, code, m, v, on, st, mute, pair)
   local h = uk.h
   if code == 'p' then

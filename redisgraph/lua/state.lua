@@ -1,5 +1,5 @@
--- A live change of user u's account state (docs/DESIGN.md "Account
--- states"), after version.lua, lib.lua and live.lua: h(u)'s field s holds
+-- A live change of user u's account state (docs/design/
+-- states.md), after version.lua, lib.lua and live.lua: h(u)'s field s holds
 -- the state's word (none: active, never set) and sv the version of its
 -- last change, from u's clock; the event goes to the outbox as every
 -- change's does, and u goes into the jobs set of its slot (scored with the

@@ -118,7 +118,7 @@ var ownedParams = []string{
 // says why; the error never contains the password.
 //
 // Interpolation rather than server-side prepared statements keeps every
-// statement, of any row count, to one round trip; docs/DESIGN.md says why
+// statement, of any row count, to one round trip; docs/design/stores.md says why
 // prepared statements would not pay.
 func ParseURL(rawURL string) (*gomysql.Config, error) {
 	if strings.Contains(rawURL, "#") {

@@ -16,7 +16,7 @@
 // Unlike the SQLite record, this one answers the lists and the counts by
 // itself (Following, Followers, Links, Counts), from partial covering
 // indexes, so that other systems can query the graph without the hot copy.
-// docs/DESIGN.md says why SQLite has no such indexes.
+// docs/design/stores.md says why SQLite has no such indexes.
 package postgres
 
 import (

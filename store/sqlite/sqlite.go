@@ -8,7 +8,7 @@
 // compares with the log; at start-up an engine is loaded from Events and
 // the log, which holds exactly what the store lacks, is replayed over it.
 // Import bulk-loads an empty store. The record has no list
-// indexes: the engine answers every read (docs/DESIGN.md says why).
+// indexes: the engine answers every read (docs/design/stores.md says why).
 //
 // The schema (migrations/*.sql) and the statements are plain enough to be
 // mirrored by the PostgreSQL and MySQL stores: an edges table of the
