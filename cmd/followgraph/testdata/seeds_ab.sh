@@ -42,7 +42,8 @@ until redis-cli -p "$oport" ping >/dev/null 2>&1 && redis-cli -p "$sport" ping >
 mem() { redis-cli -p "$1" info memory | awk -F: '/^used_memory:/ {print $2 + 0}'; }
 cpu() { redis-cli -p "$1" info cpu | awk -F: '/^used_cpu_(sys|user):/ {s += $2} END {printf "%.6f", s}'; }
 calc() { awk "BEGIN { printf \"%.${2:-2}f\", $1 }"; } # calc EXPR [DECIMALS]
-echo "seeds_ab: $edges edges (gen --seed 7), $users users, $conc clients, ${secs}s runs, $rounds rounds; $(nproc) cores; $(redis-server --version | cut -d' ' -f1-3)"
+echo "seeds_ab: $edges edges (gen --seed 7), $users users, $conc clients, ${secs}s runs, $rounds rounds; $(nproc) cores; $(redis-server --version | cut -d' ' -f1-3); commit $(git -C "$repo" rev-parse --short HEAD 2>/dev/null || echo unknown)"
+echo "load average at the start: $(cut -d' ' -f1-3 /proc/loadavg)"
 
 "$fg" gen --edges "$edges" --seed 7 -o "$work/g.tsv" >/dev/null
 lines=$(wc -l <"$work/g.tsv")
@@ -115,3 +116,4 @@ print(t["requests"], round(t["requests"] / r["elapsed_seconds"]), t["non_2xx"] +
 	done
 	echo "round $round: Redis CPU per request ours/seeds, writes $(calc "${per[ours.writes]} / ${per[seeds.writes]}"), reads $(calc "${per[ours.reads]} / ${per[seeds.reads]}")"
 done
+echo "load average at the end: $(cut -d' ' -f1-3 /proc/loadavg)"
