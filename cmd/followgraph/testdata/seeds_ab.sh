@@ -2,7 +2,9 @@
 # seeds_ab.sh: followgraph's Redis layout against the seed articles' Redis
 # design (tools/seedcost, kept as a baseline), side by side in one run, on
 # loopback only. Environment: EDGES (2000000), ROUNDS (2), SECS (15, each
-# measured run), CONCURRENCY (64).
+# measured run), CONCURRENCY (64), COMMANDSTATS (0; 1: after each measured
+# run, the Redis time of the 8 dearest commands per request, from INFO
+# commandstats, CONFIG RESETSTAT before the run).
 #
 # It builds followgraph and seedcost, generates a graph of EDGES edges
 # (`gen --seed 7`, EDGES/50 users) and starts two Redis servers of its own
@@ -41,6 +43,14 @@ done
 until redis-cli -p "$oport" ping >/dev/null 2>&1 && redis-cli -p "$sport" ping >/dev/null 2>&1; do sleep 0.1; done
 mem() { redis-cli -p "$1" info memory | awk -F: '/^used_memory:/ {print $2 + 0}'; }
 cpu() { redis-cli -p "$1" info cpu | awk -F: '/^used_cpu_(sys|user):/ {s += $2} END {printf "%.6f", s}'; }
+# commandstats PORT REQUESTS: with COMMANDSTATS=1, the 8 commands that took
+# the Redis the most time, per request (a script's time includes its calls').
+commandstats() {
+	[[ ${COMMANDSTATS:-0} == 1 ]] || return 0
+	redis-cli -p "$1" info commandstats | awk -F'[:,=]' -v n="$2" '/^cmdstat_/ {printf "%.3f %s %.3f\n", $5 / n, substr($1, 9), $3 / n}' |
+		sort -gr | head -8 | awk '{printf "    %-18s %6.2f calls, %7.2f us per request\n", $2, $3, $1}'
+}
+resetstat() { [[ ${COMMANDSTATS:-0} != 1 ]] || redis-cli -p "$1" config resetstat >/dev/null; }
 calc() { awk "BEGIN { printf \"%.${2:-2}f\", $1 }"; } # calc EXPR [DECIMALS]
 echo "seeds_ab: $edges edges (gen --seed 7), $users users, $conc clients, ${secs}s runs, $rounds rounds; $(nproc) cores; $(redis-server --version | cut -d' ' -f1-3); commit $(git -C "$repo" rev-parse --short HEAD 2>/dev/null || echo unknown)"
 echo "load average at the start: $(cut -d' ' -f1-3 /proc/loadavg)"
@@ -92,6 +102,7 @@ for round in $(seq 1 "$rounds"); do
 	for mix in writes reads; do
 		seed=$((round * 10))
 		ours "$mix" 3 $((seed + 1))
+		resetstat "$oport"
 		c0=$(cpu "$oport")
 		ours "$mix" "$secs" "$seed" "$work/ours.json"
 		sleep 1
@@ -102,7 +113,9 @@ r = json.load(open(sys.argv[1])); t = r["total"]
 print(t["requests"], round(t["requests"] / r["elapsed_seconds"]), t["non_2xx"] + t["errors"])' "$work/ours.json")"
 		per[ours.$mix]=$(calc "($c1 - $c0) * 1000000 / $n" 1)
 		echo "round $round $mix, ours:  $n requests, $rate/s, non-2xx or errors $bad; Redis CPU $(calc "$c1 - $c0") s = ${per[ours.$mix]} us/request"
+		commandstats "$oport" "$n"
 		seeds "$mix" 3 $((seed + 1)) >/dev/null
+		resetstat "$sport"
 		d0=$(cpu "$sport")
 		out=$(seeds "$mix" "$secs" "$seed")
 		sleep 1
@@ -113,6 +126,7 @@ print(t["requests"], round(t["requests"] / r["elapsed_seconds"]), t["non_2xx"] +
 		per[seeds.$mix]=$(calc "($d1 - $d0) * 1000000 / $n" 1)
 		echo "round $round $mix, seeds: $n requests, $rate/s, errors $bad; Redis CPU $(calc "$d1 - $d0") s = ${per[seeds.$mix]} us/request"
 		grep '^first error' <<<"$out" || true
+		commandstats "$sport" "$n"
 	done
 	echo "round $round: Redis CPU per request ours/seeds, writes $(calc "${per[ours.writes]} / ${per[seeds.writes]}"), reads $(calc "${per[ours.reads]} / ${per[seeds.reads]}")"
 done
