@@ -90,7 +90,7 @@ func (g *Graph) change(ctx context.Context, user, target fg.UserID, op fg.Op, pr
 		}
 	}
 	before := g.epochsOf(user, target)
-	keys := []string{g.key(user, layout.Out), g.key(user, layout.OutVersions), g.key(user, layout.Counters), g.outbox(user)}
+	keys := []string{g.key(user, layout.Out), g.key(user, layout.OutVersions), g.key(user, layout.Counters), g.outbox(user), g.key(user, layout.Flags)}
 	args := g.liveArgs(op.String(), user, target, g.writeRate, private)
 	if !g.cluster {
 		keys = append(keys, g.key(target, layout.In), g.key(target, layout.InVersions), g.key(target, layout.Counters))

@@ -1,13 +1,15 @@
 -- A live follow or unfollow of user u → target t, decided on u's side,
--- when it is only that: a follow by a user with blocks either way or
--- follow requests out, or of a private target, and an unfollow that finds
--- no follow but requests out, are edge.lua's (status SLOW, having changed
--- nothing), so that the plain follow pays for the other kinds only three
--- more fields of the HMGET it made already, and on a standalone Redis
--- one HGET of t's private flag.
+-- when it is only that: a follow between u and a t with an edge of
+-- another kind between them either way (a block, a request, a mute: t in
+-- rf(u)), or of a private target, and an unfollow that finds no follow
+-- but requests out, are edge.lua's (status SLOW, having changed nothing),
+-- so that the plain follow pays for the other kinds only three more
+-- fields of the HMGET it made already, one ZSCORE of rf(u) when u has
+-- blocks or requests at all, and on a standalone Redis one HGET of t's
+-- private flag.
 --
--- KEYS: 1 out(u), 2 ov(u), 3 h(u), 4 the outbox stream of u's slot, and on
---       a standalone Redis also 5 in(t), 6 iv(t), 7 h(t).
+-- KEYS: 1 out(u), 2 ov(u), 3 h(u), 4 the outbox stream of u's slot, 5
+--       rf(u), and on a standalone Redis also 6 in(t), 7 iv(t), 8 h(t).
 -- ARGV: 1 'follow' or 'unfollow', 2 t as a member, 3 the client's time in
 --       ms (decimal), 4 the following limit (0: none), 5 the outbox bound,
 --       6 u and 7 t in decimal, 8 u's writes per second (0: no limit) and
@@ -50,7 +52,7 @@ end
 -- follow of one (on a Cluster, where t's keys are not here, its second
 -- step checks; see write.go).
 if hv[8] and hv[8] ~= 'active' then return {USER_INACTIVE} end
-local th = follow and KEYS[7] and redis.call('HMGET', KEYS[7], 'p', 's')
+local th = follow and KEYS[8] and redis.call('HMGET', KEYS[8], 'p', 's')
 if th and th[2] and th[2] ~= 'active' then return {TARGET_INACTIVE} end
 local s = redis.call('ZSCORE', out, m)
 if follow == (s ~= false) then
@@ -72,12 +74,14 @@ if follow == (s ~= false) then
   if s then return {NONE, vfmt(tonumber(s), 0)} end
   return {NONE, ZERO}
 end
--- A follow by a user with blocks either way or requests out, or of a
--- private target, is edge.lua's: its checks and effects are not here. So
--- is one over a hidden follow (u has hidden edges, nh: one may be this
--- edge, left by a job that has not restored it yet), which lib.lua's set
--- knows.
-if follow and (hv[5] and hv[5] ~= '0' or hv[6] and hv[6] ~= '0' or hv[7] and hv[7] ~= '0' or
+-- A follow between u and a t with a block either way, a request or a
+-- mute between them (t in rf(u); looked up only when u has blocks or
+-- requests out at all), or of a private target, is edge.lua's: its checks
+-- and effects are not here. So is one over a hidden follow (u has hidden
+-- edges, nh: one may be this edge, left by a job that has not restored it
+-- yet), which lib.lua's set knows.
+if follow and ((hv[5] and hv[5] ~= '0' or hv[6] and hv[6] ~= '0' or hv[7] and hv[7] ~= '0') and
+      redis.call('ZSCORE', KEYS[5], m) or
     ARGV[11] == '1' or (th and th[1] == '1') or
     hv[9] and hv[9] ~= '0' and string.sub(redis.call('HGET', ov, m) or '', 1, 1) == 'h') then
   return {SLOW}
@@ -91,7 +95,9 @@ local empty = not hv[1] or hv[4] == '1'
 local n = tonumber(hv[2] or '0')
 if follow then
   local max = tonumber(ARGV[4])
-  if max > 0 and n >= max then return {LIMIT} end
+  -- Requests out count against the limit too (edge.lua): none of them is
+  -- to t, which is not in rf(u).
+  if max > 0 and n + tonumber(hv[7] or '0') >= max then return {LIMIT} end
 end
 if redis.call('XLEN', KEYS[4]) >= tonumber(ARGV[5]) then return {FULL} end
 local v = nextv(hv[1])
@@ -133,19 +139,19 @@ if bucket then
   for _, f in ipairs(bucket) do fields[#fields + 1] = f end
 end
 redis.call('HSET', h, unpack(fields))
-if not KEYS[5] then return {CHANGED, v, id, st} end
-local um, th = ARGV[10], KEYS[7]
+if not KEYS[6] then return {CHANGED, v, id, st} end
+local um, th = ARGV[10], KEYS[8]
 if follow then
-  redis.call('ZADD', KEYS[5], score, um)
+  redis.call('ZADD', KEYS[6], score, um)
   redis.call('HINCRBY', th, 'nin', 1)
   if c ~= 0 then
-    redis.call('HSET', KEYS[6], um, v)
+    redis.call('HSET', KEYS[7], um, v)
   elseif stored then
-    redis.call('HDEL', KEYS[6], um)
+    redis.call('HDEL', KEYS[7], um)
   end
 else
-  redis.call('ZREM', KEYS[5], um)
+  redis.call('ZREM', KEYS[6], um)
   redis.call('HINCRBY', th, 'nin', -1)
-  redis.call('HSET', KEYS[6], um, v)
+  redis.call('HSET', KEYS[7], um, v)
 end
 return {CHANGED, v, id, st, redis.call('HINCRBY', th, 'st', 1)}
