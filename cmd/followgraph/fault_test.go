@@ -276,6 +276,9 @@ func reconcile(t *testing.T, d *deployment, extra ...string) int {
 			if n, err = strconv.Atoi(strings.Fields(rest)[0]); err != nil {
 				t.Fatalf("reconcile printed %q", line)
 			}
+			if n != 0 { // the differences it shows, for the failure to name them
+				t.Logf("reconcile:\n%s", out)
+			}
 			return n
 		}
 	}
