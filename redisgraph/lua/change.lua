@@ -5,8 +5,8 @@
 -- but requests out, are edge.lua's (status SLOW, having changed nothing),
 -- so that the plain follow pays for the other kinds only three more
 -- fields of the HMGET it made already, one ZSCORE of rf(u) when u has
--- blocks or requests at all, and on a standalone Redis one HGET of t's
--- private flag.
+-- blocks or requests at all, and on a standalone Redis one HMGET of t's
+-- counters hash (its private flag and state, and what the write moves).
 --
 -- KEYS: 1 out(u), 2 ov(u), 3 h(u), 4 the outbox stream of u's slot, 5
 --       rf(u), and on a standalone Redis also 6 in(t), 7 iv(t), 8 h(t).
@@ -28,18 +28,19 @@
 -- status is CHANGED.
 --
 -- This is the script of every live write, so it makes as few calls into
--- Redis as it can (lib.lua's set does the same work in more): u's
--- counters hash is read by one HMGET and written by one HSET; the new
--- version is above every version of the edge (every version of an edge
--- u → t goes through u's clock), so it is not compared with the edge's;
--- on a standalone Redis the followee's side is not read: every script
--- writes both sides together, so t's side of the edge (live, versions
--- hash entry) is what u's side is; and a follow does not look for a
--- tombstone to remove in u's versions hash when h(u) says that hash is
--- empty: field e is '1' only while ov(u) is known to be empty (a user
--- without a clock has never had a change or an Apply of an edge of theirs,
--- so has an empty ov too); every write to ov(u) removes it or sets it to
--- '0' (this script, and the others through lib.lua's set).
+-- Redis as it can (lib.lua's set does the same work in more): u's counters
+-- hash is read by one HMGET and written by one HSET (and so is t's, on a
+-- standalone Redis); the new version is above every version of the edge
+-- (every version of an edge u → t goes through u's clock), so it is not
+-- compared with the edge's; on a standalone Redis the followee's side of
+-- the edge is not read: every script writes both sides together, so t's
+-- side of the edge (live, versions hash entry) is what u's side is; and a
+-- follow does not look for a tombstone to remove in u's versions hash when
+-- h(u) says that hash is empty: field e is '1' only while ov(u) is known
+-- to be empty (a user without a clock has never had a change or an Apply
+-- of an edge of theirs, so has an empty ov too); every write to ov(u)
+-- removes it or sets it to '0' (this script, and the others through
+-- lib.lua's set).
 local op, m, out, ov, h = ARGV[1], ARGV[2], KEYS[1], KEYS[2], KEYS[3]
 local follow = op == 'follow'
 local hv, bucket
@@ -52,7 +53,7 @@ end
 -- follow of one (on a Cluster, where t's keys are not here, its second
 -- step checks; see write.go).
 if hv[8] and hv[8] ~= 'active' then return {USER_INACTIVE} end
-local th = follow and KEYS[8] and redis.call('HMGET', KEYS[8], 'p', 's')
+local th = follow and KEYS[8] and redis.call('HMGET', KEYS[8], 'p', 's', 'clk', 'nin', 'st')
 if th and th[2] and th[2] ~= 'active' then return {TARGET_INACTIVE} end
 local s = redis.call('ZSCORE', out, m)
 if follow == (s ~= false) then
@@ -140,10 +141,16 @@ if bucket then
 end
 redis.call('HSET', h, unpack(fields))
 if not KEYS[6] then return {CHANGED, v, id, st} end
-local um, th = ARGV[10], KEYS[8]
+-- t's side, on a standalone Redis: the edge in in(t) and iv(t), then h(t)
+-- by one HSET: the count, the stamp, and the clock moved past v, as every
+-- script that writes a user's keys moves the user's clock (lib.lua's
+-- observe; effects.lua on a Cluster).
+local um = ARGV[10]
+th = th or redis.call('HMGET', KEYS[8], 'p', 's', 'clk', 'nin', 'st')
+local nin = tonumber(th[4] or '0')
 if follow then
   redis.call('ZADD', KEYS[6], score, um)
-  redis.call('HINCRBY', th, 'nin', 1)
+  nin = nin + 1
   if c ~= 0 then
     redis.call('HSET', KEYS[7], um, v)
   elseif stored then
@@ -151,7 +158,13 @@ if follow then
   end
 else
   redis.call('ZREM', KEYS[6], um)
-  redis.call('HINCRBY', th, 'nin', -1)
+  nin = nin - 1
   redis.call('HSET', KEYS[7], um, v)
 end
-return {CHANGED, v, id, st, redis.call('HINCRBY', th, 'st', 1)}
+local tst = tonumber(th[5] or '0') + 1
+local tf = {'nin', nin, 'st', tst}
+if not th[3] or vless(th[3], v) then
+  tf[5], tf[6] = 'clk', v
+end
+redis.call('HSET', KEYS[8], unpack(tf))
+return {CHANGED, v, id, st, tst}

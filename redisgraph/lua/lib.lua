@@ -2,12 +2,6 @@
 -- (change.lua, the script of every live follow and unfollow, does the
 -- work of set below inline, with fewer calls into Redis.)
 
-local function vless(a, b)
-  local am, bm = vms(a), vms(b)
-  if am ~= bm then return am < bm end
-  return vctr(a) < vctr(b)
-end
-
 -- vnext returns the version right after v.
 local function vnext(v)
   local ms, c = vms(v), vctr(v) + 1
