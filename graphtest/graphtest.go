@@ -66,6 +66,7 @@ func Run(t *testing.T, newGraph NewGraph) {
 		{"Lists", []test{
 			{"Order", s.testListOrder},
 			{"Paging", s.testPaging},
+			{"PagingLongTies", s.testPagingLongTies},
 			{"CursorSurvivesChange", s.testCursorSurvivesChange},
 			{"PagingUnderConcurrentChange", s.testPagingUnderConcurrentChange},
 		}},

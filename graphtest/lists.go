@@ -72,6 +72,29 @@ func (s suite) testPaging(t *testing.T) {
 	}
 }
 
+// testPagingLongTies reads lists that hold many entries of one
+// millisecond, more than a page, so that most cursors stand inside the
+// ties: in pages of every size, each entry once, ties by larger id first.
+func (s suite) testPagingLongTies(t *testing.T) {
+	f := s.fixture(t, 0)
+	t0 := f.now()
+	f.follow(1, 2)
+	f.follow(90, 2)
+	f.advance(1)
+	var want []followgraph.Entry
+	for id := followgraph.UserID(60); id >= 3; id -= 2 {
+		f.follow(id, 2)
+		f.follow(2, id)
+		want = append(want, entry(id, t0+1))
+	}
+	f.advance(1)
+	f.follow(2, 70)
+	f.follow(70, 2)
+	wantIn := append(append([]followgraph.Entry{entry(70, t0+2)}, want...), entry(90, t0), entry(1, t0))
+	checkListEveryLimit(t, f.ctx, followersList(f.g, 2), wantIn)
+	checkListEveryLimit(t, f.ctx, followingList(f.g, 2), append([]followgraph.Entry{entry(70, t0+2)}, want...))
+}
+
 // testCursorSurvivesChange reads a list while its entries change: the
 // entry a cursor stands at and the one after it are removed, and newer
 // entries come ahead of the cursor.

@@ -154,14 +154,20 @@ func (g *Graph) firstFollowers(ctx context.Context, user fg.UserID, c counters, 
 	return es, nil
 }
 
+// tieSlack is how many entries of the cursor's millisecond at or above
+// its id rangeAfter reads past, in one ZRANGE, before it takes the ties
+// script's way: the cursor's own entry, and a few more ties.
+const tieSlack = 4
+
 // rangeAfter returns up to n entries of the sorted set key, newest first,
 // strictly after the cursor (from the start when it is nil).
 //
 // After a cursor (ms, id) the entries are those scored ms with a smaller
-// id (scriptTies) followed by those scored below ms (ZRANGE BYSCORE). The
-// two commands are pipelined, not atomic; as they read disjoint ranges of
-// keys, the entries are still in order, each at most once, and each entry
-// present throughout is there.
+// id followed by those scored below ms. One ZRANGE BYSCORE from ms down,
+// n+tieSlack long, holds them after the entries scored ms with an id at
+// least the cursor's, which it skips: almost always only the cursor's own
+// entry. When the skipped ones fill that range, rangeAfterTies takes the
+// ties' way.
 func (g *Graph) rangeAfter(ctx context.Context, key string, after *fg.Key, n int) ([]fg.Entry, error) {
 	if after == nil {
 		r, err := g.readOne(ctx, func() rueidis.Completed {
@@ -172,6 +178,36 @@ func (g *Graph) rangeAfter(ctx context.Context, key string, after *fg.Key, n int
 		}
 		return parseEntries(key, r)
 	}
+	ms := strconv.FormatInt(after.Millis, 10)
+	limit := n + tieSlack
+	r, err := g.readOne(ctx, func() rueidis.Completed {
+		return g.c.B().Zrange().Key(key).Min(ms).Max("-inf").Byscore().Rev().Limit(0, int64(limit)).Withscores().Build()
+	})
+	if err != nil {
+		return nil, err
+	}
+	es, err := parseEntries(key, r)
+	if err != nil {
+		return nil, err
+	}
+	since := fg.Millis(after.Millis)
+	skip := 0
+	for skip < len(es) && es[skip].Since.Equal(since) && es[skip].ID >= after.ID {
+		skip++
+	}
+	if skip > tieSlack && len(es) == limit {
+		return g.rangeAfterTies(ctx, key, after, n)
+	}
+	return es[skip:min(len(es), skip+n)], nil
+}
+
+// rangeAfterTies is rangeAfter for a cursor that has more ties at or above
+// it than tieSlack: the entries scored ms with a smaller id (scriptTies)
+// followed by those scored below ms (ZRANGE BYSCORE). The two commands are
+// pipelined, not atomic; as they read disjoint ranges of keys, the entries
+// are still in order, each at most once, and each entry present throughout
+// is there.
+func (g *Graph) rangeAfterTies(ctx context.Context, key string, after *fg.Key, n int) ([]fg.Entry, error) {
 	ms := strconv.FormatInt(after.Millis, 10)
 	keys, args := []string{key}, []string{strconv.Itoa(n), ms, member(after.ID)}
 	res, err := g.readChecked(ctx, func() rueidis.Commands {
