@@ -102,26 +102,40 @@ func (l *Log) watchStore() {
 			return
 		case <-t.C:
 		}
-		failed := l.storeFailed.Load() || !l.srv.JetStreamEnabled()
-		if !failed || l.freeSpace() < max(l.reserve, minRepairSpace) {
-			continue
+		if l.repairIfFailed() {
+			ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+			l.dropAcked(ctx)
+			cancel()
 		}
-		if err := l.repairStore(); err != nil {
-			l.log.Error("reopening the embedded store failed; trying again", "err", err)
-			continue
-		}
-		l.storeFailed.Store(false)
-		l.log.Info("the embedded store takes events again: reopened after a failed write", "free", byteSize(l.freeSpace()))
-		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-		l.dropAcked(ctx)
-		cancel()
 	}
+}
+
+// repairIfFailed reopens the store if a write of it failed or JetStream
+// stopped, and there is space again; it reports whether it did. It holds
+// l.repairing: whoever closes the store on purpose holds it too, so that
+// the store is not reopened behind their back (and two reopenings close
+// together race inside nats-server).
+func (l *Log) repairIfFailed() bool {
+	l.repairing.Lock()
+	defer l.repairing.Unlock()
+	failed := l.storeFailed.Load() || !l.srv.JetStreamEnabled()
+	if !failed || l.freeSpace() < max(l.reserve, minRepairSpace) {
+		return false
+	}
+	if err := l.repairStore(); err != nil {
+		l.log.Error("reopening the embedded store failed; trying again", "err", err)
+		return false
+	}
+	l.storeFailed.Store(false)
+	l.log.Info("the embedded store takes events again: reopened after a failed write", "free", byteSize(l.freeSpace()))
+	return true
 }
 
 // repairStore reopens the embedded server's JetStream with the
 // configuration it started with, which reopens the store: its streams and
 // consumers are loaded again from their files. (The server forgets that
-// configuration once JetStream is shut down, or disabled itself.)
+// configuration once JetStream is shut down, or disabled itself.) The
+// caller holds l.repairing.
 func (l *Log) repairStore() error {
 	if l.srv.JetStreamEnabled() {
 		if err := l.srv.ShutdownJetStream(); err != nil {

@@ -22,12 +22,23 @@ func TestLog_AckedHeldAfterRepair(t *testing.T) {
 	publish(t, l, follow(1, 2), follow(2, 3), follow(3, 4), follow(4, 5), follow(5, 6))
 	msgs := filepath.Join(dir, "jetstream", "$G", "streams", l.cfg.Stream, "msgs")
 	older := filepath.Join(t.TempDir(), "msgs")
+	// The test closes and reopens the store itself, holding the lock the
+	// watcher repairs under; the watcher must not reopen the store meanwhile
+	// (two reopenings close together race inside nats-server), so the test
+	// waits a tick of the watcher with the store closed and checks that it
+	// stayed closed.
 	withStoreClosed := func(do func()) {
 		t.Helper()
+		l.repairing.Lock()
+		defer l.repairing.Unlock()
 		if err := l.srv.ShutdownJetStream(); err != nil {
 			t.Fatal(err)
 		}
 		do()
+		time.Sleep(2 * repairEvery)
+		if l.srv.JetStreamEnabled() {
+			t.Fatal("the watcher reopened the store while the test held it closed")
+		}
 		if err := l.repairStore(); err != nil {
 			t.Fatal(err)
 		}

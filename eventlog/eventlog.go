@@ -167,6 +167,7 @@ type Log struct {
 	diskFree    atomic.Int64
 	diskChecked atomic.Int64 // Unix nanoseconds
 	storeFailed atomic.Bool  // a write of the store failed, not yet repaired
+	repairing   sync.Mutex   // held while the store is looked at and reopened
 	closing     chan struct{}
 	watched     chan struct{} // closed when watchStore has returned
 	closed      atomic.Bool
