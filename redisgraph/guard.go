@@ -4,6 +4,7 @@ import (
 	"context"
 	"crypto/rand"
 	"encoding/binary"
+	"errors"
 	"fmt"
 	"strconv"
 	"sync/atomic"
@@ -161,10 +162,22 @@ func (cr checkedRead) only(groups []int) checkedRead {
 }
 
 // markers returns the checks of the read's markers, to send after its
-// commands: the guard script, which reads a marker on a server vouched
-// for only (vouch.go).
+// commands. On a Cluster, each is the guard script, which reads a marker
+// on a server vouched for only (vouch.go): a command with a key follows
+// its slot when the slot has moved, so the check is redirected with the
+// read. A standalone Redis redirects nothing and the commands of one
+// pipeline all run on the server its connection reached (rueidis sends a
+// pipeline again whole, on one connection), so there the check is two
+// plain commands, a fifth of the script's cost in Redis: SCRIPT EXISTS of
+// the guard (the server is vouched for), then GET of the marker.
 func (g *Graph) markers(cr checkedRead) rueidis.Commands {
 	guard := g.run(scriptGuard)
+	if !g.cluster && len(cr.groups) > 0 {
+		return rueidis.Commands{
+			g.c.B().ScriptExists().Sha1(guard.sha).Build(),
+			g.c.B().Get().Key(g.markerKey(0)).Build(),
+		}
+	}
 	cmds := make(rueidis.Commands, len(cr.groups))
 	for i, grp := range cr.groups {
 		cmds[i] = guard.cmd(g.c, []string{g.markerKey(grp)}, nil)
@@ -172,18 +185,42 @@ func (g *Graph) markers(cr checkedRead) rueidis.Commands {
 	return cmds
 }
 
+// marker returns what the checks markers made say of the read's i-th
+// group: its marker's epoch, or the guard's error (NOSCRIPT on a server
+// not vouched for).
+func (g *Graph) marker(replies []rueidis.RedisResult, i int) (string, error) {
+	if g.cluster {
+		return replies[i].ToString()
+	}
+	vouched, err := replies[0].AsIntSlice()
+	switch {
+	case err != nil:
+		return "", err
+	case len(vouched) != 1:
+		return "", fmt.Errorf("SCRIPT EXISTS answered %d values", len(vouched))
+	case vouched[0] != 1:
+		return "", errNoGuard
+	}
+	return replies[1].ToString()
+}
+
+// errNoGuard stands for SCRIPT EXISTS's answer that the guard is not
+// loaded: the guard's NOSCRIPT.
+var errNoGuard = errors.New("the guard script is not loaded")
+
 // settle looks at the replies of the read's markers: errGraphLost when one
-// is gone, errUnvouched when a server is not vouched for; again true when one holds an epoch the read did not know
-// (learnt now: the read must be sent again); otherwise each group's last
-// check is moved to the read's sending.
+// is gone, errUnvouched when a server is not vouched for; again true when
+// one holds an epoch the read did not know (learnt now: the read must be
+// sent again); otherwise each group's last check is moved to the read's
+// sending.
 func (g *Graph) settle(cr checkedRead, replies []rueidis.RedisResult) (again bool, err error) {
-	for i, r := range replies {
-		epoch, err := r.ToString()
+	for i := range cr.groups {
+		epoch, err := g.marker(replies, i)
 		switch {
 		case rueidis.IsRedisNil(err):
 			g.lost()
 			return false, fmt.Errorf("redisgraph: read: %w", errGraphLost)
-		case isNoScript(err):
+		case isNoScript(err) || errors.Is(err, errNoGuard):
 			g.unvouched(uint16(cr.groups[i]))
 			return false, fmt.Errorf("redisgraph: read: %w", errUnvouched)
 		case err != nil:
