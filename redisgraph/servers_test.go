@@ -221,6 +221,24 @@ func (g *testGraph) deleteKeys(tb testing.TB) {
 			return
 		}
 	}
+	g.awaitInvalidations(tb)
+}
+
+// awaitInvalidations returns once the client-side cache has dropped what
+// a change just made has invalidated. Redis pushes an invalidation on the
+// connection that cached the key, which may not be the one that changed
+// it, so it can arrive after the change's reply; a cached read sent next
+// to the key's slot goes on that same connection, and its reply follows
+// the push. A Redis that truly loses the graph closes the connections
+// instead, and their caches go with them.
+func (g *testGraph) awaitInvalidations(tb testing.TB) {
+	barrier := randomPrefix()
+	for u := range g.users {
+		key := g.prefix + ":{" + u.String() + "}:" + barrier
+		if err := g.c.DoCache(context.Background(), g.c.B().Get().Key(key).Cache(), time.Second).Error(); err != nil && !rueidis.IsRedisNil(err) {
+			tb.Errorf("waiting for the invalidations of %s: %v", g.prefix, err)
+		}
+	}
 }
 
 // localCluster is a Redis Cluster of three masters in a temporary folder.
