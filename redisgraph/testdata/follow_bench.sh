@@ -14,7 +14,8 @@
 #          stream (testdata/seeds_follow_event.lua): what writing the event
 #          in the same atomic step, as the engine must, costs their design.
 #   ours:  the engine's follow script as the engine sends it on a standalone
-#          Redis (lua/version.lua + lua/change.lua, 7 keys, 8 arguments): what
+#          Redis (lua/layout.lua, version.lua, live.lua and change.lua, as
+#          scripts.go joins them; 8 keys, 11 arguments, no write rate): what
 #          Redis alone can do with it, without the Go client.
 #
 # The URL defaults to $FOLLOWGRAPH_TEST_REDIS, then redis://127.0.0.1:6379;
@@ -54,15 +55,15 @@ seeds-event)
 		$r $r "$now"
 	;;
 ours)
-	sha=$(redis-cli -u "$url" SCRIPT LOAD "$(cat "$dir/../lua/version.lua" "$dir/../lua/change.lua")")
+	sha=$(redis-cli -u "$url" SCRIPT LOAD "$(cd "$dir/../lua" && cat layout.lua version.lua live.lua change.lua)")
 	# The outbox stream exists, as InitOutbox makes it (the script refuses
 	# to write without it).
 	redis-cli -u "$url" XADD "${prefix}outbox" MAXLEN 0 '*' created 1 >/dev/null
 	# Members are 12 decimal digits here, 8 bytes in the engine: the same
 	# work for Redis. The time is now's, in ms, as a live follow's.
-	set -- 7 "${prefix}{$r}:out" "${prefix}{$r}:ov" "${prefix}{$r}:h" "${prefix}outbox" \
+	set -- 8 "${prefix}{$r}:out" "${prefix}{$r}:ov" "${prefix}{$r}:h" "${prefix}outbox" "${prefix}{$r}:rf" \
 		"${prefix}{$r}:in" "${prefix}{$r}:iv" "${prefix}{$r}:h" \
-		follow $r "$now" 0 100000000 $r $r $r
+		follow $r "$now" 0 100000000 $r $r 0 0 $r 0
 	;;
 *)
 	echo "follow_bench.sh: unknown mode $mode: seeds, seeds-event or ours" >&2
