@@ -59,25 +59,23 @@ func (l chunkedLayout) load(ctx context.Context, c rueidis.Client, p string, eve
 	}{{"out", out}, {"in", in}} {
 		for u, es := range side.lists {
 			slices.SortFunc(es, func(a, b entry) int { return cmp.Compare(b.ms, a.ms) }) // newest first
-			if len(es) <= l.max {
-				z := c.B().Zadd().Key(p + "{" + u.String() + "}:" + side.name).ScoreMember()
+			zadd := func(key string, es []entry) error {
+				z := c.B().Zadd().Key(key).ScoreMember()
 				for _, e := range es {
 					z = z.ScoreMember(float64(e.ms), l.member(e.other))
 				}
-				if err := pipe.add(ctx, z.Build()); err != nil {
+				return pipe.add(ctx, z.Build())
+			}
+			if len(es) <= l.max {
+				if err := zadd(p+"{"+u.String()+"}:"+side.name, es); err != nil {
 					return err
 				}
 				continue
 			}
 			dir := c.B().Zadd().Key(p + "{" + u.String() + "}:" + side.name + "d").ScoreMember()
 			for k := 0; len(es) > 0; k++ {
-				n := min(fill, len(es))
-				id := strconv.Itoa(k)
-				z := c.B().Zadd().Key(p + "{" + u.String() + ":" + id + "}:" + side.name).ScoreMember()
-				for _, e := range es[:n] {
-					z = z.ScoreMember(float64(e.ms), l.member(e.other))
-				}
-				if err := pipe.add(ctx, z.Build()); err != nil {
+				n, id := min(fill, len(es)), strconv.Itoa(k)
+				if err := zadd(p+"{"+u.String()+":"+id+"}:"+side.name, es[:n]); err != nil {
 					return err
 				}
 				dir = dir.ScoreMember(float64(es[0].ms), id)
@@ -88,23 +86,20 @@ func (l chunkedLayout) load(ctx context.Context, c rueidis.Client, p string, eve
 			}
 		}
 	}
-	for u := range out {
+	users := map[fg.UserID]bool{}
+	for _, e := range events {
+		users[e.User], users[e.Target] = true, true
+	}
+	for u := range users {
 		if err := pipe.add(ctx, l.counters(c, p, u, len(out[u]), len(in[u]))); err != nil {
 			return err
-		}
-	}
-	for u := range in {
-		if _, ok := out[u]; !ok {
-			if err := pipe.add(ctx, l.counters(c, p, u, 0, len(in[u]))); err != nil {
-				return err
-			}
 		}
 	}
 	return pipe.flush(ctx)
 }
 
-// counters is the HSET of u's counters hash: following and followers,
-// and a change stamp and clock as today's hash holds them.
+// counters is the HSET of u's counters hash: following and followers, a
+// change stamp and a clock.
 func (l chunkedLayout) counters(c rueidis.Client, p string, u fg.UserID, following, followers int) rueidis.Completed {
 	return c.B().Hset().Key(p+"{"+u.String()+"}:h").FieldValue().
 		FieldValue("nout", strconv.Itoa(following)).FieldValue("nin", strconv.Itoa(followers)).

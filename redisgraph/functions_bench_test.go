@@ -3,8 +3,6 @@ package redisgraph
 import (
 	"context"
 	"math/rand/v2"
-	"strconv"
-	"strings"
 	"sync/atomic"
 	"testing"
 
@@ -48,9 +46,7 @@ func BenchmarkScriptCall(b *testing.B) {
 					if u == t {
 						t = u%1_000_000 + 1
 					}
-					keys := []string{g.key(u, layout.Out), g.key(u, layout.OutVersions), g.key(u, layout.Counters), g.outbox(u), g.key(u, layout.Flags),
-						g.key(t, layout.In), g.key(t, layout.InVersions), g.key(t, layout.Counters)}
-					res, err := c.Do(ctx, way.cmd(c, change, keys, g.liveArgs("follow", u, t, g.writeRate, "0"))).ToArray()
+					res, err := c.Do(ctx, way.cmd(c, change, g.changeKeys(u, t), g.liveArgs("follow", u, t, g.writeRate, "0"))).ToArray()
 					if err != nil {
 						b.Error(err)
 						return
@@ -76,11 +72,7 @@ func BenchmarkScriptCall(b *testing.B) {
 // Graph on it and the follow script loaded both ways.
 func scriptCallRedis(b *testing.B) (rueidis.Client, *testGraph, *script) {
 	addr, _ := privateRedis(b)
-	c, err := rueidis.NewClient(rueidis.ClientOption{InitAddress: []string{addr}, ForceSingleClient: true})
-	if err != nil {
-		b.Fatal(err)
-	}
-	b.Cleanup(c.Close)
+	c := singleClient(b, addr)
 	g := newTestGraph(b, c)
 	change := g.run(scriptChange)
 	lib := "#!lua name=fgbench\nredis.register_function('change', function(KEYS, ARGV)\n" + change.src + "\nend)\n"
@@ -88,31 +80,4 @@ func scriptCallRedis(b *testing.B) (rueidis.Client, *testGraph, *script) {
 		b.Fatalf("FUNCTION LOAD: %v", err)
 	}
 	return c, g, change
-}
-
-// commandStat returns the calls and usec of INFO commandstats' line of
-// cmd (0, 0 when Redis has none yet).
-func commandStat(tb testing.TB, c rueidis.Client, cmd string) (calls, usec int64) {
-	tb.Helper()
-	info, err := c.Do(context.Background(), c.B().Info().Section("commandstats").Build()).ToString()
-	if err != nil {
-		tb.Fatal(err)
-	}
-	for line := range strings.Lines(info) {
-		rest, ok := strings.CutPrefix(strings.TrimSpace(line), "cmdstat_"+cmd+":")
-		if !ok {
-			continue
-		}
-		for field := range strings.SplitSeq(rest, ",") {
-			k, v, _ := strings.Cut(field, "=")
-			n, _ := strconv.ParseInt(v, 10, 64)
-			switch k {
-			case "calls":
-				calls = n
-			case "usec":
-				usec = n
-			}
-		}
-	}
-	return calls, usec
 }

@@ -45,6 +45,7 @@ func TestGuard(t *testing.T) {
 				}
 			}
 			g.deleteKeys(t)
+			g.awaitInvalidations(t)
 			for name, read := range reads {
 				if err := read(); fg.ErrorCode(err) != fg.EUnavailable {
 					t.Errorf("%s with the graph lost: %v, want %s", name, err, fg.EUnavailable)

@@ -3,7 +3,6 @@ package redisgraph_test
 import (
 	"context"
 	"flag"
-	"fmt"
 	"runtime"
 	"strconv"
 	"strings"
@@ -133,18 +132,6 @@ func redisCPU(tb testing.TB, c rueidis.Client) float64 {
 // evalshaMicros returns the microseconds Redis has spent in EVALSHA.
 func evalshaMicros(tb testing.TB, c rueidis.Client) float64 {
 	tb.Helper()
-	info, err := c.Do(context.Background(), c.B().Info().Section("commandstats").Build()).ToString()
-	if err != nil {
-		tb.Fatal(err)
-	}
-	for line := range strings.Lines(info) {
-		if rest, ok := strings.CutPrefix(line, "cmdstat_evalsha:"); ok {
-			var calls, usec float64
-			if _, err := fmt.Sscanf(strings.ReplaceAll(rest, ",", " "), "calls=%g usec=%g", &calls, &usec); err != nil {
-				tb.Fatalf("cmdstat_evalsha %q: %v", rest, err)
-			}
-			return usec
-		}
-	}
-	return 0
+	_, usec := redisgraph.CommandStat(tb, c, "evalsha")
+	return float64(usec)
 }

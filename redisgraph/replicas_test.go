@@ -84,13 +84,13 @@ func TestReplicas(t *testing.T) {
 
 // singleClient returns a client of the one Redis at addr, closed with the
 // test.
-func singleClient(t *testing.T, addr string) rueidis.Client {
-	t.Helper()
+func singleClient(tb testing.TB, addr string) rueidis.Client {
+	tb.Helper()
 	c, err := rueidis.NewClient(rueidis.ClientOption{InitAddress: []string{addr}, ForceSingleClient: true})
 	if err != nil {
-		t.Fatal(err)
+		tb.Fatal(err)
 	}
-	t.Cleanup(c.Close)
+	tb.Cleanup(c.Close)
 	return c
 }
 

@@ -221,21 +221,25 @@ func (g *testGraph) deleteKeys(tb testing.TB) {
 			return
 		}
 	}
-	g.awaitInvalidations(tb)
 }
 
 // awaitInvalidations returns once the client-side cache has dropped what
-// a change just made has invalidated. Redis pushes an invalidation on the
+// a change just made has invalidated (deleteKeys, when a test reads on). Redis pushes an invalidation on the
 // connection that cached the key, which may not be the one that changed
 // it, so it can arrive after the change's reply; a cached read sent next
 // to the key's slot goes on that same connection, and its reply follows
 // the push. A Redis that truly loses the graph closes the connections
 // instead, and their caches go with them.
 func (g *testGraph) awaitInvalidations(tb testing.TB) {
+	g.mu.Lock()
+	defer g.mu.Unlock()
 	barrier := randomPrefix()
+	var cmds []rueidis.CacheableTTL
 	for u := range g.users {
-		key := g.prefix + ":{" + u.String() + "}:" + barrier
-		if err := g.c.DoCache(context.Background(), g.c.B().Get().Key(key).Cache(), time.Second).Error(); err != nil && !rueidis.IsRedisNil(err) {
+		cmds = append(cmds, rueidis.CT(g.c.B().Get().Key(g.prefix+":{"+u.String()+"}:"+barrier).Cache(), time.Second))
+	}
+	for _, r := range g.c.DoMultiCache(context.Background(), cmds...) {
+		if err := r.Error(); err != nil && !rueidis.IsRedisNil(err) {
 			tb.Errorf("waiting for the invalidations of %s: %v", g.prefix, err)
 		}
 	}
@@ -387,3 +391,26 @@ func waitFor(d time.Duration, ok func() bool) error {
 	}
 	return nil
 }
+
+// commandStat returns the calls and usec of INFO commandstats' line of
+// cmd (0, 0 when Redis has none yet).
+func commandStat(tb testing.TB, c rueidis.Client, cmd string) (calls, usec int64) {
+	tb.Helper()
+	info, err := c.Do(context.Background(), c.B().Info().Section("commandstats").Build()).ToString()
+	if err != nil {
+		tb.Fatal(err)
+	}
+	for line := range strings.Lines(info) {
+		if rest, ok := strings.CutPrefix(strings.TrimSpace(line), "cmdstat_"+cmd+":"); ok {
+			if _, err := fmt.Sscanf(strings.ReplaceAll(rest, ",", " "), "calls=%d usec=%d", &calls, &usec); err != nil {
+				tb.Fatalf("cmdstat_%s %q: %v", cmd, rest, err)
+			}
+			return calls, usec
+		}
+	}
+	return 0, 0
+}
+
+// CommandStat is commandStat, for the benchmarks of package
+// redisgraph_test.
+var CommandStat = commandStat

@@ -90,12 +90,8 @@ func (g *Graph) change(ctx context.Context, user, target fg.UserID, op fg.Op, pr
 		}
 	}
 	before := g.epochsOf(user, target)
-	keys := []string{g.key(user, layout.Out), g.key(user, layout.OutVersions), g.key(user, layout.Counters), g.outbox(user), g.key(user, layout.Flags)}
 	args := g.liveArgs(op.String(), user, target, g.writeRate, private)
-	if !g.cluster {
-		keys = append(keys, g.key(target, layout.In), g.key(target, layout.InVersions), g.key(target, layout.Counters))
-	}
-	res, err := g.exec(ctx, scriptChange, keys, args).ToArray()
+	res, err := g.exec(ctx, scriptChange, g.changeKeys(user, target), args).ToArray()
 	if err != nil {
 		return changeResult{}, unavailable(op.String(), err)
 	}
@@ -128,6 +124,16 @@ func (g *Graph) change(ctx context.Context, user, target fg.UserID, op fg.Op, pr
 	id, _ := res[2].ToString()
 	g.noteStamps(res[3:], user, target)
 	return r, g.complete(ctx, before, user, id, fg.NewEvent(user, target, op, v))
+}
+
+// changeKeys returns the keys lua/change.lua takes for user→target: the
+// user's side, and on a standalone Redis the target's too.
+func (g *Graph) changeKeys(user, target fg.UserID) []string {
+	keys := []string{g.key(user, layout.Out), g.key(user, layout.OutVersions), g.key(user, layout.Counters), g.outbox(user), g.key(user, layout.Flags)}
+	if !g.cluster {
+		keys = append(keys, g.key(target, layout.In), g.key(target, layout.InVersions), g.key(target, layout.Counters))
+	}
+	return keys
 }
 
 // liveArgs returns the arguments lua/change.lua and lua/edge.lua take, up
