@@ -403,8 +403,9 @@ func TestClusterApply(t *testing.T) {
 // version and since; the delete then leaves no edge with user 1 anywhere.
 func TestClusterJobStepFaults(t *testing.T) {
 	var failed atomic.Int64
+	var armed atomic.Bool // the next step fails: each job has at least one failure
 	g := newTestGraph(t, clusterClient(t), withJobStepFault(func(fg.UserID) error {
-		if rand.IntN(3) == 0 {
+		if armed.CompareAndSwap(true, false) || rand.IntN(3) == 0 {
 			failed.Add(1)
 			return errInjected
 		}
@@ -426,6 +427,7 @@ func TestClusterJobStepFaults(t *testing.T) {
 
 	for _, st := range []fg.State{fg.StateSuspended, fg.StateActive, fg.StateDeleted} {
 		was := failed.Load()
+		armed.Store(true)
 		if _, err := g.SetState(ctx, 1, st); err != nil {
 			t.Fatal(err)
 		}
