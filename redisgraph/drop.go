@@ -11,7 +11,7 @@ import (
 
 // The deletes of outbox entries that acknowledged writes leave (see
 // WithHook) wait in a queue of dropQueue entries for one goroutine, which
-// sends what has queued up, up to dropBatch deletes, in one pipeline.
+// sends what has queued up, up to dropBatch entries, in one pipeline.
 const (
 	dropQueue = 4096
 	dropBatch = 256
@@ -58,27 +58,43 @@ func (g *Graph) dropFromOutbox(user fg.UserID, id string) {
 }
 
 // dropLoop deletes the entries of queue until it is closed, then closes
-// done.
+// done. What has queued up goes in one pipeline of one XDEL per stream,
+// naming all of that stream's entries: Redis's work outside a command's
+// own (reading, parsing, replying) is paid once per command, not per entry.
 func (g *Graph) dropLoop(ctx context.Context, queue <-chan droppedEntry, done chan<- struct{}) {
 	defer close(done)
+	ids := map[string][]string{} // by stream, in the order they queued
+	var streams []string
 	for e := range queue {
-		// A new slice each time: rueidis may still read one whose wait
-		// was cancelled.
-		cmds := rueidis.Commands{g.c.B().Xdel().Key(e.stream).Id(e.id).Build()}
+		clear(ids)
+		streams = streams[:0]
+		add := func(e droppedEntry) {
+			if ids[e.stream] == nil {
+				streams = append(streams, e.stream)
+			}
+			ids[e.stream] = append(ids[e.stream], e.id)
+		}
+		add(e)
 	more:
-		for len(cmds) < dropBatch {
+		for n := 1; n < dropBatch; n++ {
 			select {
 			case e, ok := <-queue:
 				if !ok {
 					break more
 				}
-				cmds = append(cmds, g.c.B().Xdel().Key(e.stream).Id(e.id).Build())
+				add(e)
 			default:
 				break more
 			}
 		}
 		if ctx.Err() != nil {
 			continue // closing: drain without sending
+		}
+		// New slices each time: rueidis may still read those of a
+		// pipeline whose wait was cancelled.
+		cmds := make(rueidis.Commands, 0, len(streams))
+		for _, s := range streams {
+			cmds = append(cmds, g.c.B().Xdel().Key(s).Id(ids[s]...).Build())
 		}
 		// ctx has no deadline, so that close's cancellation ends the wait
 		// for replies at once (see cancelAfter). A connection rueidis

@@ -103,6 +103,54 @@ func TestDropFromOutbox(t *testing.T) {
 	}
 }
 
+// TestDropBatches: the deletes that queue up while Redis is busy go as one
+// XDEL of many entries, not one command each, and every entry is deleted.
+func TestDropBatches(t *testing.T) {
+	addr, proc := privateRedis(t)
+	c, err := rueidis.NewClient(rueidis.ClientOption{InitAddress: []string{addr}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	g, err := New(t.Context(), c, WithPrefix(randomPrefix()), WithVouchScope(testScope))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer g.Close()
+	ctx := t.Context()
+	stream := g.outbox(1)
+	const entries = 1000
+	ids := make([]string, entries)
+	for i := range ids {
+		if ids[i], err = c.Do(ctx, c.B().Xadd().Key(stream).Id("*").FieldValue().FieldValue("u", "1").Build()).ToString(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := c.Do(ctx, c.B().ConfigResetstat().Build()).Error(); err != nil {
+		t.Fatal(err)
+	}
+	// Stalled while they queue up (the first may be sent alone).
+	if err := proc.Signal(syscall.SIGSTOP); err != nil {
+		t.Fatal(err)
+	}
+	for _, id := range ids {
+		g.dropFromOutbox(1, id)
+	}
+	if err := proc.Signal(syscall.SIGCONT); err != nil {
+		t.Fatal(err)
+	}
+	if err := waitFor(5*time.Second, func() bool {
+		n, err := c.Do(ctx, c.B().Xlen().Key(stream).Build()).AsInt64()
+		return err == nil && n == 0
+	}); err != nil {
+		t.Fatalf("the outbox entries were not all deleted: %v", err)
+	}
+	// One for the first entry, then a command per dropBatch entries.
+	if calls, _ := commandStat(t, c, "xdel"); calls > 2+entries/dropBatch {
+		t.Errorf("%d entries deleted by %d XDEL commands, want at most %d", entries, calls, 2+entries/dropBatch)
+	}
+}
+
 // goroutines returns the stacks of every goroutine.
 func goroutines() string {
 	var b strings.Builder
