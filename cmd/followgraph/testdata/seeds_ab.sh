@@ -4,7 +4,8 @@
 # loopback only. Environment: EDGES (2000000), ROUNDS (2), SECS (15, each
 # measured run), CONCURRENCY (64), COMMANDSTATS (0; 1: after each measured
 # run, the Redis time of the 8 dearest commands per request, from INFO
-# commandstats, CONFIG RESETSTAT before the run).
+# commandstats, CONFIG RESETSTAT before the run), MIXES ("writes reads": the
+# mixes measured, in order).
 #
 # It builds followgraph and seedcost, generates a graph of EDGES edges
 # (`gen --seed 7`, EDGES/50 users) and starts two Redis servers of its own
@@ -21,6 +22,7 @@
 # each run's Redis CPU per request and the ratios ours/seeds.
 set -euo pipefail
 edges=${EDGES:-2000000} rounds=${ROUNDS:-2} secs=${SECS:-15} conc=${CONCURRENCY:-64}
+mixes=${MIXES:-writes reads}
 users=$((edges / 50))
 repo=$(cd "$(dirname "$0")/../../.." && pwd)
 work=$(mktemp -d)
@@ -99,7 +101,7 @@ ours() { "$fg" bench --url "$url" --mix "$1" --users "$users" --concurrency "$co
 seeds() { "$sc" -redis "127.0.0.1:$sport" -prefix sd: -mix "$1" -users "$users" -concurrency "$conc" -duration "$2s" -seed "$3"; }
 declare -A per
 for round in $(seq 1 "$rounds"); do
-	for mix in writes reads; do
+	for mix in $mixes; do
 		seed=$((round * 10))
 		ours "$mix" 3 $((seed + 1))
 		resetstat "$oport"
@@ -128,6 +130,8 @@ print(t["requests"], round(t["requests"] / r["elapsed_seconds"]), t["non_2xx"] +
 		grep '^first error' <<<"$out" || true
 		commandstats "$sport" "$n"
 	done
-	echo "round $round: Redis CPU per request ours/seeds, writes $(calc "${per[ours.writes]} / ${per[seeds.writes]}"), reads $(calc "${per[ours.reads]} / ${per[seeds.reads]}")"
+	ratios=""
+	for mix in $mixes; do ratios+=", $mix $(calc "${per[ours.$mix]} / ${per[seeds.$mix]}")"; done
+	echo "round $round: Redis CPU per request ours/seeds${ratios}"
 done
 echo "load average at the end: $(cut -d' ' -f1-3 /proc/loadavg)"
