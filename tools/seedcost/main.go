@@ -31,6 +31,16 @@
 // used_cpu_sys + used_cpu_user). The writes mix's blocks (2%) and follow
 // requests to private users (5%) have no counterpart in the design: they
 // are sent as follows of the same ids, so every request is one write.
+//
+// Two options make the comparison with followgraph's writes closer:
+// -rate sends the requests at a given rate (followgraph's, measured in the
+// same run) rather than as fast as the clients go, since Redis's work per
+// request depends on how many requests each of its reads and writes of a
+// connection carries; -outbox adds what a durable write costs the design
+// at the least: the follow and unfollow scripts also append the change's
+// event to a stream, <prefix>outbox, in the same atomic step, and once a
+// change is made the driver deletes its entry, as followgraph does once
+// its event log has the event (what queued up as one XDEL).
 package main
 
 import (
@@ -48,6 +58,7 @@ import (
 	"time"
 
 	"github.com/redis/rueidis"
+	"golang.org/x/time/rate"
 
 	"github.com/followgraph/followgraph/loadgen"
 )
@@ -60,6 +71,12 @@ redis.call('HINCRBY', KEYS[3], 'following', 1)
 redis.call('HINCRBY', KEYS[4], 'fans', 1)
 return 1`
 
+// withEvent returns a write script that also appends the change's event to
+// the stream KEYS[5], returning its entry id in place of 1.
+func withEvent(src, op string) string {
+	return strings.Replace(src, "return 1", "return redis.call('XADD', KEYS[5], '*', 'u', ARGV[1], 't', ARGV[2], 'op', '"+op+"', 'v', ARGV[3])", 1)
+}
+
 const unfollowLua = `
 if not redis.call('ZSCORE', KEYS[1], ARGV[2]) then return 0 end
 redis.call('ZREM', KEYS[1], ARGV[2])
@@ -69,13 +86,16 @@ redis.call('HINCRBY', KEYS[4], 'fans', -1)
 return 1`
 
 var (
-	followScript   = rueidis.NewLuaScript(followLua)
-	unfollowScript = rueidis.NewLuaScript(unfollowLua)
+	followScript        = rueidis.NewLuaScript(followLua)
+	unfollowScript      = rueidis.NewLuaScript(unfollowLua)
+	followEventScript   = rueidis.NewLuaScript(withEvent(followLua, "follow"))
+	unfollowEventScript = rueidis.NewLuaScript(withEvent(unfollowLua, "unfollow"))
 )
 
 type seeds struct {
 	r      rueidis.Client
 	prefix string
+	outbox bool // the writes append their events, deleted once made (-outbox)
 }
 
 func (s seeds) key(kind string, u uint64) string {
@@ -97,13 +117,15 @@ func main() {
 	dur := flag.Duration("duration", 20*time.Second, "how long to send requests")
 	skew := flag.Float64("skew", 1.1, "Zipf exponent of the ids' popularity (0: uniform), as followgraph bench --skew")
 	seed := flag.Uint64("seed", 1, "seed of the ids and the mix, as followgraph bench --seed")
+	perSec := flag.Float64("rate", 0, "requests per second, all clients together (0: as fast as they go)")
+	outbox := flag.Bool("outbox", false, "writes append their events to a stream, deleted once made")
 	flag.Parse()
 	r, err := rueidis.NewClient(rueidis.ClientOption{InitAddress: []string{*addr}, DisableCache: true})
 	if err != nil {
 		fail(err)
 	}
 	defer r.Close()
-	s := seeds{r: r, prefix: *prefix}
+	s := seeds{r: r, prefix: *prefix, outbox: *outbox}
 	ctx := context.Background()
 	switch {
 	case *load != "":
@@ -114,7 +136,7 @@ func main() {
 		if *mix != "reads" && *mix != "writes" {
 			fail(fmt.Errorf("mix %q: want reads or writes", *mix))
 		}
-		err = s.drive(ctx, *mix, *users, *conc, *dur, *skew, *seed)
+		err = s.drive(ctx, *mix, *users, *conc, *dur, *skew, *seed, *perSec)
 	}
 	if err != nil {
 		fail(err)
@@ -199,9 +221,17 @@ func cpu(ctx context.Context, r rueidis.Client) (float64, error) {
 }
 
 // drive sends the mix for dur from conc clients and prints what it took.
-func (s seeds) drive(ctx context.Context, mix string, users, conc int, dur time.Duration, skew float64, seed uint64) error {
-	if users < 2 || conc < 1 || dur <= 0 {
-		return fmt.Errorf("users must be at least 2, concurrency and duration positive")
+func (s seeds) drive(ctx context.Context, mix string, users, conc int, dur time.Duration, skew float64, seed uint64, perSec float64) error {
+	if users < 2 || conc < 1 || dur <= 0 || perSec < 0 {
+		return fmt.Errorf("users must be at least 2, concurrency and duration positive, rate not negative")
+	}
+	limit := rate.NewLimiter(rate.Inf, 0)
+	if perSec > 0 {
+		limit = rate.NewLimiter(rate.Limit(perSec), 1)
+	}
+	var drops *dropper
+	if s.outbox {
+		drops = newDropper(s.r, s.key("outbox", 0))
 	}
 	c0, err := cpu(ctx, s.r)
 	if err != nil {
@@ -216,12 +246,15 @@ func (s seeds) drive(ctx context.Context, mix string, users, conc int, dur time.
 		// As loadgen.Run: one generator per client, seeded (seed, i), the
 		// Zipf ids drawn from it.
 		rng := rand.New(rand.NewPCG(seed, uint64(i)))
-		w := &worker{s: s, mix: mix, users: users, rng: rng, tmp: s.prefix + "tmp:" + strconv.Itoa(i)}
+		w := &worker{s: s, mix: mix, users: users, rng: rng, tmp: s.prefix + "tmp:" + strconv.Itoa(i), drops: drops}
 		if skew > 0 {
 			w.zipf = rand.NewZipf(rng, skew, 10, uint64(users-1))
 		}
 		wg.Go(func() {
 			for !done.Load() {
+				if limit.Wait(ctx) != nil {
+					return
+				}
 				if err := w.send(ctx); err != nil {
 					errs.Add(1)
 					firstErr.CompareAndSwap(nil, err.Error())
@@ -234,6 +267,9 @@ func (s seeds) drive(ctx context.Context, mix string, users, conc int, dur time.
 	done.Store(true)
 	wg.Wait()
 	elapsed := time.Since(start).Seconds()
+	if drops != nil {
+		drops.close() // its deletes are the writes' work too
+	}
 	c1, err := cpu(ctx, s.r)
 	if err != nil {
 		return err
@@ -256,6 +292,7 @@ type worker struct {
 	rng      *rand.Rand
 	zipf     *rand.Zipf
 	tmp      string      // this client's temporary keys
+	drops    *dropper    // with -outbox: deletes the events of the changes made
 	pages    [2][]uint64 // users whose first page was full: their second page exists
 	followed [][2]uint64 // recent follows, to unfollow
 }
@@ -313,12 +350,9 @@ func (w *worker) send(ctx context.Context) error {
 				w.followed[i] = w.followed[n-1]
 				w.followed = w.followed[:n-1]
 			}
-			return unfollowScript.Exec(ctx, r, s.edgeKeys(u, t),
-				[]string{strconv.FormatUint(u, 10), strconv.FormatUint(t, 10)}).Error()
+			return w.write(ctx, unfollowScript, unfollowEventScript, u, t)
 		}
-		ms := strconv.FormatInt(time.Now().UnixMilli(), 10)
-		return followScript.Exec(ctx, r, s.edgeKeys(u, t),
-			[]string{strconv.FormatUint(u, 10), strconv.FormatUint(t, 10), ms}).Error()
+		return w.write(ctx, followScript, followEventScript, u, t)
 	}
 	switch {
 	case x < 40: // a page of 20 (offset paging); half the time the second page of a full first one
@@ -369,6 +403,63 @@ func (w *worker) send(ctx context.Context) error {
 	return firstError(r.DoMulti(ctx,
 		b.Zinterstore().Destination(dst).Numkeys(2).Key(a, c).Build(),
 		b.Zrevrange().Key(dst).Start(0).Stop(pageSize-1).Build()))
+}
+
+// write runs the follow or unfollow script of u → t: plain, or with -outbox
+// the one with the event, whose entry it then has deleted.
+func (w *worker) write(ctx context.Context, plain, event *rueidis.Lua, u, t uint64) error {
+	ms := strconv.FormatInt(time.Now().UnixMilli(), 10)
+	args := []string{strconv.FormatUint(u, 10), strconv.FormatUint(t, 10), ms}
+	if w.drops == nil {
+		return plain.Exec(ctx, w.s.r, w.s.edgeKeys(u, t), args).Error()
+	}
+	res := event.Exec(ctx, w.s.r, append(w.s.edgeKeys(u, t), w.drops.stream), args)
+	if id, err := res.ToString(); err == nil {
+		w.drops.drop(id)
+		return nil
+	}
+	return res.Error() // nil for 0: nothing changed, no event
+}
+
+// dropper deletes the entries of one stream off the writers' path, what
+// has queued up (up to 256) by one XDEL, as followgraph's writes do.
+type dropper struct {
+	r      rueidis.Client
+	stream string
+	queue  chan string
+	done   chan struct{}
+}
+
+func newDropper(r rueidis.Client, stream string) *dropper {
+	d := &dropper{r: r, stream: stream, queue: make(chan string, 4096), done: make(chan struct{})}
+	go func() {
+		defer close(d.done)
+		for id := range d.queue {
+			ids := []string{id}
+		more:
+			for len(ids) < 256 {
+				select {
+				case id, ok := <-d.queue:
+					if !ok {
+						break more
+					}
+					ids = append(ids, id)
+				default:
+					break more
+				}
+			}
+			r.Do(context.Background(), r.B().Xdel().Key(stream).Id(ids...).Build())
+		}
+	}()
+	return d
+}
+
+func (d *dropper) drop(id string) { d.queue <- id }
+
+// close deletes what is queued and returns once it is done.
+func (d *dropper) close() {
+	close(d.queue)
+	<-d.done
 }
 
 func firstError(res []rueidis.RedisResult) error {

@@ -5,7 +5,9 @@
 # measured run), CONCURRENCY (64), COMMANDSTATS (0; 1: after each measured
 # run, the Redis time of the 8 dearest commands per request, from INFO
 # commandstats, CONFIG RESETSTAT before the run), MIXES ("writes reads": the
-# mixes measured, in order).
+# mixes measured, in order), SAME_RATE (1: the seeds' side also runs at the
+# rate ours served, seedcost -rate, and for writes also with an outbox,
+# seedcost -outbox; 0: only as fast as it goes).
 #
 # It builds followgraph and seedcost, generates a graph of EDGES edges
 # (`gen --seed 7`, EDGES/50 users) and starts two Redis servers of its own
@@ -22,7 +24,7 @@
 # each run's Redis CPU per request and the ratios ours/seeds.
 set -euo pipefail
 edges=${EDGES:-2000000} rounds=${ROUNDS:-2} secs=${SECS:-15} conc=${CONCURRENCY:-64}
-mixes=${MIXES:-writes reads}
+mixes=${MIXES:-writes reads} same_rate=${SAME_RATE:-1}
 users=$((edges / 50))
 repo=$(cd "$(dirname "$0")/../../.." && pwd)
 work=$(mktemp -d)
@@ -98,7 +100,26 @@ awk -v o="$(calc "$c1 - $c0" 6)" -v s="$(calc "$d1 - $d0" 6)" 'BEGIN {
 
 # ours MIX SECS SEED [JSON]: bench against serve; seeds MIX SECS SEED: seedcost.
 ours() { "$fg" bench --url "$url" --mix "$1" --users "$users" --concurrency "$conc" --duration "$2s" --seed "$3" --json >"${4:-/dev/null}"; }
-seeds() { "$sc" -redis "127.0.0.1:$sport" -prefix sd: -mix "$1" -users "$users" -concurrency "$conc" -duration "$2s" -seed "$3"; }
+seeds() { "$sc" -redis "127.0.0.1:$sport" -prefix sd: -mix "$1" -users "$users" -concurrency "$conc" -duration "$2s" -seed "$3" "${@:4}"; }
+# seedrun LABEL KEY MIX SEED [FLAGS...]: one measured run of seedcost with
+# FLAGS; its Redis CPU per request goes in per[KEY.MIX].
+seedrun() {
+	local label=$1 key=$2 mix=$3 seed=$4
+	shift 4
+	resetstat "$sport"
+	local d0 d1 out n rate bad
+	d0=$(cpu "$sport")
+	out=$(seeds "$mix" "$secs" "$seed" "$@")
+	sleep 1
+	d1=$(cpu "$sport")
+	n=$(sed -n 's/^seeds [a-z]*: \([0-9]*\) requests.*/\1/p' <<<"$out" | head -1)
+	rate=$(sed -n 's/.* \([0-9]*\) requests\/s.*/\1/p' <<<"$out" | head -1)
+	bad=$(sed -n 's/.*errors \([0-9]*\).*/\1/p' <<<"$out" | head -1)
+	per[$key.$mix]=$(calc "($d1 - $d0) * 1000000 / $n" 1)
+	echo "round $round $mix, $label: $n requests, $rate/s, errors $bad; Redis CPU $(calc "$d1 - $d0") s = ${per[$key.$mix]} us/request"
+	grep '^first error' <<<"$out" || true
+	commandstats "$sport" "$n"
+}
 declare -A per
 for round in $(seq 1 "$rounds"); do
 	for mix in $mixes; do
@@ -117,21 +138,23 @@ print(t["requests"], round(t["requests"] / r["elapsed_seconds"]), t["non_2xx"] +
 		echo "round $round $mix, ours:  $n requests, $rate/s, non-2xx or errors $bad; Redis CPU $(calc "$c1 - $c0") s = ${per[ours.$mix]} us/request"
 		commandstats "$oport" "$n"
 		seeds "$mix" 3 $((seed + 1)) >/dev/null
-		resetstat "$sport"
-		d0=$(cpu "$sport")
-		out=$(seeds "$mix" "$secs" "$seed")
-		sleep 1
-		d1=$(cpu "$sport")
-		n=$(sed -n 's/^seeds [a-z]*: \([0-9]*\) requests.*/\1/p' <<<"$out" | head -1)
-		rate=$(sed -n 's/.* \([0-9]*\) requests\/s.*/\1/p' <<<"$out" | head -1)
-		bad=$(sed -n 's/.*errors \([0-9]*\).*/\1/p' <<<"$out" | head -1)
-		per[seeds.$mix]=$(calc "($d1 - $d0) * 1000000 / $n" 1)
-		echo "round $round $mix, seeds: $n requests, $rate/s, errors $bad; Redis CPU $(calc "$d1 - $d0") s = ${per[seeds.$mix]} us/request"
-		grep '^first error' <<<"$out" || true
-		commandstats "$sport" "$n"
+		seedrun "seeds" seeds "$mix" "$seed"
+		if [[ $same_rate == 1 ]]; then
+			seedrun "seeds at ours' rate" rate "$mix" "$seed" -rate "$rate"
+			if [[ $mix == writes ]]; then
+				seedrun "seeds with an outbox, at ours' rate" outbox "$mix" "$seed" -rate "$rate" -outbox
+			fi
+		fi
 	done
 	ratios=""
-	for mix in $mixes; do ratios+=", $mix $(calc "${per[ours.$mix]} / ${per[seeds.$mix]}")"; done
+	for mix in $mixes; do
+		ratios+=", $mix $(calc "${per[ours.$mix]} / ${per[seeds.$mix]}")"
+		if [[ $same_rate == 1 ]]; then
+			ratios+=" (at ours' rate $(calc "${per[ours.$mix]} / ${per[rate.$mix]}")"
+			[[ $mix != writes ]] || ratios+=", with an outbox $(calc "${per[ours.$mix]} / ${per[outbox.$mix]}")"
+			ratios+=")"
+		fi
+	done
 	echo "round $round: Redis CPU per request ours/seeds${ratios}"
 done
 echo "load average at the end: $(cut -d' ' -f1-3 /proc/loadavg)"
