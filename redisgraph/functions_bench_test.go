@@ -81,3 +81,42 @@ func scriptCallRedis(b *testing.B) (rueidis.Client, *testGraph, *script) {
 	}
 	return c, g, change
 }
+
+// BenchmarkScriptHeader: what a script pays at every call for the
+// generated declarations it starts with, as Redis's time per call (INFO
+// commandstats) of a script that does nothing else: none, lua/status.lua
+// (every script), lua/status.lua and lua/layout.lua (the scripts that read
+// the layout's tables). Each run starts a Redis of its own.
+func BenchmarkScriptHeader(b *testing.B) {
+	for _, h := range []struct{ name, src string }{
+		{"None", ""},
+		{"Status", luaStatus},
+		{"StatusLayout", luaStatus + luaLayout},
+	} {
+		b.Run(h.name, func(b *testing.B) {
+			addr, _ := privateRedis(b)
+			c := singleClient(b, addr)
+			ctx := context.Background()
+			sha, err := c.Do(ctx, c.B().ScriptLoad().Script(h.src+"return 1\n").Build()).ToString()
+			if err != nil {
+				b.Fatal(err)
+			}
+			calls0, usec0 := commandStat(b, c, "evalsha")
+			b.SetParallelism(32)
+			b.ResetTimer()
+			b.RunParallel(func(pb *testing.PB) {
+				for pb.Next() {
+					if err := c.Do(ctx, c.B().Evalsha().Sha1(sha).Numkeys(0).Build()).Error(); err != nil {
+						b.Error(err)
+						return
+					}
+				}
+			})
+			b.StopTimer()
+			calls1, usec1 := commandStat(b, c, "evalsha")
+			if calls1 > calls0 {
+				b.ReportMetric(float64(usec1-usec0)/float64(calls1-calls0), "redis-µs/call")
+			}
+		})
+	}
+}

@@ -10,9 +10,11 @@ import (
 	"github.com/redis/rueidis"
 )
 
-//go:generate go run ./internal/layout/gen lua/layout.lua
+//go:generate go run ./internal/layout/gen lua/status.lua lua/layout.lua
 
 var (
+	//go:embed lua/status.lua
+	luaStatus string
 	//go:embed lua/layout.lua
 	luaLayout string
 	//go:embed lua/version.lua
@@ -45,7 +47,10 @@ var (
 	luaApplyState string
 )
 
-// The scripts. The write scripts share lua/version.lua, all but the plain
+// The scripts. Every script starts with lua/status.lua (newScript adds
+// it); those that read the layout's tables (sides, keys, flags) also take
+// lua/layout.lua, which is made again at every call, so the plain follow's
+// goes without. The write scripts share lua/version.lua, all but the plain
 // follow's lua/lib.lua, and the live ones lua/live.lua; each file says
 // what it takes and returns.
 //
@@ -54,18 +59,18 @@ var (
 // read): they run only on a server whose data the deployment has checked
 // (see vouch.go), so they are never loaded by running them.
 var (
-	scriptChange     = newVouchedScript(luaVersion+luaLive+luaChange, false)      // a live follow or unfollow
-	scriptEdge       = newVouchedScript(luaVersion+luaLib+luaLive+luaEdge, false) // a live change of any kind
-	scriptSecond     = newVouchedScript(luaVersion+luaLib+luaEffects, false)      // an event's effects that may be refused: second steps, settling
-	scriptEffects    = newScript(luaVersion+luaLib+luaEffects, false)             // an event's effects, refusing nothing: Apply
-	scriptTies       = newScript(luaTies, true)                                   // the entries after a cursor in its millisecond
-	scriptBulk       = newScript(luaVersion+luaLib+luaBulk, false)                // many edges of one side: Rebuild, repairs
-	scriptCensus     = newScript(luaCensus, true)                                 // a user's counters and set sizes, for Reconcile
-	scriptLinks      = newScript(luaVersion+luaLib+luaLinks, false)               // Reconcile's repairs of the other kinds
-	scriptArchive    = newVouchedScript(luaVersion+luaArchive, false)             // a batch of an account-state job's edges
-	scriptPairSide   = newScript(luaVersion+luaLib+luaPairSide, false)            // one counterpart's side of a job's edge, on a Cluster
-	scriptState      = newVouchedScript(luaVersion+luaLive+luaState, false)       // a live change of a user's account state
-	scriptApplyState = newScript(luaVersion+luaLib+luaApplyState, false)          // a replayed one
+	scriptChange     = newVouchedScript(luaVersion+luaLive+luaChange, false)                // a live follow or unfollow
+	scriptEdge       = newVouchedScript(luaLayout+luaVersion+luaLib+luaLive+luaEdge, false) // a live change of any kind
+	scriptSecond     = newVouchedScript(luaLayout+luaVersion+luaLib+luaEffects, false)      // an event's effects that may be refused: second steps, settling
+	scriptEffects    = newScript(luaLayout+luaVersion+luaLib+luaEffects, false)             // an event's effects, refusing nothing: Apply
+	scriptTies       = newScript(luaTies, true)                                             // the entries after a cursor in its millisecond
+	scriptBulk       = newScript(luaLayout+luaVersion+luaLib+luaBulk, false)                // many edges of one side: Rebuild, repairs
+	scriptCensus     = newScript(withLayout(luaCensus), true)                               // a user's counters and set sizes, for Reconcile
+	scriptLinks      = newScript(luaLayout+luaVersion+luaLib+luaLinks, false)               // Reconcile's repairs of the other kinds
+	scriptArchive    = newVouchedScript(luaLayout+luaVersion+luaArchive, false)             // a batch of an account-state job's edges
+	scriptPairSide   = newScript(luaLayout+luaVersion+luaLib+luaPairSide, false)            // one counterpart's side of a job's edge, on a Cluster
+	scriptState      = newVouchedScript(luaVersion+luaLive+luaState, false)                 // a live change of a user's account state
+	scriptApplyState = newScript(luaLayout+luaVersion+luaLib+luaApplyState, false)          // a replayed one
 )
 
 // loadedScripts are those loadScripts loads, into every node: the ones
@@ -101,22 +106,31 @@ func newScript(src string, ro bool) *script {
 }
 
 func newVouchedScript(src string, ro bool) *script {
-	src = withLayout(src)
+	src = withStatuses(src)
 	sum := sha1.Sum([]byte(src))
 	return &script{src: src, sha: hex.EncodeToString(sum[:]), ro: ro, vouched: true}
 }
 
-// withLayout returns src headed by lua/layout.lua, the layout's
-// declarations (after src's shebang line, which must stay first).
-func withLayout(src string) string {
-	if strings.HasPrefix(src, luaLayout) || strings.Contains(src, "\n"+luaLayout) {
+// withStatuses returns src headed by lua/status.lua, the statuses of the
+// write scripts.
+func withStatuses(src string) string {
+	if strings.HasPrefix(src, luaStatus) || strings.Contains(src, "\n"+luaStatus) {
 		return src
 	}
+	return headed(luaStatus, src)
+}
+
+// withLayout returns src headed by lua/layout.lua, the layout's tables.
+func withLayout(src string) string { return headed(luaLayout, src) }
+
+// headed returns src with header first, after src's shebang line, which
+// must stay first.
+func headed(header, src string) string {
 	if strings.HasPrefix(src, "#!") {
 		line, rest, _ := strings.Cut(src, "\n")
-		return line + "\n" + luaLayout + rest
+		return line + "\n" + header + rest
 	}
-	return luaLayout + src
+	return header + src
 }
 
 // forPrefix returns the vouched script s as a deployment of prefix runs

@@ -1,8 +1,6 @@
 -- Code generated from redisgraph/internal/layout by go generate; DO NOT EDIT.
--- The layout's declarations, as every script reads them.
-
--- The statuses a write script returns first (layout.Status).
-local NONE, CHANGED, LIMIT, FULL, LOST, RATE, BLOCKED, NOREQUEST, SLOW, USER_INACTIVE, TARGET_INACTIVE = 0, 1, -1, -2, -3, -4, -5, -6, -7, -8, -9
+-- The layout's keys, sides, flags and answers, as the scripts that use
+-- them read them (lua/status.lua has the statuses).
 
 -- A user's keys, in the order the scripts take them (layout.UserKeys).
 local NKEYS = 17

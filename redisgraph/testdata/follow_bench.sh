@@ -14,7 +14,7 @@
 #          stream (testdata/seeds_follow_event.lua): what writing the event
 #          in the same atomic step, as the engine must, costs their design.
 #   ours:  the engine's follow script as the engine sends it on a standalone
-#          Redis (lua/layout.lua, version.lua, live.lua and change.lua, as
+#          Redis (lua/status.lua, version.lua, live.lua and change.lua, as
 #          scripts.go joins them; 8 keys, 11 arguments, no write rate): what
 #          Redis alone can do with it, without the Go client.
 #
@@ -55,7 +55,7 @@ seeds-event)
 		$r $r "$now"
 	;;
 ours)
-	sha=$(redis-cli -u "$url" SCRIPT LOAD "$(cd "$dir/../lua" && cat layout.lua version.lua live.lua change.lua)")
+	sha=$(redis-cli -u "$url" SCRIPT LOAD "$(cd "$dir/../lua" && cat status.lua version.lua live.lua change.lua)")
 	# The outbox stream exists, as InitOutbox makes it (the script refuses
 	# to write without it).
 	redis-cli -u "$url" XADD "${prefix}outbox" MAXLEN 0 '*' created 1 >/dev/null

@@ -3,9 +3,10 @@
 // the edges (which sorted set, versions hash and counter each kind keeps,
 // each way), the flags of the other kinds, the letters of the kinds and
 // the statuses and answers the scripts return. The Go side reads these
-// declarations; the Lua side gets them from lua/layout.lua, which Lua
-// generates from them (go generate in redisgraph; a test checks that the
-// file is current), so that the two cannot disagree.
+// declarations; the Lua side gets them from lua/status.lua and
+// lua/layout.lua, which LuaStatuses and Lua generate from them (go
+// generate in redisgraph; a test checks that the files are current), so
+// that the two cannot disagree.
 package layout
 
 import (
@@ -138,7 +139,7 @@ const (
 )
 
 // Statuses are the statuses with their names in the scripts, for
-// lua/layout.lua.
+// lua/status.lua.
 var Statuses = [...]struct {
 	Name string
 	Status

@@ -70,8 +70,8 @@ func TestSides(t *testing.T) {
 func TestLua(t *testing.T) {
 	lua := Lua()
 	for _, s := range Statuses {
-		if !strings.Contains(lua, s.Name) {
-			t.Errorf("layout.lua lacks status %s", s.Name)
+		if !strings.Contains(LuaStatuses(), s.Name) {
+			t.Errorf("status.lua lacks status %s", s.Name)
 		}
 	}
 	for _, s := range Sides {

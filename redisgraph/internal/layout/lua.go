@@ -5,19 +5,32 @@ import (
 	"strings"
 )
 
-// Lua returns lua/layout.lua: the declarations of this package as the
-// scripts read them, the first part of every script.
-func Lua() string {
+const generated = "-- Code generated from redisgraph/internal/layout by go generate; DO NOT EDIT.\n"
+
+// LuaStatuses returns lua/status.lua: the statuses a write script returns
+// first, the first part of every script.
+func LuaStatuses() string {
 	var b strings.Builder
-	b.WriteString("-- Code generated from redisgraph/internal/layout by go generate; DO NOT EDIT.\n")
-	b.WriteString("-- The layout's declarations, as every script reads them.\n\n")
+	b.WriteString(generated)
 	b.WriteString("-- The statuses a write script returns first (layout.Status).\n")
 	names, values := make([]string, len(Statuses)), make([]string, len(Statuses))
 	for i, s := range Statuses {
 		names[i], values[i] = s.Name, fmt.Sprint(int64(s.Status))
 	}
-	fmt.Fprintf(&b, "local %s = %s\n\n", strings.Join(names, ", "), strings.Join(values, ", "))
+	fmt.Fprintf(&b, "local %s = %s\n", strings.Join(names, ", "), strings.Join(values, ", "))
+	return b.String()
+}
 
+// Lua returns lua/layout.lua: the rest of this package's declarations as
+// the scripts read them, in the scripts that read them. Its tables are made
+// again at every call of a script (Redis keeps nothing of a script's
+// between calls), so the scripts that need none (the plain follow's, the
+// read guard) go without it.
+func Lua() string {
+	var b strings.Builder
+	b.WriteString(generated)
+	b.WriteString("-- The layout's keys, sides, flags and answers, as the scripts that use\n")
+	b.WriteString("-- them read them (lua/status.lua has the statuses).\n\n")
 	b.WriteString("-- A user's keys, in the order the scripts take them (layout.UserKeys).\n")
 	fmt.Fprintf(&b, "local NKEYS = %d\n", len(UserKeys))
 	quoted := make([]string, len(UserKeys))

@@ -1,5 +1,5 @@
-// Command gen writes lua/layout.lua from package layout: run by go generate
-// in redisgraph.
+// Command gen writes lua/status.lua and lua/layout.lua from package
+// layout: run by go generate in redisgraph.
 package main
 
 import (
@@ -10,12 +10,14 @@ import (
 )
 
 func main() {
-	if len(os.Args) != 2 {
-		fmt.Fprintln(os.Stderr, "usage: gen FILE")
+	if len(os.Args) != 3 {
+		fmt.Fprintln(os.Stderr, "usage: gen STATUS_FILE LAYOUT_FILE")
 		os.Exit(2)
 	}
-	if err := os.WriteFile(os.Args[1], []byte(layout.Lua()), 0o644); err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		os.Exit(1)
+	for i, src := range []string{layout.LuaStatuses(), layout.Lua()} {
+		if err := os.WriteFile(os.Args[1+i], []byte(src), 0o644); err != nil {
+			fmt.Fprintln(os.Stderr, err)
+			os.Exit(1)
+		}
 	}
 }
