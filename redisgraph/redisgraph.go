@@ -87,6 +87,7 @@ type Graph struct {
 	guard    guard                 // what reads know of the graph's markers (guard.go)
 	replicas *replicaSet           // nil: every read goes to the masters (replicas.go)
 	drops    dropper               // the deletes of settled outbox entries (drop.go)
+	confirms confirms              // the checks that acknowledge writes (confirm.go)
 	jobs     jobStats              // the account-state jobs this Graph runs (jobs.go)
 
 	// secondStepFault, if set, runs before each attempt of a second step;

@@ -2,6 +2,7 @@ package redisgraph
 
 import (
 	"context"
+	"sync"
 	"sync/atomic"
 	"testing"
 
@@ -172,5 +173,53 @@ func TestServers(t *testing.T) {
 		if got := g.Touches(s, e); got != want {
 			t.Errorf("Touches(%s, 1→2) = %v, want %v", s, got, want)
 		}
+	}
+}
+
+// TestConfirmShared: writes whose events reach the log together share the
+// checks that acknowledge them. Batches of 16 follows by one user, held
+// in their hook until all 16 are there, each acknowledged, need fewer
+// checks than they wait for: on a standalone Redis 16 wait for the one
+// group's check; on a Cluster each waits for its user's group (shared)
+// and its target's.
+func TestConfirmShared(t *testing.T) {
+	const batch, batches = 16, 4
+	for _, m := range modes {
+		t.Run(m.name, func(t *testing.T) {
+			var mu sync.Mutex
+			arrived, release := 0, make(chan struct{})
+			g := newTestGraph(t, m.client(t), WithHook(func(ctx context.Context, e fg.Event) error {
+				mu.Lock()
+				r := release
+				if arrived++; arrived == batch {
+					close(release)
+				}
+				mu.Unlock()
+				<-r
+				return nil
+			}))
+			ctx := t.Context()
+			for b := range batches {
+				mu.Lock()
+				arrived, release = 0, make(chan struct{})
+				mu.Unlock()
+				var wg sync.WaitGroup
+				for i := range batch {
+					wg.Go(func() {
+						if _, err := g.Follow(ctx, 1, fg.UserID(100+b*batch+i)); err != nil {
+							t.Errorf("follow: %v", err)
+						}
+					})
+				}
+				wg.Wait()
+			}
+			joined, sent := g.confirms.joined.Load(), g.confirms.sent.Load()
+			if joined == 0 || sent > joined*3/4 {
+				t.Errorf("%d follows in batches of %d waited for %d checks and sent %d, want at most 3/4 of them sent", batch*batches, batch, joined, sent)
+			}
+			if cs, err := g.Counts(ctx, []fg.UserID{1}); err != nil || cs[0].FollowingCount != batch*batches {
+				t.Errorf("Counts = %v, %v; want %d following", cs, err, batch*batches)
+			}
+		})
 	}
 }

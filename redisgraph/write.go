@@ -329,23 +329,6 @@ func (g *Graph) epochsOf(user, target fg.UserID) checkedRead {
 	return cr
 }
 
-// confirm checks, once a change's event is in the log, that each server
-// the change was made on is still vouched for and its marker still holds
-// the epoch before held before the change was sent. Otherwise the server
-// may have been replaced (a failover) or healed since, and the heal may
-// have read the log before this event was in it: the change may then be
-// missing from Redis, so it is not acknowledged (errReplaced).
-func (g *Graph) confirm(ctx context.Context, before checkedRead) error {
-	again, err := g.settle(before, g.c.DoMulti(ctx, g.markers(before)...))
-	switch {
-	case err != nil:
-		return fmt.Errorf("%w (%w)", errReplaced, err)
-	case again: // an epoch learnt now: the next change is checked against it
-		return errReplaced
-	}
-	return nil
-}
-
 // errReplaced is the error of a change made whose server was replaced or
 // healed before it was acknowledged.
 var errReplaced = &fg.Error{Code: fg.EUnavailable,
