@@ -7,7 +7,10 @@
 # commandstats, CONFIG RESETSTAT before the run), MIXES ("writes reads": the
 # mixes measured, in order), SAME_RATE (1: the seeds' side also runs at the
 # rate ours served, seedcost -rate, and for writes also with an outbox,
-# seedcost -outbox; 0: only as fast as it goes).
+# seedcost -outbox; 0: only as fast as it goes), RATE (0: ours as fast as
+# it goes; N: ours at N requests/s, bench --rate, so that two revisions of
+# ours compare at one rate: a Redis's CPU per request falls as the rate
+# rises).
 #
 # It builds followgraph and seedcost, generates a graph of EDGES edges
 # (`gen --seed 7`, EDGES/50 users) and starts two Redis servers of its own
@@ -24,7 +27,7 @@
 # each run's Redis CPU per request and the ratios ours/seeds.
 set -euo pipefail
 edges=${EDGES:-2000000} rounds=${ROUNDS:-2} secs=${SECS:-15} conc=${CONCURRENCY:-64}
-mixes=${MIXES:-writes reads} same_rate=${SAME_RATE:-1}
+mixes=${MIXES:-writes reads} same_rate=${SAME_RATE:-1} fixed_rate=${RATE:-0}
 users=$((edges / 50))
 repo=$(cd "$(dirname "$0")/../../.." && pwd)
 work=$(mktemp -d)
@@ -99,7 +102,7 @@ awk -v o="$(calc "$c1 - $c0" 6)" -v s="$(calc "$d1 - $d0" 6)" 'BEGIN {
 }'
 
 # ours MIX SECS SEED [JSON]: bench against serve; seeds MIX SECS SEED: seedcost.
-ours() { "$fg" bench --url "$url" --mix "$1" --users "$users" --concurrency "$conc" --duration "$2s" --seed "$3" --json >"${4:-/dev/null}"; }
+ours() { "$fg" bench --url "$url" --mix "$1" --users "$users" --concurrency "$conc" --duration "$2s" --seed "$3" --rate "$fixed_rate" --json >"${4:-/dev/null}"; }
 seeds() { "$sc" -redis "127.0.0.1:$sport" -prefix sd: -mix "$1" -users "$users" -concurrency "$conc" -duration "$2s" -seed "$3" "${@:4}"; }
 # seedrun LABEL KEY MIX SEED [FLAGS...]: one measured run of seedcost with
 # FLAGS; its Redis CPU per request goes in per[KEY.MIX].
