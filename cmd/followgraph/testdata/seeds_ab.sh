@@ -24,7 +24,9 @@
 # then reads, ours then seeds, each after 3 s of warm-up; it reads
 # used_cpu_sys+used_cpu_user of the Redis before and after (a second after
 # the last request, for the relay to move the writes' events) and prints
-# each run's Redis CPU per request and the ratios ours/seeds.
+# each run's Redis CPU per request, the commands Redis ran per request
+# (total_commands_processed: scripts' calls count, a script call too), and
+# the ratios ours/seeds.
 set -euo pipefail
 edges=${EDGES:-2000000} rounds=${ROUNDS:-2} secs=${SECS:-15} conc=${CONCURRENCY:-64}
 mixes=${MIXES:-writes reads} same_rate=${SAME_RATE:-1} fixed_rate=${RATE:-0}
@@ -50,6 +52,8 @@ done
 until redis-cli -p "$oport" ping >/dev/null 2>&1 && redis-cli -p "$sport" ping >/dev/null 2>&1; do sleep 0.1; done
 mem() { redis-cli -p "$1" info memory | awk -F: '/^used_memory:/ {print $2 + 0}'; }
 cpu() { redis-cli -p "$1" info cpu | awk -F: '/^used_cpu_(sys|user):/ {s += $2} END {printf "%.6f", s}'; }
+# ncmd PORT: the commands Redis has run, scripts' calls included.
+ncmd() { redis-cli -p "$1" info stats | awk -F: '/^total_commands_processed:/ {print $2 + 0}'; }
 # commandstats PORT REQUESTS: with COMMANDSTATS=1, the 8 commands that took
 # the Redis the most time, per request (a script's time includes its calls').
 commandstats() {
@@ -111,15 +115,15 @@ seedrun() {
 	shift 4
 	resetstat "$sport"
 	local d0 d1 out n rate bad
-	d0=$(cpu "$sport")
+	d0=$(cpu "$sport") k0=$(ncmd "$sport")
 	out=$(seeds "$mix" "$secs" "$seed" "$@")
 	sleep 1
-	d1=$(cpu "$sport")
+	d1=$(cpu "$sport") k1=$(ncmd "$sport")
 	n=$(sed -n 's/^seeds [a-z]*: \([0-9]*\) requests.*/\1/p' <<<"$out" | head -1)
 	rate=$(sed -n 's/.* \([0-9]*\) requests\/s.*/\1/p' <<<"$out" | head -1)
 	bad=$(sed -n 's/.*errors \([0-9]*\).*/\1/p' <<<"$out" | head -1)
 	per[$key.$mix]=$(calc "($d1 - $d0) * 1000000 / $n" 1)
-	echo "round $round $mix, $label: $n requests, $rate/s, errors $bad; Redis CPU $(calc "$d1 - $d0") s = ${per[$key.$mix]} us/request"
+	echo "round $round $mix, $label: $n requests, $rate/s, errors $bad; Redis CPU $(calc "$d1 - $d0") s = ${per[$key.$mix]} us/request, $(calc "($k1 - $k0) / $n" 1) commands/request"
 	grep '^first error' <<<"$out" || true
 	commandstats "$sport" "$n"
 }
@@ -129,16 +133,16 @@ for round in $(seq 1 "$rounds"); do
 		seed=$((round * 10))
 		ours "$mix" 3 $((seed + 1))
 		resetstat "$oport"
-		c0=$(cpu "$oport")
+		c0=$(cpu "$oport") k0=$(ncmd "$oport")
 		ours "$mix" "$secs" "$seed" "$work/ours.json"
 		sleep 1
-		c1=$(cpu "$oport")
+		c1=$(cpu "$oport") k1=$(ncmd "$oport")
 		read -r n rate bad <<<"$(python3 -c '
 import json, sys
 r = json.load(open(sys.argv[1])); t = r["total"]
 print(t["requests"], round(t["requests"] / r["elapsed_seconds"]), t["non_2xx"] + t["errors"])' "$work/ours.json")"
 		per[ours.$mix]=$(calc "($c1 - $c0) * 1000000 / $n" 1)
-		echo "round $round $mix, ours:  $n requests, $rate/s, non-2xx or errors $bad; Redis CPU $(calc "$c1 - $c0") s = ${per[ours.$mix]} us/request"
+		echo "round $round $mix, ours:  $n requests, $rate/s, non-2xx or errors $bad; Redis CPU $(calc "$c1 - $c0") s = ${per[ours.$mix]} us/request, $(calc "($k1 - $k0) / $n" 1) commands/request"
 		commandstats "$oport" "$n"
 		seeds "$mix" 3 $((seed + 1)) >/dev/null
 		seedrun "seeds" seeds "$mix" "$seed"
