@@ -166,17 +166,32 @@ func (g *Graph) eachHidden(ctx context.Context, vh string, n int, f func([]strin
 // with the counterparts whose members are ms.
 //
 // The users of the batch are touched (cache.go's stamps): the script
-// changes their counters without returning their stamps, and the next
-// read of this Graph must not answer a cached hash from before it.
+// changes their counters without returning their stamps, and no read of
+// this Graph may answer a cached hash from before it. Touched before the
+// script is sent, since a read may see its effect in Redis before its
+// reply arrives here (State's Pending reaching 0, say), and again after,
+// for knownTTL from then.
 func (g *Graph) archiveBatch(ctx context.Context, user fg.UserID, side archiveSide, step string, ms []string) (int64, error) {
-	defer func() {
+	touch := func() {
 		g.known.touch(user)
 		for _, m := range ms {
 			if c, ok := memberID(m); ok {
 				g.known.touch(c)
 			}
 		}
-	}()
+	}
+	touch()
+	defer touch()
+	n, err := g.archiveScript(ctx, user, side, step, ms)
+	if g.archiveReplied != nil {
+		g.archiveReplied(user, ms)
+	}
+	return n, err
+}
+
+// archiveScript is archiveBatch's call of the archive script (on a
+// Cluster, after archiveCounterparts).
+func (g *Graph) archiveScript(ctx context.Context, user fg.UserID, side archiveSide, step string, ms []string) (int64, error) {
 	keys := make([]string, 0, 4+4*len(ms))
 	keys = append(keys, g.key(user, side.mine.Set), g.key(user, side.mine.Versions), g.key(user, layout.Counters), g.key(user, layout.Flags))
 	args := make([]string, 0, 4+2*len(ms))

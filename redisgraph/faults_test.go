@@ -15,3 +15,9 @@ func withSecondStepFault(fault func(fg.Event) error) Option {
 func withJobStepFault(fault func(fg.UserID) error) Option {
 	return func(g *Graph) { g.jobStepFault = fault }
 }
+
+// withArchiveReplied makes f run once each batch of an account-state job
+// has its reply, before the batch returns.
+func withArchiveReplied(f func(user fg.UserID, ms []string)) Option {
+	return func(g *Graph) { g.archiveReplied = f }
+}

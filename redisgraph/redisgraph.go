@@ -97,6 +97,9 @@ type Graph struct {
 	// jobStepFault, the same for a job's batch on a Cluster: it runs
 	// between the counterparts' step and the user's (archive.go).
 	jobStepFault func(fg.UserID) error
+	// archiveReplied, the same, runs once a job's batch has its reply,
+	// before archiveBatch returns.
+	archiveReplied func(user fg.UserID, ms []string)
 }
 
 // Option configures a Graph.

@@ -2,6 +2,7 @@ package redisgraph
 
 import (
 	"context"
+	"math"
 	"reflect"
 	"slices"
 	"strconv"
@@ -28,6 +29,69 @@ import (
 func TestArchive(t *testing.T) {
 	for _, m := range modes {
 		t.Run(m.name, func(t *testing.T) { testArchive(t, newTestGraph(t, m.client(t))) })
+	}
+}
+
+// TestArchiveTouchesFirst: a read of this Graph that sees a job's batch
+// in Redis (State's Pending falling to 0) before the batch's reply arrives
+// must not answer a counters hash cached from before the batch: the
+// batch's users are touched before it is sent. In the moment between its
+// reply and its return, every user of the batch is touched and Counts
+// of the counterparts answers what Redis holds. It failed when the users were touched only
+// once the batch returned.
+func TestArchiveTouchesFirst(t *testing.T) {
+	for _, m := range modes {
+		t.Run(m.name, func(t *testing.T) {
+			ctx := context.Background()
+			var g *testGraph
+			batches := 0
+			g = newTestGraph(t, m.client(t), withArchiveReplied(func(user fg.UserID, ms []string) {
+				batches++
+				ids := []fg.UserID{user}
+				for _, m := range ms {
+					c, _ := memberID(m)
+					ids = append(ids, c)
+				}
+				for _, id := range ids {
+					if g.known.get(id) != math.MaxInt64 {
+						t.Errorf("user %d of a batch is not touched when the batch's reply arrives", id)
+					}
+				}
+				// The counterparts' (user 1, suspended, counts nothing).
+				got, err := g.Counts(ctx, ids[1:])
+				if err != nil {
+					t.Fatal(err)
+				}
+				for i, id := range ids[1:] {
+					vals, err := g.c.Do(ctx, g.c.B().Hmget().Key(g.key(id, layout.Counters)).Field("nout", "nin").Build()).ToArray()
+					if err != nil {
+						t.Fatal(err)
+					}
+					out, _ := vals[0].AsInt64()
+					in, _ := vals[1].AsInt64()
+					if got[i].FollowingCount != out || got[i].FollowerCount != in {
+						t.Errorf("Counts(%d) in the batch's reply = %d following, %d followers; Redis holds %d, %d", id, got[i].FollowingCount, got[i].FollowerCount, out, in)
+					}
+				}
+			}))
+			for _, e := range [][2]fg.UserID{{1, 2}, {3, 1}} {
+				if _, err := g.Follow(ctx, e[0], e[1]); err != nil {
+					t.Fatal(err)
+				}
+			}
+			if _, err := g.Counts(ctx, []fg.UserID{1, 2, 3}); err != nil { // cached
+				t.Fatal(err)
+			}
+			if _, err := g.SetState(ctx, 1, fg.StateSuspended); err != nil {
+				t.Fatal(err)
+			}
+			if n, err := g.archive(ctx, 1, archiveHide); err != nil || n != 2 {
+				t.Fatalf("hide = %d, %v; want 2", n, err)
+			}
+			if batches == 0 {
+				t.Fatal("no batch ran")
+			}
+		})
 	}
 }
 
