@@ -25,15 +25,18 @@ import (
 // own context ends.
 const confirmTimeout = 5 * time.Second
 
-// confirms holds, per slot group, the round of checks not yet sent, and
-// whether a goroutine is sending that group's rounds.
+// confirms holds, per slot group with writes waiting, the round of checks
+// not yet sent; a group is in groups while its goroutine sends rounds.
 type confirms struct {
-	mu      sync.Mutex
-	next    map[int]*confirmRound
-	sending map[int]bool
+	mu     sync.Mutex
+	groups map[int]*confirmGroup
 
-	joined, sent atomic.Uint64 // the checks writes waited for, and those sent (for the tests)
+	sent atomic.Uint64 // the checks sent (for the tests)
 }
+
+// confirmGroup is a group's sender: next is the round writes join, nil
+// until one does.
+type confirmGroup struct{ next *confirmRound }
 
 // confirmRound is one check of a group's marker and the writes that wait
 // for it: done is closed once replies holds its answer.
@@ -46,37 +49,36 @@ type confirmRound struct {
 // this call, starting the group's sender if none runs.
 func (g *Graph) joinCheck(group int) *confirmRound {
 	c := &g.confirms
-	c.joined.Add(1)
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	if r := c.next[group]; r != nil {
-		return r
+	cg := c.groups[group]
+	if cg == nil {
+		if c.groups == nil {
+			c.groups = map[int]*confirmGroup{}
+		}
+		cg = &confirmGroup{}
+		c.groups[group] = cg
+		go g.sendChecks(group, cg)
 	}
-	if c.next == nil {
-		c.next, c.sending = map[int]*confirmRound{}, map[int]bool{}
+	if cg.next == nil {
+		cg.next = &confirmRound{done: make(chan struct{})}
 	}
-	r := &confirmRound{done: make(chan struct{})}
-	c.next[group] = r
-	if !c.sending[group] {
-		c.sending[group] = true
-		go g.sendChecks(group)
-	}
-	return r
+	return cg.next
 }
 
-// sendChecks sends group's rounds, each once the one before is answered,
+// sendChecks sends cg's rounds, each once the one before is answered,
 // until none waits.
-func (g *Graph) sendChecks(group int) {
+func (g *Graph) sendChecks(group int, cg *confirmGroup) {
 	c := &g.confirms
 	for {
 		c.mu.Lock()
-		r := c.next[group]
+		r := cg.next
 		if r == nil {
-			delete(c.sending, group)
+			delete(c.groups, group)
 			c.mu.Unlock()
 			return
 		}
-		delete(c.next, group)
+		cg.next = nil
 		c.mu.Unlock()
 		c.sent.Add(1)
 		ctx, cancel := context.WithTimeout(context.Background(), confirmTimeout)
@@ -103,7 +105,8 @@ func (g *Graph) confirm(ctx context.Context, before checkedRead) error {
 		case <-ctx.Done():
 			return fmt.Errorf("%w (%w)", errReplaced, context.Cause(ctx))
 		}
-		again, err := g.settle(before.only(before.groups[i:i+1]), r.replies)
+		one := checkedRead{groups: before.groups[i : i+1], snaps: before.snaps[i : i+1], sent: before.sent}
+		again, err := g.settle(one, r.replies)
 		switch {
 		case err != nil:
 			return fmt.Errorf("%w (%w)", errReplaced, err)

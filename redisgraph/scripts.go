@@ -137,12 +137,7 @@ func headed(header, src string) string {
 // it: its source headed by a comment naming prefix, so that deployments
 // sharing a Redis vouch for their own data only.
 func (s *script) forPrefix(prefix string) *script {
-	src := "-- followgraph " + prefix + "\n" + s.src
-	if strings.HasPrefix(s.src, "#!") { // the shebang line stays first
-		line, rest, _ := strings.Cut(s.src, "\n")
-		src = line + "\n-- followgraph " + prefix + "\n" + rest
-	}
-	return newVouchedScript(src, s.ro)
+	return newVouchedScript(headed("-- followgraph "+prefix+"\n", s.src), s.ro)
 }
 
 // exec runs the script once.
