@@ -100,7 +100,7 @@ func (l *Log) getBatch(ctx context.Context, from uint64) ([]*jetstream.RawStream
 		out = append(out, m)
 	}
 	// The batch ends silently when ctx expires: only a batch read to its
-	// end-of-batch marker is whole.
+	// end-of-batch message is whole.
 	if err := ctx.Err(); err != nil {
 		return nil, fmt.Errorf("direct get from seq %d: %w", from, err)
 	}

@@ -150,8 +150,8 @@ func (r *Redis) pass(ctx context.Context) (waiting int, err error) {
 
 // lossLevel is the level of the line that says Redis does not hold the
 // graph: a warning, but for a Redis that never held it (every stream
-// missing: a new deployment, or a total loss, which the rebuild's own
-// line then tells apart by what it wrote).
+// missing: a new deployment, or a total loss, which the rebuild's line
+// tells apart: a warning when the store and the log hold a graph).
 func lossLevel(missing, total int) slog.Level {
 	if missing == total {
 		return slog.LevelInfo
@@ -308,7 +308,13 @@ func (r *Redis) rebuild(ctx context.Context) (bool, error) {
 		return false, err
 	}
 	st := src.Stats()
-	r.Logger.Info("rebuilding the graph in Redis from the durable store and the log", "edges", st.Edges, "users", st.Users)
+	// A Redis without the graph over a store and log that hold one lost
+	// it (a warning); over empty ones it is a new deployment.
+	level := slog.LevelInfo
+	if st.Edges > 0 || st.Users > 0 {
+		level = slog.LevelWarn
+	}
+	r.Logger.Log(ctx, level, "rebuilding the graph in Redis from the durable store and the log", "edges", st.Edges, "users", st.Users)
 	rs, err := r.Graph.Rebuild(ctx, src, redisgraph.RebuildOptions{})
 	if err != nil {
 		return false, fmt.Errorf("recovery: rebuild: %w", err)

@@ -290,7 +290,7 @@ func (p *benchPipe) flush(ctx context.Context) error {
 // benchmark of the process through one client. Every key is under
 // fgbench:<run>:, where run is random per process; a process keeps
 // fgbench:<run>:alive alive while it runs, and at start deletes the keys of
-// runs whose marker is gone (a process killed before its cleanups).
+// runs whose alive key is gone (a process killed before its cleanups).
 const benchRoot = "fgbench:"
 
 var bench struct {

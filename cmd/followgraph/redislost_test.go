@@ -13,7 +13,8 @@ import (
 // TestRedis_LostGraph: Redis restarted empty under a serving node. Reads
 // never answer a guess (an empty list, a zero count) with 200: they
 // answer 503 until the graph is back, which the node sees and rebuilds
-// by itself from the store and the log; then every read is right again.
+// by itself from the store and the log, saying so at WARN; then every
+// read is right again.
 func TestRedis_LostGraph(t *testing.T) {
 	r := startRedis(t)
 	s := start(t, t.TempDir(), "--redis", r.url(), "--redis-prefix", "fgtest-lost")
@@ -60,6 +61,15 @@ func TestRedis_LostGraph(t *testing.T) {
 	}
 	if !strings.Contains(s.logs.String(), "Redis holds the graph") {
 		t.Errorf("the node did not rebuild the graph by itself:\n%s", s.logs)
+	}
+	// A loss of what the store holds is a warning, unlike a first start
+	// (TestServe_FreshStartQuiet).
+	warned := false
+	for _, line := range complaints(t, s.logs.String()) {
+		warned = warned || strings.Contains(line, "rebuilding the graph")
+	}
+	if !warned {
+		t.Errorf("the rebuild after the loss was not logged at WARN:\n%s", s.logs)
 	}
 	if _, err := s.client.Follow(ctx, 1, 5000); err != nil {
 		t.Errorf("a write after the rebuild: %v", err)
