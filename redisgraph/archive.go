@@ -3,6 +3,7 @@ package redisgraph
 import (
 	"context"
 	"errors"
+	"fmt"
 	"iter"
 	"strconv"
 	"strings"
@@ -102,18 +103,45 @@ func (g *Graph) archivePaced(ctx context.Context, user fg.UserID, step string, a
 			}
 			return err
 		}
-		var err error
-		hide, show := g.batches()
-		if step == archiveHide {
-			err = g.eachFirst(ctx, g.key(user, side.mine.Set), hide, call)
-		} else {
-			err = g.eachHidden(ctx, g.key(user, side.mine.Versions), show, call)
-		}
-		if err != nil {
+		if err := g.eachChunk(ctx, user, func(v chunkView) error {
+			hide, show := g.batches()
+			if step == archiveHide {
+				for _, z := range g.chunkKeys(user, v, side.mine.Set) {
+					if err := g.eachFirst(ctx, z, hide, call); err != nil {
+						return err
+					}
+				}
+				return nil
+			}
+			for _, vh := range g.chunkKeys(user, v, side.mine.Versions) {
+				if err := g.eachHidden(ctx, vh, show, call); err != nil {
+					return err
+				}
+			}
+			return nil
+		}); err != nil {
 			return total, err
 		}
 	}
 	return total, nil
+}
+
+// eachChunk calls walk with user's view of its chunks, and again with the
+// view read after it as long as that differs: a split under a walk of
+// every chunk may have moved entries into a chunk it did not know.
+func (g *Graph) eachChunk(ctx context.Context, user fg.UserID, walk func(chunkView) error) error {
+	v, err := parseView(g.c.Do(ctx, g.viewCmd(user)))
+	for err == nil {
+		if err := walk(v); err != nil {
+			return err
+		}
+		var now chunkView
+		if now, err = parseView(g.c.Do(ctx, g.viewCmd(user))); err == nil && now == v {
+			return nil
+		}
+		v = now
+	}
+	return unavailable("job", err)
 }
 
 // eachFirst calls f with the first members of z, n at a time, until z
@@ -238,25 +266,51 @@ func (g *Graph) archiveScript(ctx context.Context, user fg.UserID, side archiveS
 // that read is met by the next batch, since the second step completes
 // what this one did whatever the state (lua/archive.lua).
 func (g *Graph) archiveCounterparts(ctx context.Context, user fg.UserID, side archiveSide, step string, ms []string) ([]string, error) {
-	cmds := rueidis.Commands{
-		g.c.B().Hget().Key(g.key(user, layout.Counters)).Field("s").Build(),
-		g.c.B().Hmget().Key(g.key(user, side.mine.Versions)).Field(ms...).Build(),
+	// The state, and what user's side holds of each member, read by the
+	// chunks of user's view, checked (chunks.go).
+	var verPlan, setPlan []memberGroup
+	res, _, err := g.readChunked(ctx, []fg.UserID{user}, func(vs []chunkView) rueidis.Commands {
+		cmds := rueidis.Commands{g.c.B().Hget().Key(g.key(user, layout.Counters)).Field("s").Build()}
+		verPlan, setPlan = g.byChunk(user, vs[0], side.mine.Versions, ms, len(ms)), nil
+		for _, grp := range verPlan {
+			cmds = append(cmds, g.c.B().Hmget().Key(grp.key).Field(grp.members(ms)...).Build())
+		}
+		if step == archiveHide {
+			setPlan = g.byChunk(user, vs[0], side.mine.Set, ms, len(ms))
+			for _, grp := range setPlan {
+				cmds = append(cmds, g.c.B().Zmscore().Key(grp.key).Member(grp.members(ms)...).Build())
+			}
+		}
+		return cmds
+	})
+	if err != nil {
+		return nil, unavailable("job", err)
 	}
-	if step == archiveHide {
-		cmds = append(cmds, g.c.B().Zmscore().Key(g.key(user, side.mine.Set)).Member(ms...).Build())
-	}
-	res := g.c.DoMulti(ctx, cmds...)
 	word, err := res[0].ToString()
 	if rueidis.IsRedisNil(err) {
 		word, err = fg.StateActive.String(), nil
 	}
-	vers, err2 := res[1].ToArray()
-	var scores []rueidis.RedisMessage
-	var err3 error
-	if step == archiveHide {
-		scores, err3 = res[2].ToArray()
+	vers, scores := make([]rueidis.RedisMessage, len(ms)), make([]rueidis.RedisMessage, len(ms))
+	res = res[1:]
+	for _, plan := range []struct {
+		groups []memberGroup
+		into   []rueidis.RedisMessage
+	}{{verPlan, vers}, {setPlan, scores}} {
+		for _, grp := range plan.groups {
+			vals, err2 := res[0].ToArray()
+			if err2 == nil && len(vals) != len(grp.at) {
+				err2 = fmt.Errorf("%d values for %d members", len(vals), len(grp.at))
+			}
+			err = errors.Join(err, err2)
+			for i, j := range grp.at {
+				if i < len(vals) {
+					plan.into[j] = vals[i]
+				}
+			}
+			res = res[1:]
+		}
 	}
-	if err := errors.Join(err, err2, err3); err != nil {
+	if err != nil {
 		return nil, unavailable("job", err)
 	}
 	active := word == fg.StateActive.String()

@@ -46,11 +46,13 @@ type counters struct {
 	private              bool
 	state                fg.State // s (lua/state.lua)
 	fresh                bool     // read on the connection that caches the user's keys (see followersPage)
+	view                 chunkView
 }
 
 // counterFields are the fields of h that counters holds, in its order:
-// the numbers, then the state's word.
-var counterFields = []string{"nout", "nin", "st", "nri", "nbo", "nbi", "nmo", "nro", "p", "s"}
+// the numbers, then the state's word, then the user's view of its chunks
+// (chunks.go's groupFields).
+var counterFields = append([]string{"nout", "nin", "st", "nri", "nbo", "nbi", "nmo", "nro", "p", "s"}, groupFields[:]...)
 
 // readCounters returns the counters of each id, through the cache. Hits
 // the graph's markers do not vouch for (see guard.go), and misses whose
@@ -153,8 +155,14 @@ func parseCounters(r rueidis.RedisResult) (counters, error) {
 			return counters{}, err
 		}
 	}
+	var view chunkView
+	if len(vals) > len(n)+1 {
+		if view, err = parseViewOf(vals[len(n)+1:]); err != nil {
+			return counters{}, err
+		}
+	}
 	return counters{following: n[0], followers: n[1], stamp: n[2], requestsIn: n[3],
-		blocks: n[4], blockedBy: n[5], mutes: n[6], requestsOut: n[7], private: n[8] == 1, state: state}, nil
+		blocks: n[4], blockedBy: n[5], mutes: n[6], requestsOut: n[7], private: n[8] == 1, state: state, view: view}, nil
 }
 
 // stamps remembers, for a little while, the change stamps this Graph's

@@ -31,12 +31,23 @@ func (g *Graph) layoutKey() string { return g.prefix + ":layout" }
 
 // checkLayout refuses a Redis whose graph under the prefix is written in
 // a layout other than this one: reading it as this one would answer
-// wrong data. A Redis without the record holds this layout or nothing.
+// wrong data. A Redis without the record holds nothing, or a graph
+// written before the record was kept, in layout 1: it has markers
+// (learnMarkers, which runs first).
 func (g *Graph) checkLayout(ctx context.Context) error {
 	v, err := g.c.Do(ctx, g.c.B().Get().Key(g.layoutKey()).Build()).ToString()
+	if rueidis.IsRedisNil(err) {
+		for i := range g.guard.slots {
+			if g.guard.slots[i].state.Load() != nil {
+				v, err = "1", nil
+				break
+			}
+		}
+		if v == "" {
+			return nil
+		}
+	}
 	switch {
-	case rueidis.IsRedisNil(err):
-		return nil
 	case err != nil:
 		return unavailable("reading the graph's layout", err)
 	case v != strconv.Itoa(layout.Version):

@@ -91,8 +91,9 @@ func TestCancelAfter(t *testing.T) {
 
 // TestLayoutRecorded: a new deployment records its layout's version; a
 // Redis whose graph under the prefix is recorded in another layout is
-// refused by New with an error naming both versions, and a Redis without
-// the record (a graph written before it was kept) is served and gets it.
+// refused by New with an error naming both versions, and so is a Redis
+// without the record that holds a graph (written before the record was
+// kept: layout 1); a Redis that holds nothing is served and gets it.
 func TestLayoutRecorded(t *testing.T) {
 	for _, m := range modes {
 		t.Run(m.name, func(t *testing.T) {
@@ -119,16 +120,21 @@ func TestLayoutRecorded(t *testing.T) {
 			if err := c.Do(ctx, c.B().Del().Key(key).Build()).Error(); err != nil {
 				t.Fatal(err)
 			}
+			_, err = New(ctx, c, WithPrefix(prefix))
+			if err == nil || !strings.Contains(err.Error(), `layout "1"`) {
+				t.Fatalf("New on a graph without a recorded layout = %v; want an error naming layout 1", err)
+			}
+			g.deleteKeys(t) // the markers too: nothing left under the prefix
 			g2, err := New(ctx, c, WithPrefix(prefix))
 			if err != nil {
-				t.Fatalf("New on a Redis without a recorded layout: %v", err)
+				t.Fatalf("New on a Redis that holds nothing: %v", err)
 			}
 			defer g2.Close()
-			if _, err := g2.MarkIntact(ctx); err != nil {
+			if _, err := g2.InitOutbox(ctx); err != nil {
 				t.Fatal(err)
 			}
 			if v, err := c.Do(ctx, c.B().Get().Key(key).Build()).ToString(); err != nil || v != want {
-				t.Fatalf("%s after MarkIntact = %q, %v; want %s", key, v, err, want)
+				t.Fatalf("%s after InitOutbox = %q, %v; want %s", key, v, err, want)
 			}
 		})
 	}

@@ -30,13 +30,14 @@ func (g *Graph) IsFollowing(ctx context.Context, user, target fg.UserID) (fg.Edg
 	if stop, err := g.inactive(ctx, "is-following", user); stop {
 		return fg.Edge{}, err
 	}
-	r, err := g.readOne(ctx, func() rueidis.Completed {
-		return g.c.B().Zscore().Key(g.key(user, layout.Out)).Member(member(target)).Build()
+	m := member(target)
+	res, _, err := g.readChunked(ctx, []fg.UserID{user}, func(vs []chunkView) rueidis.Commands {
+		return rueidis.Commands{g.c.B().Zscore().Key(g.chunkKey(user, vs[0], layout.Out, m)).Member(m).Build()}
 	})
 	if err != nil {
 		return fg.Edge{}, unavailable("is-following", err)
 	}
-	ms, err := r.AsFloat64()
+	ms, err := res[0].AsFloat64()
 	switch {
 	case rueidis.IsRedisNil(err):
 		return fg.Edge{}, nil
@@ -76,7 +77,7 @@ func (g *Graph) Following(ctx context.Context, user fg.UserID, req fg.PageReques
 	if stop, err := g.inactive(ctx, "following", user); stop {
 		return fg.Page{}, err
 	}
-	es, err := g.rangeAfter(ctx, g.key(user, layout.Out), q.After, q.Size+1)
+	es, err := g.rangeSide(ctx, user, layout.Out, q.After, q.Size+1)
 	if err != nil {
 		return fg.Page{}, unavailable("following", err)
 	}
@@ -100,7 +101,7 @@ func (g *Graph) Followers(ctx context.Context, user fg.UserID, req fg.PageReques
 	}
 	var es []fg.Entry
 	if q.After != nil || g.cacheMin == 0 {
-		es, err = g.rangeAfter(ctx, g.key(user, layout.In), q.After, q.Size+1)
+		es, err = g.rangeSide(ctx, user, layout.In, q.After, q.Size+1)
 	} else {
 		es, err = g.firstFollowers(ctx, user, cs[0], q.Size+1)
 	}
@@ -121,10 +122,16 @@ func (g *Graph) Followers(ctx context.Context, user fg.UserID, req fg.PageReques
 // the invalidation of an older page has been processed, and the page read
 // next is at least as new. Counters read again from Redis, past a stale
 // cache entry, do not prove that: the page is then read from Redis too.
+//
+// The cache serves a list in one chunk only, and only while the user's
+// view of its chunks, read with the counters, is the same when read again
+// after the page: a split writes the counters and the list's first chunk
+// in one script, so their invalidations reach this connection together,
+// and a page read after a split finds the counters' entry gone.
 func (g *Graph) firstFollowers(ctx context.Context, user fg.UserID, c counters, n int) ([]fg.Entry, error) {
 	key := g.key(user, layout.In)
-	if c.followers < g.cacheMin || !c.fresh {
-		return g.rangeAfter(ctx, key, nil, n)
+	if c.followers < g.cacheMin || !c.fresh || c.view.chunks(layout.In) > 1 {
+		return g.rangeSide(ctx, user, layout.In, nil, n)
 	}
 	cr := g.begin(nil)
 	grp := g.group(slotOf(user))
@@ -133,18 +140,23 @@ func (g *Graph) firstFollowers(ctx context.Context, user fg.UserID, c counters, 
 	switch {
 	case r.Error() != nil:
 	case r.IsCacheHit() && !g.trusted(grp, r):
-		return g.rangeAfter(ctx, key, nil, n)
+		return g.rangeSide(ctx, user, layout.In, nil, n)
 	case !r.IsCacheHit():
 		if again, err := g.verify(ctx, cr); err != nil || again {
 			if err != nil {
 				return nil, err
 			}
-			return g.rangeAfter(ctx, key, nil, n)
+			return g.rangeSide(ctx, user, layout.In, nil, n)
 		}
 	}
 	es, err := parseEntries(key, r)
 	if err != nil {
 		return nil, err
+	}
+	if cs, err := g.readCounters(ctx, []fg.UserID{user}); err != nil {
+		return nil, err
+	} else if cs[0].view != c.view {
+		return g.rangeSide(ctx, user, layout.In, nil, n)
 	}
 	if r.IsCacheHit() {
 		g.hits.Add(1)
@@ -154,68 +166,181 @@ func (g *Graph) firstFollowers(ctx context.Context, user fg.UserID, c counters, 
 	return es, nil
 }
 
+// rangeSide returns up to n entries of user's sorted set k (one of the
+// lists), newest first, strictly after the cursor (from the start when it
+// is nil), over its chunks.
+//
+// In one chunk, the entries after a cursor (ms, id) are those scored ms
+// with a smaller id followed by those scored below ms. One ZRANGE BYSCORE
+// from ms down, n+tieSlack long, holds them after the entries scored ms
+// with an id at least the cursor's, which it skips: almost always only
+// the cursor's own entry. When the skipped ones fill that range, the ties'
+// way is taken (rangeTies).
+//
+// A list in several chunks is a merge: each chunk is read from the
+// cursor, 2n/chunks+2 entries at once, and a chunk is read again only when
+// the merge has taken every entry read of it and it may hold more. The
+// chunks' reads are pipelined, not atomic; as they read disjoint ranges
+// of keys, the entries are still in order, each at most once, and each
+// entry present throughout is there (a split under the reads makes them
+// again: chunks.go).
+func (g *Graph) rangeSide(ctx context.Context, user fg.UserID, k layout.Key, after *fg.Key, n int) ([]fg.Entry, error) {
+	var es []fg.Entry
+	err := chunked(func() (err error) {
+		es, err = g.rangeView(ctx, user, k, after, n, g.view(user))
+		return err
+	})
+	return es, err
+}
+
+// rangeView is rangeSide for the chunks of view v, or errViewChanged.
+func (g *Graph) rangeView(ctx context.Context, user fg.UserID, k layout.Key, after *fg.Key, n int, v chunkView) ([]fg.Entry, error) {
+	keys := g.chunkKeys(user, v, k)
+	per := n
+	if len(keys) > 1 {
+		per = min(n, 2*n/len(keys)+2)
+	}
+	bufs, more := make([][]fg.Entry, len(keys)), make([]bool, len(keys))
+	read := func(idx []int, from []*fg.Key) error {
+		res, changed, err := g.readViews(ctx, []fg.UserID{user}, []chunkView{v}, func() rueidis.Commands {
+			cmds := make(rueidis.Commands, len(idx))
+			for i, j := range idx {
+				cmds[i] = g.rangeCmd(keys[j], from[i], per)
+			}
+			return cmds
+		})
+		switch {
+		case err != nil:
+			return err
+		case changed:
+			return errViewChanged
+		}
+		for i, j := range idx {
+			es, tied, err := rangeReply(keys[j], from[i], per, res[i])
+			if err != nil {
+				return err
+			}
+			if tied {
+				if es, err = g.rangeTies(ctx, []fg.UserID{user}, []chunkView{v}, keys[j], from[i], per); err != nil {
+					return err
+				}
+			}
+			bufs[j], more[j] = es, len(es) == per
+		}
+		return nil
+	}
+	all, froms := make([]int, len(keys)), make([]*fg.Key, len(keys))
+	for j := range all {
+		all[j], froms[j] = j, after
+	}
+	if err := read(all, froms); err != nil {
+		return nil, err
+	}
+	if len(keys) == 1 {
+		return bufs[0], nil
+	}
+	out := make([]fg.Entry, 0, n)
+	last := make([]*fg.Key, len(keys))
+	for len(out) < n {
+		best := -1
+		for j := range bufs {
+			if len(bufs[j]) == 0 && more[j] && last[j] != nil {
+				if err := read([]int{j}, []*fg.Key{last[j]}); err != nil {
+					return nil, err
+				}
+			}
+			if len(bufs[j]) > 0 && (best < 0 || newer(bufs[j][0], bufs[best][0])) {
+				best = j
+			}
+		}
+		if best < 0 {
+			break
+		}
+		e := bufs[best][0]
+		bufs[best] = bufs[best][1:]
+		key := e.Key()
+		last[best] = &key
+		out = append(out, e)
+	}
+	return out, nil
+}
+
+// rangeKey is rangeSide's read of one key, key, with no view to check:
+// for Reconcile, which checks the view around the whole read of a user.
+func (g *Graph) rangeKey(ctx context.Context, key string, after *fg.Key, n int) ([]fg.Entry, error) {
+	r, err := g.readOne(ctx, func() rueidis.Completed { return g.rangeCmd(key, after, n) })
+	if err != nil {
+		return nil, err
+	}
+	es, tied, err := rangeReply(key, after, n, r)
+	if err != nil || !tied {
+		return es, err
+	}
+	return g.rangeTies(ctx, nil, nil, key, after, n)
+}
+
+// newer reports whether a comes before b in a list: newer, or as new
+// with a larger id.
+func newer(a, b fg.Entry) bool {
+	if !a.Since.Equal(b.Since) {
+		return a.Since.After(b.Since)
+	}
+	return a.ID > b.ID
+}
+
 // tieSlack is how many entries of the cursor's millisecond at or above
-// its id rangeAfter reads past, in one ZRANGE, before it takes the ties
+// its id rangeSide reads past, in one ZRANGE, before it takes the ties
 // script's way: the cursor's own entry, and a few more ties.
 const tieSlack = 4
 
-// rangeAfter returns up to n entries of the sorted set key, newest first,
-// strictly after the cursor (from the start when it is nil).
-//
-// After a cursor (ms, id) the entries are those scored ms with a smaller
-// id followed by those scored below ms. One ZRANGE BYSCORE from ms down,
-// n+tieSlack long, holds them after the entries scored ms with an id at
-// least the cursor's, which it skips: almost always only the cursor's own
-// entry. When the skipped ones fill that range, rangeAfterTies takes the
-// ties' way.
-func (g *Graph) rangeAfter(ctx context.Context, key string, after *fg.Key, n int) ([]fg.Entry, error) {
+// rangeCmd returns the read of up to n entries of the sorted set key
+// after the cursor (nil: from the start), which rangeReply reads.
+func (g *Graph) rangeCmd(key string, after *fg.Key, n int) rueidis.Completed {
 	if after == nil {
-		r, err := g.readOne(ctx, func() rueidis.Completed {
-			return g.c.B().Zrange().Key(key).Min("0").Max(strconv.Itoa(n - 1)).Rev().Withscores().Build()
-		})
-		if err != nil {
-			return nil, err
-		}
-		return parseEntries(key, r)
+		return g.c.B().Zrange().Key(key).Min("0").Max(strconv.Itoa(n - 1)).Rev().Withscores().Build()
 	}
 	ms := strconv.FormatInt(after.Millis, 10)
-	limit := n + tieSlack
-	r, err := g.readOne(ctx, func() rueidis.Completed {
-		return g.c.B().Zrange().Key(key).Min(ms).Max("-inf").Byscore().Rev().Limit(0, int64(limit)).Withscores().Build()
-	})
-	if err != nil {
-		return nil, err
-	}
-	es, err := parseEntries(key, r)
-	if err != nil {
-		return nil, err
+	return g.c.B().Zrange().Key(key).Min(ms).Max("-inf").Byscore().Rev().Limit(0, int64(n+tieSlack)).Withscores().Build()
+}
+
+// rangeReply returns the entries of r, the reply of rangeCmd(key, after,
+// n), strictly after the cursor, or reports that the cursor's ties filled
+// it (the ties' way is needed).
+func rangeReply(key string, after *fg.Key, n int, r rueidis.RedisResult) (es []fg.Entry, tied bool, err error) {
+	es, err = parseEntries(key, r)
+	if err != nil || after == nil {
+		return es, false, err
 	}
 	since := fg.Millis(after.Millis)
 	skip := 0
 	for skip < len(es) && es[skip].Since.Equal(since) && es[skip].ID >= after.ID {
 		skip++
 	}
-	if skip > tieSlack && len(es) == limit {
-		return g.rangeAfterTies(ctx, key, after, n)
+	if skip > tieSlack && len(es) == n+tieSlack {
+		return nil, true, nil
 	}
-	return es[skip:min(len(es), skip+n)], nil
+	return es[skip:min(len(es), skip+n)], false, nil
 }
 
-// rangeAfterTies is rangeAfter for a cursor that has more ties at or above
-// it than tieSlack: the entries scored ms with a smaller id (scriptTies)
-// followed by those scored below ms (ZRANGE BYSCORE). The two commands are
-// pipelined, not atomic; as they read disjoint ranges of keys, the entries
-// are still in order, each at most once, and each entry present throughout
-// is there.
-func (g *Graph) rangeAfterTies(ctx context.Context, key string, after *fg.Key, n int) ([]fg.Entry, error) {
+// rangeTies is rangeSide's read of one chunk, key, for a cursor that has
+// more ties at or above it than tieSlack: the entries scored ms with a
+// smaller id (scriptTies) followed by those scored below ms (ZRANGE
+// BYSCORE). The two commands are pipelined, not atomic; as they read
+// disjoint ranges of keys, the entries are still in order, each at most
+// once, and each entry present throughout is there.
+// users and vs are the user and view the read checks (none: no check).
+func (g *Graph) rangeTies(ctx context.Context, users []fg.UserID, vs []chunkView, key string, after *fg.Key, n int) ([]fg.Entry, error) {
 	ms := strconv.FormatInt(after.Millis, 10)
 	keys, args := []string{key}, []string{strconv.Itoa(n), ms, member(after.ID)}
-	res, err := g.readChecked(ctx, func() rueidis.Commands {
+	res, changed, err := g.readViews(ctx, users, vs, func() rueidis.Commands {
 		return rueidis.Commands{scriptTies.cmd(g.c, keys, args),
 			g.c.B().Zrange().Key(key).Min("("+ms).Max("-inf").Byscore().Rev().Limit(0, int64(n)).Withscores().Build()}
 	})
-	if err != nil {
+	switch {
+	case err != nil:
 		return nil, err
+	case changed:
+		return nil, errViewChanged
 	}
 	tiesRes := res[0]
 	if missing, ok := rueidis.IsRedisErr(tiesRes.Error()); ok && missing.IsNoScript() {
@@ -293,7 +418,7 @@ func (g *Graph) Relations(ctx context.Context, viewer fg.UserID, ids []fg.UserID
 	for i, id := range ids {
 		members[i] = member(id)
 	}
-	scores, flags, err := g.probeFlags(ctx, viewer, cs[0].linked(), members, g.key(viewer, layout.Out), g.key(viewer, layout.In))
+	scores, flags, err := g.probeFlags(ctx, viewer, cs[0].linked(), members, layout.Out, layout.In)
 	if err != nil {
 		return nil, unavailable("relations", err)
 	}
@@ -329,12 +454,12 @@ func (c counters) linked() bool {
 // when withFlags, the flags of user with each member (0 where none, and
 // without withFlags), with expired mutes left out: in one round trip, and
 // one more for the expiries when any member is muted.
-func (g *Graph) probeFlags(ctx context.Context, user fg.UserID, withFlags bool, members []string, keys ...string) ([][]int64, []int, error) {
+func (g *Graph) probeFlags(ctx context.Context, user fg.UserID, withFlags bool, members []string, keys ...layout.Key) ([][]int64, []int, error) {
 	flags := make([]int, len(members))
 	if withFlags {
-		keys = append(keys, g.key(user, layout.Flags))
+		keys = append(keys, layout.Flags)
 	}
-	scores, err := g.probe(ctx, members, keys...)
+	scores, err := g.probe(ctx, user, members, keys...)
 	if err != nil || !withFlags {
 		return scores, flags, err
 	}
@@ -375,14 +500,16 @@ func (g *Graph) unexpired(ctx context.Context, user fg.UserID, members []string,
 	if len(muted) == 0 {
 		return scores, nil
 	}
-	res, err := g.readChecked(ctx, func() rueidis.Commands {
-		var cmds rueidis.Commands
-		for chunk := range slices.Chunk(muted, probeChunk) {
-			ms := make([]string, len(chunk))
-			for j, i := range chunk {
-				ms[j] = members[i]
-			}
-			cmds = append(cmds, g.c.B().Hmget().Key(g.key(user, layout.MuteExpiry)).Field(ms...).Build())
+	ms := make([]string, len(muted))
+	for j, i := range muted {
+		ms[j] = members[i]
+	}
+	var plan []memberGroup
+	res, _, err := g.readChunked(ctx, []fg.UserID{user}, func(vs []chunkView) rueidis.Commands {
+		plan = g.byChunk(user, vs[0], layout.MuteExpiry, ms, probeChunk)
+		cmds := make(rueidis.Commands, len(plan))
+		for i, grp := range plan {
+			cmds[i] = g.c.B().Hmget().Key(grp.key).Field(grp.members(ms)...).Build()
 		}
 		return cmds
 	})
@@ -391,17 +518,15 @@ func (g *Graph) unexpired(ctx context.Context, user fg.UserID, members []string,
 	}
 	now := g.now().UnixMilli()
 	out := slices.Clone(scores)
-	k := 0
-	for _, r := range res {
-		vals, err := r.ToArray()
+	for i, grp := range plan {
+		vals, err := res[i].ToArray()
 		if err != nil {
 			return nil, err
 		}
-		for _, v := range vals {
+		for j, v := range vals {
 			if x, err := v.AsInt64(); err == nil && x <= now {
-				out[muted[k]] = -1
+				out[muted[grp.at[j]]] = -1
 			}
-			k++
 		}
 	}
 	var ids []fg.UserID
@@ -424,52 +549,94 @@ func (g *Graph) unexpired(ctx context.Context, user fg.UserID, members []string,
 	return out, nil
 }
 
-// probe returns, for each of keys, the score (follow time in ms) of each
-// member in that sorted set, or -1 where it is absent: ZMSCORE in chunks,
-// all pipelined.
-func (g *Graph) probe(ctx context.Context, members []string, keys ...string) ([][]int64, error) {
-	res, err := g.readChecked(ctx, func() rueidis.Commands { return probeCmds(g, members, keys) })
+// probe returns, for each of user's sorted sets ks, the score (follow
+// time in ms) of each member in it, or -1 where it is absent: ZMSCORE on
+// each chunk for its members, probeChunk at most a command, all
+// pipelined.
+func (g *Graph) probe(ctx context.Context, user fg.UserID, members []string, ks ...layout.Key) ([][]int64, error) {
+	var plans [][]memberGroup
+	res, _, err := g.readChunked(ctx, []fg.UserID{user}, func(vs []chunkView) rueidis.Commands {
+		plans = plans[:0]
+		var cmds rueidis.Commands
+		for _, k := range ks {
+			plan := g.byChunk(user, vs[0], k, members, probeChunk)
+			plans = append(plans, plan)
+			for _, grp := range plan {
+				cmds = append(cmds, g.c.B().Zmscore().Key(grp.key).Member(grp.members(members)...).Build())
+			}
+		}
+		return cmds
+	})
 	if err != nil {
 		return nil, err
 	}
-	return parseProbe(res, len(keys), len(members))
-}
-
-// probeCmds returns the ZMSCORE commands of probe.
-func probeCmds(g *Graph, members []string, keys []string) rueidis.Commands {
-	var cmds rueidis.Commands
-	for _, key := range keys {
-		for chunk := range slices.Chunk(members, probeChunk) {
-			cmds = append(cmds, g.c.B().Zmscore().Key(key).Member(chunk...).Build())
-		}
-	}
-	return cmds
-}
-
-// parseProbe reads the replies of probeCmds for keys sorted sets and n
-// members.
-func parseProbe(res []rueidis.RedisResult, keys, n int) ([][]int64, error) {
-	out := make([][]int64, keys)
-	perKey := len(res) / keys
-	for k := range keys {
-		out[k] = make([]int64, 0, n)
-		for _, r := range res[k*perKey : (k+1)*perKey] {
-			vals, err := r.ToArray()
+	out := make([][]int64, len(ks))
+	for k, plan := range plans {
+		out[k] = make([]int64, len(members))
+		for _, grp := range plan {
+			vals, err := res[0].ToArray()
 			if err != nil {
 				return nil, err
 			}
-			for _, v := range vals {
+			res = res[1:]
+			if len(vals) != len(grp.at) {
+				return nil, fmt.Errorf("ZMSCORE of %d members answered %d", len(grp.at), len(vals))
+			}
+			for i, v := range vals {
 				if v.IsNil() {
-					out[k] = append(out[k], -1)
+					out[k][grp.at[i]] = -1
 					continue
 				}
 				ms, err := v.AsFloat64()
 				if err != nil {
 					return nil, err
 				}
-				out[k] = append(out[k], int64(ms))
+				out[k][grp.at[i]] = int64(ms)
 			}
 		}
 	}
 	return out, nil
+}
+
+// memberGroup is members (by their index) of one chunk, key.
+type memberGroup struct {
+	key string
+	at  []int
+}
+
+func (mg memberGroup) members(all []string) []string {
+	ms := make([]string, len(mg.at))
+	for i, j := range mg.at {
+		ms[i] = all[j]
+	}
+	return ms
+}
+
+// byChunk groups members by their chunk of user's key k, as view v has
+// it, at most most members a group.
+func (g *Graph) byChunk(user fg.UserID, v chunkView, k layout.Key, members []string, most int) []memberGroup {
+	var out []memberGroup
+	if v.chunks(k) == 1 {
+		key := g.key(user, k)
+		for start := 0; start < len(members); start += most {
+			at := make([]int, min(most, len(members)-start))
+			for i := range at {
+				at[i] = start + i
+			}
+			out = append(out, memberGroup{key, at})
+		}
+		return out
+	}
+	open := map[string]int{} // a chunk's key → its group being filled
+	for i, m := range members {
+		key := g.chunkKey(user, v, k, m)
+		j, ok := open[key]
+		if !ok || len(out[j].at) == most {
+			j = len(out)
+			out = append(out, memberGroup{key: key})
+			open[key] = j
+		}
+		out[j].at = append(out[j].at, i)
+	}
+	return out
 }

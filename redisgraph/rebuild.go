@@ -322,14 +322,23 @@ func (g *Graph) rebuildSide(ctx context.Context, src Source, s Side, opts Rebuil
 		batch, batchEdges = nil, 0
 		return true
 	}
-	add := func(u fg.UserID) bool {
+	total := 0  // the edges of the user's side, given with its first call
+	chunk := "" // the chunk of the edges of a call (rebuildChunked)
+	// add sends es as a call on u's side; last says it is the side's last
+	// call, which sets the counter to the set's size: a live unfollow made
+	// between the rebuild of its follower's side and of its followee's
+	// moves the followee's counter without a member to remove (change.lua
+	// takes the followee's side to mirror the follower's), which only a
+	// count of the set mends.
+	add := func(u fg.UserID, last bool) bool {
 		clk := fg.Version(0)
 		if s == SideFollowing {
 			for _, e := range es {
 				clk = max(clk, e.v)
 			}
 		}
-		batch = append(batch, rueidis.LuaExec{Keys: g.sideKeys(u, s), Args: bulkArgs(s, es, "", clk)})
+		batch = append(batch, rueidis.LuaExec{Keys: g.sideKeys(u, s), Args: bulkArgs(s, es, bulkCall{clk: clk, total: total, chunk: chunk, recount: last})})
+		total = 0
 		batchEdges += len(es)
 		edges += int64(len(es))
 		es = es[:0]
@@ -341,16 +350,30 @@ func (g *Graph) rebuildSide(ctx context.Context, src Source, s Side, opts Rebuil
 walk:
 	for u := range src.Users() {
 		users++
+		total = 0
+		for range s.edges(src, u) {
+			total++
+		}
+		if total > splitAt(g.maxKey) {
+			// A side of several chunks: its edges go a chunk a call, so
+			// that each call reads and writes one chunk's keys.
+			bad = g.rebuildChunked(ctx, src, s, u, total, opts.Chunk, &es, &chunk, add)
+			if chunk = ""; bad != nil {
+				break
+			}
+			continue
+		}
+		userTotal, seen := total, 0
 		for e := range s.edges(src, u) {
 			if bad = checkSourceEdge(u, s, e); bad != nil {
 				break walk
 			}
 			es = append(es, newBulkEdge(s.other(e), stateOf(e)))
-			if len(es) == opts.Chunk && !add(u) {
+			if seen++; len(es) == opts.Chunk && !add(u, seen == userTotal) {
 				break walk
 			}
 		}
-		if len(es) > 0 && !add(u) {
+		if len(es) > 0 && !add(u, true) {
 			break
 		}
 	}
@@ -371,6 +394,68 @@ walk:
 	st.Written += written.Load()
 	st.Calls += calls.Load()
 	return nil
+}
+
+// rebuildChunked sends the total edges of side s of user u, a side of
+// several chunks, through add, in calls of up to most edges of one chunk
+// each: the chunks of u's view when the side has some already, else
+// those lua/bulk.lua makes of a side of total edges (chunksFor). es is
+// the buffer add sends, hint the chunk of its edges it tells the script.
+func (g *Graph) rebuildChunked(ctx context.Context, src Source, s Side, u fg.UserID, total, most int,
+	es *[]bulkEdge, hint *string, add func(fg.UserID, bool) bool) error {
+	n := chunksFor(total, g.maxKey)
+	v, err := parseView(g.c.Do(ctx, g.viewCmd(u)))
+	if err != nil {
+		return unavailable("rebuild", err)
+	}
+	if k := v.chunks(s.setKey()); k > 1 {
+		n = k
+	}
+	all := make([]bulkEdge, 0, total)
+	for e := range s.edges(src, u) {
+		if err := checkSourceEdge(u, s, e); err != nil {
+			return err
+		}
+		all = append(all, newBulkEdge(s.other(e), stateOf(e)))
+	}
+	chunk := func(e bulkEdge) int { return layout.ChunkOf(layout.MemberHash(uint64(e.other)), n) }
+	slices.SortStableFunc(all, func(a, b bulkEdge) int { return cmp.Compare(chunk(a), chunk(b)) })
+	for len(all) > 0 {
+		k := 1
+		for k < len(all) && k < most && chunk(all[k]) == chunk(all[0]) {
+			k++
+		}
+		*es = append((*es)[:0], all[:k]...)
+		*hint = strconv.Itoa(n) + ":" + strconv.Itoa(chunk(all[0]))
+		all = all[k:]
+		if !add(u, len(all) == 0) {
+			return context.Cause(ctx)
+		}
+	}
+	return nil
+}
+
+// splitAt is the size at which the scripts split a chunk of a Graph
+// whose keys hold at most bound entries (scripts.go's maxKeyHeader).
+func splitAt(bound int) int { return max(1, bound*7/8) }
+
+// chunksFor is the number of chunks lua/bulk.lua makes of a side rebuilt
+// into nothing with total edges: the least power of two that keeps each
+// at most half full.
+func chunksFor(total, bound int) int {
+	n := 1
+	for float64(total)/float64(n) > float64(bound)/2 {
+		n *= 2
+	}
+	return n
+}
+
+// setKey returns the sorted set of side s.
+func (s Side) setKey() layout.Key {
+	if s == SideFollowing {
+		return layout.Out
+	}
+	return layout.In
 }
 
 // checkSourceEdge returns an error unless e is an edge src may give on
@@ -408,13 +493,21 @@ func newBulkEdge(other fg.UserID, st EdgeState) bulkEdge {
 // stateOf returns the state of an edge whose last change is e.
 func stateOf(e fg.Event) EdgeState { return EdgeState{e.Version, e.Op.On()} }
 
-// bulkArgs returns scriptBulk's arguments for the edges es of side s:
-// horizon is "" for Rebuild, else a repair's horizon (16 hex digits); clk
-// is the version the user's clock must reach (0: none). It orders es as
-// the script reports on them: live edges, tombstones, then the others.
+// bulkCall is what a call of scriptBulk takes besides its edges.
+type bulkCall struct {
+	horizon string     // "" for Rebuild, else a repair's horizon (16 hex digits)
+	clk     fg.Version // the version the user's clock must reach (0: none)
+	total   int        // the edges the side will hold, on Rebuild's first call of a side (0 otherwise: lua/bulk.lua makes the side's chunks from it)
+	recount bool       // set the counter to the set's size (a repair's last call), rather than move it by the members written
+	chunk   string     // "n:j" when every edge is in chunk j of the side's n chunks, else ""
+}
+
+// bulkArgs returns scriptBulk's arguments for the edges es of side s, in
+// call c. It orders es as the script reports on them: live edges,
+// tombstones, then the others.
 //
 // The arguments are substrings of one string, one allocation for all.
-func bulkArgs(s Side, es []bulkEdge, horizon string, clk fg.Version) []string {
+func bulkArgs(s Side, es []bulkEdge, call bulkCall) []string {
 	slices.SortStableFunc(es, func(a, b bulkEdge) int { return cmp.Compare(stateOrder(a.state), stateOrder(b.state)) })
 	var nl, nv, nt, nn int
 	for _, e := range es {
@@ -431,11 +524,16 @@ func bulkArgs(s Side, es []bulkEdge, horizon string, clk fg.Version) []string {
 		}
 	}
 	c := ""
-	if clk != 0 {
-		c = versionHex(clk)
+	if call.clk != 0 {
+		c = versionHex(call.clk)
 	}
-	args := make([]string, 0, 7+2*nl+2*nv+2*nt+nn)
-	args = append(args, s.counter(), horizon, c, strconv.Itoa(nl), strconv.Itoa(nv), strconv.Itoa(nt), strconv.Itoa(nn))
+	args := make([]string, 0, 10+2*nl+2*nv+2*nt+nn)
+	rc := "0"
+	if call.recount {
+		rc = "1"
+	}
+	args = append(args, s.counter(), call.horizon, c, strconv.Itoa(nl), strconv.Itoa(nv), strconv.Itoa(nt), strconv.Itoa(nn),
+		strconv.Itoa(call.total), rc, call.chunk)
 	buf := make([]byte, 0, 22*nl+24*nv+24*nt+8*nn)
 	var ends []int // where each argument from the lists ends in buf
 	ends = make([]int, 0, cap(args)-len(args))

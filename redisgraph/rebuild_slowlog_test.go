@@ -1,10 +1,12 @@
 package redisgraph
 
 import (
+	"strconv"
 	"testing"
 	"time"
 
 	fg "github.com/followgraph/followgraph"
+	"github.com/followgraph/followgraph/redisgraph/internal/layout"
 )
 
 // slowlogBulk runs, for TestSlowlog, full calls of the bulk script (of
@@ -22,12 +24,23 @@ func slowlogBulk(t *testing.T, g *Graph, base int64, verbose bool) {
 		n     = 1_000_000
 	)
 	ms := func(id int) int64 { return base + int64(id/1000) }
+	// The members of one chunk of out(a), as Rebuild and the repairs send
+	// a side of several chunks (rebuildChunked).
+	chunks := chunksFor(n, DefaultMaxKeyMembers)
+	inChunk := func(id int) bool { return layout.ChunkOf(layout.MemberHash(uint64(id)), chunks) == 0 }
 	var existing, added, removed []bulkEdge
-	for i := range DefaultBulkChunk {
+	for i, newID := 0, 10_000_000; len(existing) < DefaultBulkChunk; i++ {
 		id := first + (i*7919)%n
+		if !inChunk(id) {
+			continue
+		}
+		for !inChunk(newID) {
+			newID++
+		}
 		existing = append(existing, bulkEdge{fg.UserID(id), fg.VersionAt(ms(id)), 'f'})
-		added = append(added, bulkEdge{fg.UserID(10_000_000 + i), fg.VersionAt(ms(id)) + 1, 'f'})
-		removed = append(removed, bulkEdge{fg.UserID(10_000_000 + i), 0, 'n'})
+		added = append(added, bulkEdge{fg.UserID(newID), fg.VersionAt(ms(id)) + 1, 'f'})
+		removed = append(removed, bulkEdge{fg.UserID(newID), 0, 'n'})
+		newID++
 	}
 	for _, call := range []struct {
 		name    string
@@ -40,7 +53,7 @@ func slowlogBulk(t *testing.T, g *Graph, base int64, verbose bool) {
 		{"removed", removed, versionHex(fg.VersionAt(base + n)), DefaultBulkChunk},
 	} {
 		began := time.Now()
-		res, err := scriptBulk.exec(ctx, g.c, g.sideKeys(a, SideFollowing), bulkArgs(SideFollowing, call.es, call.horizon, 0)).ToArray()
+		res, err := g.run(scriptBulk).exec(ctx, g.c, g.sideKeys(a, SideFollowing), bulkArgs(SideFollowing, call.es, bulkCall{horizon: call.horizon, chunk: strconv.Itoa(chunks) + ":0"})).ToArray()
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -4,6 +4,7 @@ import (
 	"cmp"
 	"context"
 	"fmt"
+	"maps"
 	"slices"
 	"strconv"
 	"strings"
@@ -42,36 +43,77 @@ type redisUser struct {
 // census: first the census, the first 1000 entries of each set and a
 // first HSCAN of each versions hash (and ZSCAN of the flags) in one round
 // trip, then what is left of each in bounded steps.
+//
+// A user's lists in chunks are read chunk by chunk, for the view of its
+// chunks read before; the read is made again when the view read after
+// differs (a split moved entries under it: chunks.go).
 func (g *Graph) readUser(ctx context.Context, u fg.UserID) (redisUser, error) {
+	for range viewTries {
+		v, err := parseView(g.c.Do(ctx, g.viewCmd(u)))
+		if err != nil {
+			return redisUser{}, err
+		}
+		red, err := g.readUserView(ctx, u, v)
+		if err != nil {
+			return red, err
+		}
+		if now, err := parseView(g.c.Do(ctx, g.viewCmd(u))); err != nil || now == v {
+			return red, err
+		}
+	}
+	return redisUser{}, fmt.Errorf("redisgraph: reading user %d: %w", u, errGraphChanging)
+}
+
+// readUserView is readUser for the chunks of view v.
+func (g *Graph) readUserView(ctx context.Context, u fg.UserID, v chunkView) (redisUser, error) {
 	red := redisUser{links: make([][]edgeRec, len(linkSides)), linkCard: make([]int64, len(linkSides)), linkCounters: make([]int64, len(linkSides))}
-	keys := [][]string{g.sideKeys(u, SideFollowing), g.sideKeys(u, SideFollowers)} // set, versions hash
+	pairs := [][2]layout.Key{{layout.Out, layout.OutVersions}, {layout.In, layout.InVersions}} // set, versions hash
 	for _, l := range linkSides {
-		keys = append(keys, []string{g.key(u, l.Set), g.key(u, l.Versions)})
+		pairs = append(pairs, [2]layout.Key{l.Set, l.Versions})
 	}
 	censusKeys := []string{g.key(u, layout.Counters)}
 	for _, s := range layout.Sides {
 		censusKeys = append(censusKeys, g.key(u, s.Set))
 	}
-	flags := g.key(u, layout.Flags)
-	cmds := rueidis.Commands{scriptCensus.cmd(g.c, censusKeys, nil), g.c.B().Zscan().Key(flags).Cursor(0).Count(rangeChunk).Build()}
-	for _, k := range keys {
-		cmds = append(cmds,
-			g.c.B().Zrange().Key(k[0]).Min("0").Max(strconv.Itoa(rangeChunk-1)).Rev().Withscores().Build(),
-			g.c.B().Hscan().Key(k[1]).Cursor(0).Count(rangeChunk).Build())
+	flags := g.chunkKeys(u, v, layout.Flags)
+	cmds := rueidis.Commands{scriptCensus.cmd(g.c, censusKeys, nil)}
+	for _, f := range flags {
+		cmds = append(cmds, g.c.B().Zscan().Key(f).Cursor(0).Count(rangeChunk).Build())
+	}
+	for _, p := range pairs {
+		sets, vers := g.chunkKeys(u, v, p[0]), g.chunkKeys(u, v, p[1])
+		for j := range sets {
+			cmds = append(cmds,
+				g.c.B().Zrange().Key(sets[j]).Min("0").Max(strconv.Itoa(rangeChunk-1)).Rev().Withscores().Build(),
+				g.c.B().Hscan().Key(vers[j]).Cursor(0).Count(rangeChunk).Build())
+		}
 	}
 	res := g.c.DoMulti(ctx, cmds...)
 	if err := red.parseCensus(u, scriptCensus.fix(ctx, g.c, res[0], censusKeys, nil)); err != nil {
 		return red, err
 	}
-	var err error
-	if red.flags, err = g.readFlags(ctx, flags, res[1]); err != nil {
-		return red, err
-	}
-	for i, k := range keys {
-		side, err := g.readSide(ctx, k[0], k[1], res[2+2*i], res[3+2*i])
+	res = res[1:]
+	red.flags = map[fg.UserID]int{}
+	for _, f := range flags {
+		got, err := g.readFlags(ctx, f, res[0])
 		if err != nil {
 			return red, err
 		}
+		maps.Copy(red.flags, got)
+		res = res[1:]
+	}
+	for i, p := range pairs {
+		sets, vers := g.chunkKeys(u, v, p[0]), g.chunkKeys(u, v, p[1])
+		var side []edgeRec
+		for j := range sets {
+			got, err := g.readSide(ctx, sets[j], vers[j], res[0], res[1])
+			if err != nil {
+				return red, err
+			}
+			side = append(side, got...)
+			res = res[2:]
+		}
+		slices.SortFunc(side, byOther)
 		if i < 2 {
 			red.sides[i] = side
 		} else {
@@ -154,7 +196,7 @@ func (g *Graph) readSide(ctx context.Context, set, versions string, first, scan 
 	}
 	for n := len(live); n == rangeChunk; {
 		last := live[len(live)-1].Key()
-		more, err := g.rangeAfter(ctx, set, &last, rangeChunk)
+		more, err := g.rangeKey(ctx, set, &last, rangeChunk)
 		if err != nil {
 			return nil, err
 		}

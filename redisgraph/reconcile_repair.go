@@ -25,7 +25,7 @@ type repairEdge struct {
 func (r *reconciler) repair(ctx context.Context, u fg.UserID, s Side, c *sideCheck) error {
 	return r.chunked(ctx, len(c.repairs), len(c.extra), func(lo, hi int, last bool) error {
 		call := c.repairs[lo:hi]
-		flags, err := r.repairCall(ctx, u, s, call, c.clock)
+		flags, err := r.repairCall(ctx, u, s, call, c.clock, last)
 		if err != nil {
 			return err
 		}
@@ -84,17 +84,18 @@ func waitTokens(ctx context.Context, limit *rate.Limiter, n int) error {
 }
 
 // repairCall writes the edges of call on side s of user u in one call of
-// the bulk script, which also sets the counter and raises the clock to clk
-// (0: leaves it), and returns the script's flags: '1' for each edge of
+// the bulk script, which also moves the counter (the last call, last, sets
+// it to the set's size) and raises the clock to clk (0: leaves it), and
+// returns the script's flags: '1' for each edge of
 // call (in the order it leaves call in) that it wrote.
-func (r *reconciler) repairCall(ctx context.Context, u fg.UserID, s Side, call []repairEdge, clk fg.Version) (string, error) {
+func (r *reconciler) repairCall(ctx context.Context, u fg.UserID, s Side, call []repairEdge, clk fg.Version, last bool) (string, error) {
 	// In the order bulkArgs gives the edges, which the flags follow.
 	slices.SortStableFunc(call, func(a, b repairEdge) int { return cmp.Compare(stateOrder(a.e.state), stateOrder(b.e.state)) })
 	es := make([]bulkEdge, len(call))
 	for j, it := range call {
 		es[j] = it.e
 	}
-	res, err := r.g.exec(ctx, scriptBulk, r.g.sideKeys(u, s), bulkArgs(s, es, versionHex(r.horizon), clk)).ToArray()
+	res, err := r.g.exec(ctx, scriptBulk, r.g.sideKeys(u, s), bulkArgs(s, es, bulkCall{horizon: versionHex(r.horizon), clk: clk, recount: last})).ToArray()
 	if err == nil && len(res) < 3 {
 		err = fmt.Errorf("bulk script returned %d values", len(res))
 	}

@@ -32,6 +32,8 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/redis/rueidis"
 
+	"github.com/followgraph/followgraph/redisgraph/internal/layout"
+
 	fg "github.com/followgraph/followgraph"
 )
 
@@ -74,7 +76,9 @@ type Graph struct {
 	hook         fg.Hook                     // nil: none
 	gate         func(context.Context) error // nil: none
 	onUnvouched  func(slot uint16)           // nil: none
-	vouched      map[*script]*script         // each vouched script as this scope runs it (vouch.go)
+	scripts      map[*script]*script         // each script as this Graph runs it (graphScripts)
+	maxKey       int                         // the most entries a key of a user holds (WithMaxKeyMembers)
+	views        views                       // the chunks of the users with chunks (chunks.go)
 	scope        string                      // what the vouched scripts vouch for; "": the prefix
 
 	known  stamps // the latest stamps this Graph wrote, for the cache
@@ -163,6 +167,15 @@ func WithWriteGate(gate func(ctx context.Context) error) Option {
 // reading goroutine: it must return at once.
 func WithOnLoss(f func()) Option { return func(g *Graph) { g.guard.onLoss = f } }
 
+// DefaultMaxKeyMembers is WithMaxKeyMembers's default.
+const DefaultMaxKeyMembers = layout.DefaultMaxKeyMembers
+
+// WithMaxKeyMembers bounds the entries of every key of a user's lists
+// (default DefaultMaxKeyMembers): a list that reaches seven eighths
+// of it in a key is split into more chunks (docs/design/redis-layout.md).
+// It must be at least 2; every node of a deployment should give the same.
+func WithMaxKeyMembers(n int) Option { return func(g *Graph) { g.maxKey = n } }
+
 // WithOutboxLimit bounds each outbox stream (default DefaultOutboxLimit
 // events): a write that would go beyond it fails with EUnavailable and
 // changes nothing, rather than dropping events not yet relayed.
@@ -200,6 +213,7 @@ func New(ctx context.Context, client rueidis.Client, opts ...Option) (*Graph, er
 		writeRate:   "0",
 		writeBurst:  "0",
 		cacheMin:    DefaultCacheThreshold,
+		maxKey:      layout.DefaultMaxKeyMembers,
 		jobs:        jobStats{wake: make(chan struct{}, 1)},
 		deferred: prometheus.NewCounter(prometheus.CounterOpts{
 			Name: "followgraph_redis_second_steps_deferred_total",
@@ -216,6 +230,8 @@ func New(ctx context.Context, client rueidis.Client, opts ...Option) (*Graph, er
 		return nil, fmt.Errorf("redisgraph: outbox limit %d: it must be at least 1", g.outboxLimit)
 	case g.maxFollowing < 0:
 		return nil, fmt.Errorf("redisgraph: following limit %d: it must be 0 (none) or more", g.maxFollowing)
+	case g.maxKey < 2:
+		return nil, fmt.Errorf("redisgraph: most members of a key %d: it must be at least 2", g.maxKey)
 	case g.cacheMin < 0:
 		return nil, fmt.Errorf("redisgraph: cache threshold %d: it must be 0 (never) or more", g.cacheMin)
 	case g.replicas != nil && g.replicas.dial != nil && !g.cluster:
@@ -226,10 +242,7 @@ func New(ctx context.Context, client rueidis.Client, opts ...Option) (*Graph, er
 	if g.scope == "" {
 		g.scope = g.prefix
 	}
-	g.vouched = make(map[*script]*script, len(vouchedScripts))
-	for _, s := range vouchedScripts {
-		g.vouched[s] = s.forPrefix(g.scope)
-	}
+	g.scripts = g.graphScripts()
 	if g.cluster {
 		g.outboxTags = slotTags()
 		g.guard.slots = make([]slotGuard, slots)
@@ -238,13 +251,13 @@ func New(ctx context.Context, client rueidis.Client, opts ...Option) (*Graph, er
 	}
 	ctx, cancel := cancelAfter(ctx, newTimeout)
 	defer cancel()
-	if err := loadScripts(ctx, client); err != nil {
+	if err := g.loadScripts(ctx, client); err != nil {
 		return nil, unavailable("loading scripts", err)
 	}
-	if err := g.checkLayout(ctx); err != nil {
+	if err := g.learnMarkers(ctx); err != nil {
 		return nil, err
 	}
-	if err := g.learnMarkers(ctx); err != nil {
+	if err := g.checkLayout(ctx); err != nil {
 		return nil, err
 	}
 	if g.reg != nil {

@@ -396,6 +396,46 @@ func BenchmarkFollowers(b *testing.B) {
 			sl.report(b, b.N, s.p)
 		})
 	}
+	// The whole list, newest first, in pages of 1000: followers/s, and
+	// the most entries a key of the user holds (its list's chunks).
+	b.Run("Ours/Walk", func(b *testing.B) {
+		for b.Loop() {
+			seen := 0
+			for req := (fg.PageRequest{Limit: fg.MaxLimit}); ; {
+				p, err := g.Followers(ctx, celeb, req)
+				if err != nil {
+					b.Fatal(err)
+				}
+				seen += len(p.Entries)
+				if p.Next == "" {
+					break
+				}
+				req.Cursor = p.Next
+			}
+			if seen != n {
+				b.Fatalf("walked %d followers, want %d", seen, n)
+			}
+		}
+		b.ReportMetric(float64(n)*float64(b.N)/b.Elapsed().Seconds(), "followers/s")
+		largest, keys := int64(0), 0
+		if err := benchScan(ctx, c, gp+"{"+celeb.String()+"}:*", func(ks []string) error {
+			for _, k := range ks {
+				size, err := c.Do(ctx, c.B().Zcard().Key(k).Build()).AsInt64()
+				if err != nil { // a hash
+					size, err = c.Do(ctx, c.B().Hlen().Key(k).Build()).AsInt64()
+				}
+				if err != nil {
+					return err
+				}
+				largest, keys = max(largest, size), keys+1
+			}
+			return nil
+		}); err != nil {
+			b.Fatal(err)
+		}
+		b.ReportMetric(float64(largest), "largest-key")
+		b.ReportMetric(float64(keys), "keys")
+	})
 }
 
 // Memory per edge of the generated 1M-edge graph (graphgen.Default(1M, 1):

@@ -26,6 +26,27 @@ func TestConformance(t *testing.T) {
 	}
 }
 
+// TestConformanceChunked runs the conformance suites with every key of a
+// user bounded to chunkedMax entries, on a standalone Redis and on a
+// Cluster: the suites' lists then span many chunks, and their writes split
+// them (chunks.go), so every read and write meets chunks.
+func TestConformanceChunked(t *testing.T) {
+	for _, m := range modes {
+		t.Run(m.name, func(t *testing.T) {
+			c := m.client(t)
+			newGraph := func(tb testing.TB, o graphtest.Options) fg.Graph {
+				return newTestGraph(tb, c, WithClock(o.Now), WithMaxFollowing(o.MaxFollowing), WithHook(o.Hook),
+					WithCacheThreshold(1), WithMaxKeyMembers(chunkedMax))
+			}
+			t.Run("Graph", func(t *testing.T) { graphtest.Run(t, newGraph) })
+			t.Run("States", func(t *testing.T) { graphtest.RunStates(t, newGraph) })
+		})
+	}
+}
+
+// chunkedMax is the bound of TestConformanceChunked's keys.
+const chunkedMax = 4
+
 // TestConformanceStates runs the conformance suite of account states on
 // a standalone Redis and on a Cluster, whose jobs the suite runs.
 func TestConformanceStates(t *testing.T) {

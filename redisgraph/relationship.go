@@ -149,24 +149,24 @@ func (g *Graph) SetPrivate(ctx context.Context, user fg.UserID, private bool) (f
 		return fg.Settings{}, err
 	}
 	for !private {
-		res, err := g.readChecked(ctx, func() rueidis.Commands {
-			return rueidis.Commands{g.c.B().Hget().Key(g.key(user, layout.Counters)).Field("p").Build(),
-				g.c.B().Zrange().Key(g.key(user, layout.ReqIn)).Min("0").Max(strconv.Itoa(approveChunk - 1)).Build()}
+		p, err := g.readOne(ctx, func() rueidis.Completed {
+			return g.c.B().Hget().Key(g.key(user, layout.Counters)).Field("p").Build()
 		})
 		if err != nil {
 			return fg.Settings{}, unavailable("set-private", err)
 		}
-		if p, _ := res[0].ToString(); p == "1" {
+		if p, _ := p.ToString(); p == "1" {
 			break // made private again meanwhile: what is pending stays so
 		}
-		ids, err := decodeIDs(res[1])
+		es, err := g.rangeSide(ctx, user, layout.ReqIn, nil, approveChunk)
 		if err != nil {
 			return fg.Settings{}, unavailable("set-private", err)
 		}
-		if len(ids) == 0 {
+		if len(es) == 0 {
 			break
 		}
-		for _, id := range ids {
+		for _, e := range es {
+			id := e.ID
 			if _, err := g.approve(ctx, user, id, "0"); err != nil && fg.ErrorCode(err) != fg.ENoRequest {
 				return fg.Settings{}, err
 			}
@@ -189,9 +189,10 @@ func (g *Graph) Link(ctx context.Context, kind fg.Kind, user, target fg.UserID) 
 	if stop, err := g.inactive(ctx, "link", user); stop {
 		return fg.Link{}, err // nil: as for a user with no edges
 	}
-	res, err := g.readChecked(ctx, func() rueidis.Commands {
-		return rueidis.Commands{g.c.B().Zscore().Key(g.key(user, k)).Member(member(target)).Build(),
-			g.c.B().Hget().Key(g.key(user, layout.MuteExpiry)).Field(member(target)).Build()}
+	m := member(target)
+	res, _, err := g.readChunked(ctx, []fg.UserID{user}, func(vs []chunkView) rueidis.Commands {
+		return rueidis.Commands{g.c.B().Zscore().Key(g.chunkKey(user, vs[0], k, m)).Member(m).Build(),
+			g.c.B().Hget().Key(g.chunkKey(user, vs[0], layout.MuteExpiry, m)).Field(m).Build()}
 	})
 	if err != nil {
 		return fg.Link{}, unavailable("link", err)
@@ -242,9 +243,8 @@ func (g *Graph) Links(ctx context.Context, list string, user fg.UserID, req fg.P
 	if stop, err := g.inactive(ctx, list, user); stop {
 		return fg.Page{}, err // nil: as for a user with no edges
 	}
-	key := g.key(user, k)
 	if k != layout.MuteOut {
-		es, err := g.rangeAfter(ctx, key, q.After, q.Size+1)
+		es, err := g.rangeSide(ctx, user, k, q.After, q.Size+1)
 		if err != nil {
 			return fg.Page{}, unavailable(list, err)
 		}
@@ -252,7 +252,7 @@ func (g *Graph) Links(ctx context.Context, list string, user fg.UserID, req fg.P
 	}
 	var es []fg.Entry
 	for after := q.After; len(es) < q.Size+1; {
-		got, err := g.rangeAfter(ctx, key, after, q.Size+1)
+		got, err := g.rangeSide(ctx, user, k, after, q.Size+1)
 		if err != nil {
 			return fg.Page{}, unavailable(list, err)
 		}

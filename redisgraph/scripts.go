@@ -5,6 +5,8 @@ import (
 	"crypto/sha1"
 	_ "embed"
 	"encoding/hex"
+	"fmt"
+	"slices"
 	"strings"
 
 	"github.com/redis/rueidis"
@@ -19,6 +21,8 @@ var (
 	luaLayout string
 	//go:embed lua/version.lua
 	luaVersion string
+	//go:embed lua/chunks.lua
+	luaChunks string
 	//go:embed lua/lib.lua
 	luaLib string
 	//go:embed lua/change.lua
@@ -59,19 +63,36 @@ var (
 // read): they run only on a server whose data the deployment has checked
 // (see vouch.go), so they are never loaded by running them.
 var (
-	scriptChange     = newVouchedScript(luaVersion+luaLive+luaChange, false)                // a live follow or unfollow
-	scriptEdge       = newVouchedScript(luaLayout+luaVersion+luaLib+luaLive+luaEdge, false) // a live change of any kind
-	scriptSecond     = newVouchedScript(luaLayout+luaVersion+luaLib+luaEffects, false)      // an event's effects that may be refused: second steps, settling
-	scriptEffects    = newScript(luaLayout+luaVersion+luaLib+luaEffects, false)             // an event's effects, refusing nothing: Apply
-	scriptTies       = newScript(luaTies, true)                                             // the entries after a cursor in its millisecond
-	scriptBulk       = newScript(luaLayout+luaVersion+luaLib+luaBulk, false)                // many edges of one side: Rebuild, repairs
-	scriptCensus     = newScript(withLayout(luaCensus), true)                               // a user's counters and set sizes, for Reconcile
-	scriptLinks      = newScript(luaLayout+luaVersion+luaLib+luaLinks, false)               // Reconcile's repairs of the other kinds
-	scriptArchive    = newVouchedScript(luaLayout+luaVersion+luaArchive, false)             // a batch of an account-state job's edges
-	scriptPairSide   = newScript(luaLayout+luaVersion+luaLib+luaPairSide, false)            // one counterpart's side of a job's edge, on a Cluster
-	scriptState      = newVouchedScript(luaVersion+luaLive+luaState, false)                 // a live change of a user's account state
-	scriptApplyState = newScript(luaLayout+luaVersion+luaLib+luaApplyState, false)          // a replayed one
+	scriptChange     = newVouchedScript(luaVersion+luaChunks+luaLive+luaChange, false) // a live follow or unfollow
+	scriptEdge       = newVouchedScript(withLib(luaLive+luaEdge), false)               // a live change of any kind
+	scriptSecond     = newVouchedScript(withLib(luaEffects), false)                    // an event's effects that may be refused: second steps, settling
+	scriptEffects    = newScript(withLib(luaEffects), false)                           // an event's effects, refusing nothing: Apply
+	scriptTies       = newScript(luaTies, true)                                        // the entries after a cursor in its millisecond
+	scriptBulk       = newScript(withLib(luaBulk), false)                              // many edges of one side: Rebuild, repairs
+	scriptCensus     = newScript(headed(luaLayout+luaChunks, luaCensus), true)         // a user's counters and set sizes, for Reconcile
+	scriptLinks      = newScript(withLib(luaLinks), false)                             // Reconcile's repairs of the other kinds
+	scriptArchive    = newVouchedScript(withLib(luaArchive), false)                    // a batch of an account-state job's edges
+	scriptPairSide   = newScript(withLib(luaPairSide), false)                          // one counterpart's side of a job's edge, on a Cluster
+	scriptState      = newVouchedScript(luaVersion+luaLive+luaState, false)            // a live change of a user's account state
+	scriptApplyState = newScript(withLib(luaApplyState), false)                        // a replayed one
 )
+
+// withLib returns src after the layout's tables, lua/version.lua,
+// lua/chunks.lua and lua/lib.lua.
+func withLib(src string) string { return luaLayout + luaVersion + luaChunks + luaLib + src }
+
+// sized lists the scripts that split chunks (lua/chunks.lua's SPLIT_AT):
+// each Graph runs them headed by its bound (maxKeyHeader).
+var sized = []*script{scriptChange, scriptEdge, scriptSecond, scriptEffects, scriptBulk, scriptLinks, scriptArchive,
+	scriptPairSide, scriptApplyState}
+
+// maxKeyHeader returns the line that gives the scripts of sized the most
+// entries a chunk holds, and the size at which they split one: seven
+// eighths of it, so that a chunk whose turn to split comes after others'
+// still has room (lib.lua's fit).
+func maxKeyHeader(bound int) string {
+	return fmt.Sprintf("local MAXKEY, SPLIT_AT = %d, %d\n", bound, splitAt(bound))
+}
 
 // loadedScripts are those loadScripts loads, into every node: the ones
 // that are not vouched (the vouched ones are loaded by Vouch alone).
@@ -140,6 +161,32 @@ func (s *script) forPrefix(prefix string) *script {
 	return newVouchedScript(headed("-- followgraph "+prefix+"\n", s.src), s.ro)
 }
 
+// headedBy returns s with its source headed by header.
+func (s *script) headedBy(header string) *script {
+	if s.vouched {
+		return newVouchedScript(headed(header, s.src), s.ro)
+	}
+	return newScript(headed(header, s.src), s.ro)
+}
+
+// graphScripts returns the scripts as g runs them: the vouched ones in
+// its prefix's version (forPrefix), and those that split chunks headed by
+// its bound.
+func (g *Graph) graphScripts() map[*script]*script {
+	m := map[*script]*script{}
+	for _, s := range slices.Concat(loadedScripts, vouchedScripts) {
+		v := s
+		if slices.Contains(sized, s) {
+			v = v.headedBy(maxKeyHeader(g.maxKey))
+		}
+		if s.vouched {
+			v = v.forPrefix(g.scope)
+		}
+		m[s] = v
+	}
+	return m
+}
+
 // exec runs the script once.
 func (s *script) exec(ctx context.Context, c rueidis.Client, keys, args []string) rueidis.RedisResult {
 	if s.vouched {
@@ -203,10 +250,10 @@ func (s *script) execMulti(ctx context.Context, c rueidis.Client, calls []rueidi
 // run returns the script s as this Graph runs it: a vouched script in
 // the Graph's prefix's version (forPrefix), any other as it is.
 func (g *Graph) run(s *script) *script {
-	if !s.vouched {
-		return s
+	if v, ok := g.scripts[s]; ok {
+		return v
 	}
-	return g.vouched[s]
+	return s
 }
 
 // exec runs s once on g's Redis. A vouched script that the server of its
@@ -240,13 +287,13 @@ func (g *Graph) execMulti(ctx context.Context, s *script, calls []rueidis.LuaExe
 // lists, or one restarting) is skipped: such a script is also loaded
 // where it is first run and found missing (fix), so loading ahead only
 // saves that first miss. It fails only when no node answers.
-func loadScripts(ctx context.Context, c rueidis.Client) error {
+func (g *Graph) loadScripts(ctx context.Context, c rueidis.Client) error {
 	var firstErr error
 	loaded := 0
 	for _, n := range c.Nodes() {
 		var err error
 		for _, s := range loadedScripts {
-			if err = n.Do(ctx, n.B().ScriptLoad().Script(s.src).Build()).Error(); err != nil {
+			if err = n.Do(ctx, n.B().ScriptLoad().Script(g.run(s).src).Build()).Error(); err != nil {
 				break
 			}
 		}

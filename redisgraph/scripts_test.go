@@ -60,6 +60,9 @@ func TestFollowBenchScript(t *testing.T) {
 	if string(src) != scriptChange.src {
 		t.Errorf("follow_bench.sh joins %s, which is not scriptChange's source", files[1])
 	}
+	if header := strings.TrimSuffix(maxKeyHeader(DefaultMaxKeyMembers), "\n"); !strings.Contains(string(sh), "echo '"+header+"'") {
+		t.Errorf("follow_bench.sh does not head the script with %q", header)
+	}
 	keys := regexp.MustCompile(`(?m)^ours\)\n(?:.*\n)*?\tset -- (\d+) `).FindSubmatch(sh)
 	want := len((&Graph{prefix: "p"}).changeKeys(1, 2))
 	switch {

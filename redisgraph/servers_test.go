@@ -19,6 +19,7 @@ import (
 
 	fg "github.com/followgraph/followgraph"
 	"github.com/followgraph/followgraph/internal/testenv"
+	"github.com/followgraph/followgraph/redisgraph/internal/layout"
 )
 
 // The tests run against a real Redis: a standalone one named by
@@ -207,7 +208,18 @@ func (g *testGraph) deleteKeys(tb testing.TB) {
 	defer g.mu.Unlock()
 	var cmds rueidis.Commands
 	for u := range g.users {
-		cmds = append(cmds, g.c.B().Unlink().Key(g.userKeys(nil, u)...).Build())
+		keys := g.userKeys(nil, u)
+		v, err := parseView(g.c.Do(context.Background(), g.viewCmd(u)))
+		if err != nil {
+			tb.Errorf("reading the chunks of %d: %v", u, err)
+			return
+		}
+		for _, grp := range layout.Groups {
+			for _, k := range grp.Keys {
+				keys = append(keys, g.chunkKeys(u, v, k)[1:]...)
+			}
+		}
+		cmds = append(cmds, g.c.B().Unlink().Key(keys...).Build())
 	}
 	for i, key := range g.outboxKeys() {
 		cmds = append(cmds, g.c.B().Unlink().Key(key).Build(), g.c.B().Unlink().Key(g.markerKey(i)).Build(),

@@ -3,7 +3,6 @@ package redisgraph
 import (
 	"context"
 	"hash/maphash"
-	"slices"
 	"strconv"
 	"sync"
 
@@ -42,11 +41,11 @@ type side struct {
 	in   bool
 }
 
-func (g *Graph) sideKey(s side) string {
+func (s side) key() layout.Key {
 	if s.in {
-		return g.key(s.user, layout.In)
+		return layout.In
 	}
-	return g.key(s.user, layout.Out)
+	return layout.Out
 }
 
 func (s side) size(c counters) int64 {
@@ -145,16 +144,15 @@ func (g *Graph) setPage(ctx context.Context, q fg.PageQuery, p, o side) (fg.SetP
 
 // walk returns the page of q: p's entries after the cursor that are in o.
 func (g *Graph) walk(ctx context.Context, q fg.PageQuery, p, o side) (fg.Page, error) {
-	pk, ok := g.sideKey(p), g.sideKey(o)
 	after := q.After
 	chunk := min(max(2*(q.Size+1), 64), rangeChunk)
 	var es []fg.Entry
 	for {
-		got, err := g.rangeAfter(ctx, pk, after, chunk)
+		got, err := g.rangeSide(ctx, p.user, p.key(), after, chunk)
 		if err != nil || len(got) == 0 {
 			return q.Page(es), err
 		}
-		scores, err := g.probe(ctx, members(got), ok)
+		scores, err := g.probe(ctx, o.user, members(got), o.key())
 		if err != nil {
 			return fg.Page{}, err
 		}
@@ -177,17 +175,16 @@ func (g *Graph) walk(ctx context.Context, q fg.PageQuery, p, o side) (fg.Page, e
 // collect walks w whole and returns the keys of its members that are in
 // s, with the times s gives them.
 func (g *Graph) collect(ctx context.Context, w, s side) ([]fg.Key, error) {
-	wk, sk := g.sideKey(w), g.sideKey(s)
 	var (
 		keys  []fg.Key
 		after *fg.Key
 	)
 	for {
-		got, err := g.rangeAfter(ctx, wk, after, rangeChunk)
+		got, err := g.rangeSide(ctx, w.user, w.key(), after, rangeChunk)
 		if err != nil || len(got) == 0 {
 			return keys, err
 		}
-		scores, err := g.probe(ctx, members(got), sk)
+		scores, err := g.probe(ctx, s.user, members(got), s.key())
 		if err != nil {
 			return nil, err
 		}
@@ -204,60 +201,63 @@ func (g *Graph) collect(ctx context.Context, w, s side) ([]fg.Key, error) {
 	}
 }
 
-// count returns how many members of s are in o, walking s by rank.
+// count returns how many members of s are in o, walking s's chunks by
+// rank, and made again when s splits under the walk (chunks.go).
 func (g *Graph) count(ctx context.Context, s, o side) (int64, error) {
-	sk, ok := g.sideKey(s), g.sideKey(o)
 	var n int64
-	for start := 0; ; start += countGroup * rangeChunk {
-		res, err := g.readChecked(ctx, func() rueidis.Commands {
-			ranges := make(rueidis.Commands, countGroup)
-			for j := range ranges {
-				from := start + j*rangeChunk
-				ranges[j] = g.c.B().Zrange().Key(sk).Min(strconv.Itoa(from)).Max(strconv.Itoa(from + rangeChunk - 1)).Build()
-			}
-			return ranges
-		})
-		if err != nil {
-			return 0, err
-		}
-		var chunks [][]string
-		full := true
-		for _, r := range res {
-			ms, err := r.AsStrSlice()
-			if err != nil {
+	err := chunked(func() (err error) {
+		n, err = g.countView(ctx, s, o, g.view(s.user))
+		return err
+	})
+	return n, err
+}
+
+// countView is count for the chunks of view v of s, or errViewChanged.
+func (g *Graph) countView(ctx context.Context, s, o side, v chunkView) (int64, error) {
+	var n int64
+	for _, sk := range g.chunkKeys(s.user, v, s.key()) {
+		for start := 0; ; start += countGroup * rangeChunk {
+			res, changed, err := g.readViews(ctx, []fg.UserID{s.user}, []chunkView{v}, func() rueidis.Commands {
+				ranges := make(rueidis.Commands, countGroup)
+				for j := range ranges {
+					from := start + j*rangeChunk
+					ranges[j] = g.c.B().Zrange().Key(sk).Min(strconv.Itoa(from)).Max(strconv.Itoa(from + rangeChunk - 1)).Build()
+				}
+				return ranges
+			})
+			switch {
+			case err != nil:
 				return 0, err
+			case changed:
+				return 0, errViewChanged
 			}
-			chunks = append(chunks, slices.Collect(slices.Chunk(ms, probeChunk))...)
-			full = len(ms) == rangeChunk
-		}
-		if len(chunks) == 0 {
-			return n, nil
-		}
-		found, err := g.readChecked(ctx, func() rueidis.Commands {
-			probes := make(rueidis.Commands, len(chunks))
-			for i, chunk := range chunks {
-				probes[i] = g.c.B().Zmscore().Key(ok).Member(chunk...).Build()
+			var ms []string
+			full := true
+			for _, r := range res {
+				got, err := r.AsStrSlice()
+				if err != nil {
+					return 0, err
+				}
+				ms = append(ms, got...)
+				full = len(got) == rangeChunk
 			}
-			return probes
-		})
-		if err != nil {
-			return 0, err
-		}
-		for _, r := range found {
-			vals, err := r.ToArray()
-			if err != nil {
-				return 0, err
-			}
-			for _, v := range vals {
-				if !v.IsNil() {
-					n++
+			if len(ms) > 0 {
+				scores, err := g.probe(ctx, o.user, ms, o.key())
+				if err != nil {
+					return 0, err
+				}
+				for _, sc := range scores[0] {
+					if sc >= 0 {
+						n++
+					}
 				}
 			}
-		}
-		if !full {
-			return n, nil
+			if !full {
+				break
+			}
 		}
 	}
+	return n, nil
 }
 
 func members(es []fg.Entry) []string {

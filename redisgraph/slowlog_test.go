@@ -42,29 +42,45 @@ func TestSlowlog(t *testing.T) {
 	)
 	base := time.Now().Add(-time.Hour).UnixMilli()
 	ms := func(id int) int64 { return base + int64(id/1000) } // a thousand followers a millisecond
-	// out(a) = [1000, 1000+n), in(a) = [500000, ...), out(b) = [900000, ...), in(b) = [950000, ...).
+	// out(a) = [1000, 1000+n), in(a) = [500000, ...), out(b) = [900000, ...), in(b) = [950000, ...),
+	// each in the chunks a rebuild makes of a list of n at the default
+	// bound (lua/bulk.lua: a power of two, each half full).
 	sets := []struct {
-		key   string
+		user  fg.UserID
+		key   layout.Key
 		first int
 	}{
-		{g.key(a, layout.Out), 1000}, {g.key(a, layout.In), 500_000},
-		{g.key(b, layout.Out), 900_000}, {g.key(b, layout.In), 950_000},
+		{a, layout.Out, 1000}, {a, layout.In, 500_000},
+		{b, layout.Out, 900_000}, {b, layout.In, 950_000},
+	}
+	chunks := 1
+	for n/chunks > DefaultMaxKeyMembers/2 {
+		chunks *= 2
 	}
 	g.touch(a, b, 3, 5_000_000) // the users slowlogQueries writes
 	start := time.Now()
 	var cmds rueidis.Commands
 	for _, s := range sets {
-		for lo := s.first; lo < s.first+n; lo += 5000 {
-			z := c.B().Zadd().Key(s.key).ScoreMember()
-			for id := lo; id < lo+5000; id++ {
+		byChunk := make([][]int, chunks)
+		for id := s.first; id < s.first+n; id++ {
+			j := layout.ChunkOf(layout.MemberHash(uint64(id)), chunks)
+			byChunk[j] = append(byChunk[j], id)
+		}
+		for j, ids := range byChunk {
+			z := c.B().Zadd().Key(g.chunkAt(s.user, s.key, j)).ScoreMember()
+			for _, id := range ids {
 				z = z.ScoreMember(float64(ms(id)), member(fg.UserID(id)))
 			}
 			cmds = append(cmds, z.Build())
 		}
 	}
 	for _, u := range []fg.UserID{a, b} {
+		k := strconv.Itoa(chunks)
+		out, _ := layout.GroupOf(layout.Out)
+		in, _ := layout.GroupOf(layout.In)
 		cmds = append(cmds, c.B().Hset().Key(g.key(u, layout.Counters)).FieldValue().
-			FieldValue("nout", strconv.Itoa(n)).FieldValue("nin", strconv.Itoa(n)).FieldValue("st", "1").Build())
+			FieldValue("nout", strconv.Itoa(n)).FieldValue("nin", strconv.Itoa(n)).FieldValue("st", "1").
+			FieldValue(out.Field, k).FieldValue(in.Field, k).FieldValue(layout.GenField, "1").Build())
 	}
 	for chunk := range slices.Chunk(cmds, 64) {
 		for _, r := range c.DoMulti(ctx, chunk...) {

@@ -58,15 +58,17 @@ func (g *Graph) suggest(ctx context.Context, user fg.UserID, uc counters, size i
 	newest := func(id fg.UserID, n int) rueidis.Completed {
 		return g.c.B().Zrange().Key(g.key(id, layout.Out)).Min("0").Max(strconv.Itoa(n - 1)).Rev().Build()
 	}
-	r, err := g.readOne(ctx, func() rueidis.Completed { return newest(user, suggestFollowees) })
-	if err != nil {
-		return nil, err
-	}
-	followees, err := decodeIDs(r)
-	if err != nil || len(followees) == 0 {
+	es, err := g.rangeSide(ctx, user, layout.Out, nil, suggestFollowees)
+	if err != nil || len(es) == 0 {
 		return []fg.Suggestion{}, err
 	}
-	res, err := g.readChecked(ctx, func() rueidis.Commands {
+	followees := make([]fg.UserID, len(es))
+	for i, e := range es {
+		followees[i] = e.ID
+	}
+	// Each followee's newest follows, pipelined; a followee whose follows
+	// are in several chunks by its view is read apart (rangeSide).
+	res, vs, err := g.readChunked(ctx, followees, func(vs []chunkView) rueidis.Commands {
 		cmds := make(rueidis.Commands, len(followees))
 		for i, f := range followees {
 			cmds[i] = newest(f, suggestPerFollowee)
@@ -78,8 +80,16 @@ func (g *Graph) suggest(ctx context.Context, user fg.UserID, uc counters, size i
 	}
 	byID := make(map[fg.UserID]*candidate)
 	for i, r := range res {
-		ids, err := decodeIDs(r)
-		if err != nil {
+		var ids []fg.UserID
+		if vs[i].chunks(layout.Out) > 1 {
+			es, err := g.rangeSide(ctx, followees[i], layout.Out, nil, suggestPerFollowee)
+			if err != nil {
+				return nil, err
+			}
+			for _, e := range es {
+				ids = append(ids, e.ID)
+			}
+		} else if ids, err = decodeIDs(r); err != nil {
 			return nil, err
 		}
 		for _, id := range ids {
@@ -119,7 +129,7 @@ func (g *Graph) suggest(ctx context.Context, user fg.UserID, uc counters, size i
 		for i, c := range batch {
 			ms[i] = member(c.id)
 		}
-		scores, flags, err := g.probeFlags(ctx, user, uc.linked(), ms, g.key(user, layout.Out))
+		scores, flags, err := g.probeFlags(ctx, user, uc.linked(), ms, layout.Out)
 		if err != nil {
 			return nil, err
 		}

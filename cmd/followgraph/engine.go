@@ -88,6 +88,7 @@ func redisEngine(ctx context.Context, cfg Config, store durableStore, elog *even
 		return nil, err
 	}
 	g, closeRedis, err := openRedis(ctx, cfg.Redis, reg, append(replicas, redisgraph.WithPrefix(cfg.RedisPrefix), redisgraph.WithRegisterer(reg),
+		redisgraph.WithMaxKeyMembers(cfg.RedisMaxKeyMembers),
 		redisgraph.WithMaxFollowing(cfg.MaxFollowing), redisgraph.WithHook(elog.Hook()), redisgraph.WithWriteGate(elog.Writable),
 		redisgraph.WithWriteRate(cfg.WriteRate, cfg.WriteBurst), // across the nodes, in Redis
 		redisgraph.WithOnLoss(func() { signal(lost) }),

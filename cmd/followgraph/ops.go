@@ -102,7 +102,7 @@ func (c *opsConfig) both(ctx context.Context, out io.Writer) (*memgraph.Graph, u
 	if err != nil {
 		return nil, 0, nil, nil, err
 	}
-	g, closeRedis, err := openRedis(ctx, c.Redis, nil, redisgraph.WithPrefix(c.RedisPrefix))
+	g, closeRedis, err := openRedis(ctx, c.Redis, nil, redisgraph.WithPrefix(c.RedisPrefix), redisgraph.WithMaxKeyMembers(c.RedisMaxKeyMembers))
 	if err != nil {
 		return nil, 0, nil, nil, err
 	}

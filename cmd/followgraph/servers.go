@@ -20,6 +20,8 @@ type servers struct {
 	Data        string
 	Redis       string
 	RedisPrefix string
+	// RedisMaxKeyMembers bounds the entries of a key of a user's lists.
+	RedisMaxKeyMembers int
 	// RedisReplicas (serve only): the replicas reads go to, as URLs of a
 	// standalone Redis's, or "cluster" for a Cluster's; "": none.
 	RedisReplicas string
@@ -48,6 +50,7 @@ func (s *servers) flags(f *pflag.FlagSet, dataHelp, redisHelp string) {
 	f.StringVar(&s.Data, "data", "./data", dataHelp)
 	f.StringVar(&s.Redis, "redis", "", redisHelp)
 	f.StringVar(&s.RedisPrefix, "redis-prefix", "fg", "prefix of every Redis key, so that several deployments can share a Redis")
+	f.IntVar(&s.RedisMaxKeyMembers, "redis-max-key-members", redisgraph.DefaultMaxKeyMembers, "most entries a Redis key of a user's list holds: a longer list is split into chunks of its user's slot; give every node the same")
 	f.StringVar(&s.NATS, "nats", "", "NATS URL of the event log (nats://[user:password@]host:4222, or nats://token@host; a cluster's URLs comma separated); replaces the embedded NATS server")
 	f.StringVar(&s.NATSStream, "nats-stream", eventlog.DefaultStream, "name of the event stream, so that several deployments can share a NATS (its subjects are <lowercase name>.edges.*)")
 	f.StringVar(&s.DB, "db", "", "postgres:// or mysql:// URL of the durable store; replaces embedded SQLite")
@@ -70,6 +73,9 @@ func (s *servers) check() error {
 	}
 	if s.Redis != "" && (s.RedisPrefix == "" || strings.ContainsAny(s.RedisPrefix, "{}")) {
 		return fmt.Errorf("--redis-prefix %q: want a non-empty prefix without '{' or '}'", s.RedisPrefix)
+	}
+	if s.Redis != "" && s.RedisMaxKeyMembers < 2 {
+		return fmt.Errorf("--redis-max-key-members %d: want at least 2", s.RedisMaxKeyMembers)
 	}
 	if s.DB != "" {
 		return checkDB(s.DB)

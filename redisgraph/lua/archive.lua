@@ -76,20 +76,50 @@ for i = 5, 4 + nm do
     ms[#ms + 1], at[#ms + 1] = ARGV[i], i - 4
   end
 end
-local vers = redis.call('HMGET', vh, unpack(ms))
-local scores
-if hide then scores = redis.call('ZMSCORE', z, unpack(ms)) end
+-- u's keys, and the chunk of u's side of each member (chunks.lua),
+-- each chunk read by one HMGET (and ZMSCORE).
+local uk = {[mine[1]] = z, [mine[2]] = vh, h = h, rf = rf}
+local chunkOfM, chunks = {}, {}
+for i, m in ipairs(ms) do
+  local c = ck(uk, mine[1], m)
+  if not chunks[c] then chunks[c] = {} end
+  local cm = chunks[c]
+  cm[#cm + 1] = i
+  chunkOfM[i] = c
+end
+local vers, scores = {}, {}
+for c, is in pairs(chunks) do
+  local cms = {}
+  for j, i in ipairs(is) do cms[j] = ms[i] end
+  local vs = redis.call('HMGET', ck(uk, mine[2], cms[1]), unpack(cms))
+  local sc = hide and redis.call('ZMSCORE', c, unpack(cms))
+  for j, i in ipairs(is) do
+    vers[i] = vs[j]
+    if sc then scores[i] = sc[j] end
+  end
+end
+-- What to write on u's side, by chunk: {ZREM or ZADD args, HSET args,
+-- HDEL args, a member}.
+local writes = {}
+local function w(i)
+  local c = chunkOfM[i]
+  if not writes[c] then writes[c] = {{}, {}, {}, ms[i]} end
+  return writes[c]
+end
 
 -- For each member changed: its version (without the 'h'), on u's side.
-local changed, zargs, setv, delv, dropped = {}, {}, {}, {}, {}
+local changed, dropped, nset = {}, {}, 0
 for i, m in ipairs(ms) do
   local v
+  local x = w(i)
+  local zargs, setv, delv = x[1], x[2], x[3]
   if hide then
     if scores[i] then
       v = vers[i]
       if not v then v = vfmt(tonumber(scores[i]), 0) end
       zargs[#zargs + 1] = m
       setv[#setv + 1], setv[#setv + 2] = m, 'h' .. v
+      nset = nset + 1
     end
   elseif vers[i] and string.sub(vers[i], 1, 1) == 'h' then
     v = string.sub(vers[i], 2)
@@ -101,6 +131,7 @@ for i, m in ipairs(ms) do
     end
     if op == 'drop' or cs == 'deleted' then
       setv[#setv + 1], setv[#setv + 2] = m, v
+      nset = nset + 1
       dropped[#dropped + 1] = {m, at[i], v}
       v = nil
     elseif cs ~= 'active' then
@@ -109,6 +140,7 @@ for i, m in ipairs(ms) do
       zargs[#zargs + 1], zargs[#zargs + 2] = string.format('%d', vms(v)), m
       if vctr(v) ~= 0 then
         setv[#setv + 1], setv[#setv + 2] = m, v
+        nset = nset + 1
       else
         delv[#delv + 1] = m
       end
@@ -119,15 +151,32 @@ end
 
 -- The dropped: a tombstone for the hidden edge on both sides, nothing
 -- else (nh counts each user's hidden edges: see lib.lua's set).
+-- theirKeys returns the keys of counterpart i (standalone only), as
+-- lib.lua's ck takes them.
+local function theirKeys(i)
+  return {[theirs[1]] = KEYS[4 * i + 1], [theirs[2]] = KEYS[4 * i + 2], h = KEYS[4 * i + 3], rf = KEYS[4 * i + 4]}
+end
 for _, c in ipairs(cluster and {} or dropped) do
-  local ch = KEYS[4 * c[2] + 3]
-  redis.call('HSET', KEYS[4 * c[2] + 2], um, c[3])
-  local hv = redis.call('HMGET', ch, 'st', 'nh')
-  redis.call('HSET', ch, 'st', tonumber(hv[1] or '0') + 1, 'nh', tonumber(hv[2] or '0') - 1)
+  local ck_ = theirKeys(c[2])
+  redis.call('HSET', ck(ck_, theirs[2], um), um, c[3])
+  local hv = redis.call('HMGET', ck_.h, 'st', 'nh')
+  redis.call('HSET', ck_.h, 'st', tonumber(hv[1] or '0') + 1, 'nh', tonumber(hv[2] or '0') - 1)
+end
+-- writeVersions writes the versions of u's side, chunk by chunk, and
+-- splits the chunks grown to their bound.
+local function writeVersions()
+  for _, x in pairs(writes) do
+    local cv = ck(uk, mine[2], x[4])
+    if #x[2] > 0 then redis.call('HSET', cv, unpack(x[2])) end
+    if #x[3] > 0 then redis.call('HDEL', cv, unpack(x[3])) end
+  end
+  for _, x in pairs(writes) do
+    if #x[2] > 0 then fit(uk, mine[2], x[4]) end
+  end
 end
 if #dropped > 0 then redis.call('HINCRBY', h, 'nh', -#dropped) end
 if #dropped > 0 and #changed == 0 then
-  redis.call('HSET', vh, unpack(setv))
+  writeVersions()
   redis.call('HINCRBY', h, 'st', 1)
   return #dropped
 end
@@ -141,26 +190,38 @@ end
 
 local d = 1
 if hide then d = -1 end
-if hide then
-  redis.call('ZREM', z, unpack(zargs))
-else
-  redis.call('ZADD', z, unpack(zargs))
+for c, x in pairs(writes) do
+  if #x[1] > 0 then
+    if hide then
+      redis.call('ZREM', c, unpack(x[1]))
+    else
+      redis.call('ZADD', c, unpack(x[1]))
+    end
+  end
 end
-if #setv > 0 then redis.call('HSET', vh, unpack(setv)) end
-if #delv > 0 then redis.call('HDEL', vh, unpack(delv)) end
+if not hide then
+  for _, x in pairs(writes) do
+    if #x[1] > 0 then fit(uk, mine[1], x[4]) end
+  end
+end
+writeVersions()
 redis.call('HINCRBY', h, mine[3], d * n)
 redis.call('HINCRBY', h, 'nh', -d * n)
 redis.call('HINCRBY', h, 'st', 1)
 n = n + #dropped
-if mine[4] and #setv > 0 then redis.call('HDEL', h, mine[4]) end
+if mine[4] and nset > 0 then redis.call('HDEL', h, mine[4]) end
 if myFlag then
-  for _, c in ipairs(changed) do flag(rf, c[1], myFlag, d) end
+  for _, c in ipairs(changed) do
+    flag(ck(uk, 'rf', c[1]), c[1], myFlag, d)
+    if d > 0 then fit(uk, 'rf', c[1]) end
+  end
 end
 
 if cluster then return n end
 for _, c in ipairs(changed) do
   local i, v = c[2], c[3]
-  local cz, cvh, ch, crf = KEYS[4 * i + 1], KEYS[4 * i + 2], KEYS[4 * i + 3], KEYS[4 * i + 4]
+  local tk = theirKeys(i)
+  local cz, cvh, ch, crf = ck(tk, theirs[1], um), ck(tk, theirs[2], um), tk.h, ck(tk, 'rf', um)
   local hv = redis.call('HMGET', ch, theirs[3], 'st', 'nh')
   local wrote = true
   if hide then
@@ -179,5 +240,12 @@ for _, c in ipairs(changed) do
     'nh', tonumber(hv[3] or '0') - d)
   if theirs[4] and wrote then redis.call('HDEL', ch, theirs[4]) end
   if theirFlag then flag(crf, um, theirFlag, d) end
+  if hide then
+    fit(tk, theirs[2], um)
+  else
+    fit(tk, theirs[1], um)
+    if wrote then fit(tk, theirs[2], um) end
+    if theirFlag then fit(tk, 'rf', um) end
+  end
 end
 return n

@@ -2,16 +2,25 @@
 -- Reconcile's repairs. Each edge is written only over an older version
 -- (Rebuild), or only where Redis does not hold a state newer than both
 -- the expected version and the horizon (repairs: see reconcile.go), so a
--- newer live change is never undone. Then the side's counter is set to
--- the size of its set, and the user's clock moved up to the version given.
+-- newer live change is never undone. Then the side's counter moves by the
+-- members the sorted set gained and lost (or, asked to recount, is set to
+-- the size of the set over its chunks), and the user's clock moved up to
+-- the version given.
 --
 -- KEYS: 1 the side's sorted set (out(u) or in(u)), 2 its versions hash
---       (ov(u) or iv(u)), 3 h(u).
+--       (ov(u) or iv(u)), 3 h(u): chunk 0 of each (chunks.lua); each edge
+--       is written in its member's chunk.
 -- ARGV: 1 the side's counter in h ('nout' or 'nin'), 2 '' for Rebuild, or
 --       a repair's horizon (a version), 3 the version the clock must reach
 --       ('' to leave it: only the following side moves the clock, as
 --       every version of an edge u → t goes through u's clock), 4-7 the
---       numbers of edges in each of the four lists that follow:
+--       numbers of edges in each of the four lists that follow, 8 the
+--       number of edges the side will hold (Rebuild's first call of a
+--       side: its chunks are made at once, so that a rebuild splits none;
+--       '0' otherwise), 9 '1' to recount the set (a repair's last call,
+--       which fixes the counter too), 10 'n:j' when every edge is in
+--       chunk j of the side's n chunks (the caller ordered them so; taken
+--       only while the side has n chunks), else '', then the lists:
 --       L, live edges: score (the follow time in ms, decimal), member;
 --       V, those of L whose version has a counter: member, version;
 --       T, tombstones: member, version;
@@ -19,10 +28,11 @@
 --       Versions are 16 hex digits; members are distinct.
 --
 -- The arguments are laid out so that a rebuild into an empty Redis (no
--- key of the side exists) is one ZADD of L and one HSET of V and T, with
--- no work per edge in Lua; otherwise one ZMSCORE and one HMGET read what
--- Redis holds of every edge, and one ZADD, ZREM, HSET and HDEL write the
--- winners.
+-- key of the side exists, one chunk) is one ZADD of L and one HSET of V
+-- and T, with no work per edge in Lua; otherwise one ZMSCORE and one HMGET
+-- a chunk read what Redis holds of every edge, and one ZADD, ZREM, HSET
+-- and HDEL a chunk write the winners. Then each chunk written to is split
+-- if it has grown to its bound (lib.lua's fit).
 --
 -- A hidden edge (archive.lua's: 'h' and the version, in the versions
 -- hash, the edge in neither the sorted set nor the counter) is an edge on
@@ -38,24 +48,45 @@
 local z, vh, h = KEYS[1], KEYS[2], KEYS[3]
 local cf, horizon, clk = ARGV[1], ARGV[2], ARGV[3]
 local nl, nv, nt, nn = tonumber(ARGV[4]), tonumber(ARGV[5]), tonumber(ARGV[6]), tonumber(ARGV[7])
+local total, recount = tonumber(ARGV[8]), ARGV[9] == '1'
 local repair = horizon ~= ''
-local l0 = 8                 -- L: ARGV[l0 + 2i - 2], ARGV[l0 + 2i - 1]
+local side
+for _, s in pairs(sides) do
+  if s[3] == cf then side = s end
+end
+local uk = {[side[1]] = z, [side[2]] = vh, h = h}
+local grp = groupOf[side[1]]
+local hintN, hintJ = string.match(ARGV[10], '^(%d+):(%d+)$')
+local l0 = 11                -- L: ARGV[l0 + 2i - 2], ARGV[l0 + 2i - 1]
 local v0 = l0 + 2 * nl       -- V
 local t0 = v0 + 2 * nv       -- T
 local n0 = t0 + 2 * nt       -- N
 local written, flags = 0, {}
 local hsetAny, hdelAny = false, false
-local card, vhEmpty -- ZCARD z and whether vh is empty, where known
+local vhEmpty    -- whether vh is empty, where known
+local delta = 0  -- the members the sorted set gained, less those it lost
 local nhDelta = 0   -- how u's count of hidden edges (h's nh) changes
 
-if not repair and redis.call('EXISTS', z, vh) == 0 then
-  if nl > 0 then redis.call('ZADD', z, unpack(ARGV, l0, v0 - 1)) end
+-- A side rebuilt into nothing that will hold more than a chunk's share
+-- is made in as many chunks as keep each at most half full: a power of
+-- two, so that they are of one level.
+if total > SPLIT_AT and counts(uk)[grp] == 1 and redis.call('EXISTS', z, vh) == 0 then
+  local n = 1
+  while total / n > MAXKEY / 2 do n = n * 2 end
+  counts(uk)[grp] = n
+  redis.call('HSET', h, groups[grp].field, n)
+  redis.call('HINCRBY', h, GEN, 1)
+end
+local chunked = counts(uk)[grp] > 1
+
+if not repair and not chunked and nl + nv + nt < SPLIT_AT and redis.call('EXISTS', z, vh) == 0 then
+  if nl > 0 then delta = redis.call('ZADD', z, unpack(ARGV, l0, v0 - 1)) end
   if nv + nt > 0 then
     redis.call('HSET', vh, unpack(ARGV, v0, n0 - 1))
     hsetAny = true
   end
   written = nl + nt
-  card, vhEmpty = nl, nv + nt == 0
+  vhEmpty = nv + nt == 0
 else
   -- Every edge: its member, version (ms, counter, and 16 hex digits where
   -- it is stored) and state.
@@ -81,13 +112,38 @@ else
   if repair then hms, hctr = vms(horizon), vctr(horizon) end
   local function less(am, ac, bm, bc) return am < bm or (am == bm and ac < bc) end
 
+  -- What Redis holds of each edge, read a chunk at a time.
   local scores, stored = {}, {}
-  if #members > 0 then
-    scores = redis.call('ZMSCORE', z, unpack(members))
-    stored = redis.call('HMGET', vh, unpack(members))
-  end
-  local zadd, zrem, hset, hdel = {}, {}, {}, {}
+  local chunkOfMember, byChunk = {}, {}
+  local hinted = hintN and tonumber(hintN) == counts(uk)[grp]
   for k = 1, #members do
+    local c
+    if hinted then c = tonumber(hintJ) else c = chunkIndex(uk, side[1], members[k]) end
+    chunkOfMember[k] = c
+    if not byChunk[c] then byChunk[c] = {} end
+    local b = byChunk[c]
+    b[#b + 1] = k
+  end
+  for c, ks in pairs(byChunk) do
+    local ms = {}
+    for i, k in ipairs(ks) do ms[i] = members[k] end
+    local sc = redis.call('ZMSCORE', chunkKey(z, c), unpack(ms))
+    local vs = redis.call('HMGET', chunkKey(vh, c), unpack(ms))
+    for i, k in ipairs(ks) do scores[k], stored[k] = sc[i], vs[i] end
+  end
+  local writes = {} -- by chunk: {zadd, zrem, hset, hdel, a member}
+  local function w(k)
+    local c = chunkOfMember[k]
+    local x = writes[c]
+    if not x then
+      x = {{}, {}, {}, {}, members[k]}
+      writes[c] = x
+    end
+    return x
+  end
+  for k = 1, #members do
+    local x = w(k)
+    local zadd, zrem, hset, hdel = x[1], x[2], x[3], x[4]
     local m, want = members[k], state[k]
     local live, rec = scores[k] ~= false, stored[k]
     local hidden = rec and string.sub(rec, 1, 1) == 'h'
@@ -143,17 +199,27 @@ else
     end
     if repair then flags[k] = write and '1' or '0' end
   end
-  if #zadd > 0 then redis.call('ZADD', z, unpack(zadd)) end
-  if #zrem > 0 then redis.call('ZREM', z, unpack(zrem)) end
-  if #hset > 0 then redis.call('HSET', vh, unpack(hset)) end
-  if #hdel > 0 then redis.call('HDEL', vh, unpack(hdel)) end
-  hsetAny, hdelAny = #hset > 0, #hdel > 0
+  for c, x in pairs(writes) do
+    local zadd, zrem, hset, hdel = x[1], x[2], x[3], x[4]
+    local cz, cv = chunkKey(z, c), chunkKey(vh, c)
+    if #zadd > 0 then delta = delta + redis.call('ZADD', cz, unpack(zadd)) end
+    if #zrem > 0 then delta = delta - redis.call('ZREM', cz, unpack(zrem)) end
+    if #hset > 0 then redis.call('HSET', cv, unpack(hset)) end
+    if #hdel > 0 then redis.call('HDEL', cv, unpack(hdel)) end
+    hsetAny, hdelAny = hsetAny or #hset > 0, hdelAny or #hdel > 0
+  end
+  -- Split the chunks grown to their bound.
+  for _, x in pairs(writes) do
+    if #x[1] > 0 then fit(uk, side[1], x[5]) end
+    if #x[3] > 0 then fit(uk, side[2], x[5]) end
+  end
 end
 
--- The counter is the set's size; the clock at least clk.
+-- The counter, by delta or recounted; the clock at least clk.
 local hv = redis.call('HMGET', h, cf, 'st', 'clk', 'e')
 local set = {}
-card = card or redis.call('ZCARD', z)
+local card = tonumber(hv[1] or '0') + delta
+if recount then card = cardOf(uk, side[1]) end
 if tonumber(hv[1] or '0') ~= card then
   set[#set + 1] = cf
   set[#set + 1] = card
@@ -172,7 +238,8 @@ end
 -- true again if ov(u) is empty now, unknown once ov(u) holds something.
 -- Only the following side has it.
 if cf == 'nout' and (hsetAny or hdelAny or (written > 0 and not hv[4])) then
-  if vhEmpty == nil then vhEmpty = redis.call('EXISTS', vh) == 0 end
+  -- (A side in chunks is not looked over: e is only a shortcut.)
+  if vhEmpty == nil then vhEmpty = counts(uk)[grp] == 1 and redis.call('EXISTS', vh) == 0 end
   if vhEmpty then
     set[#set + 1] = 'e'
     set[#set + 1] = '1'

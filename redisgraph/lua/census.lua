@@ -6,14 +6,17 @@
 -- KEYS: 1 h(u), then the sorted set of each side of SIDE_CODES
 --       (layout.lua), in that order.
 --
--- Returns {clk, p, pv, then for each side the ZCARD of its set and its
--- counter}; the fields of h(u) are nil where h(u) lacks them.
+-- Returns {clk, p, pv, then for each side the size of its set (over its
+-- chunks) and its counter}; the fields of h(u) are nil where h(u) lacks them.
 local fields = {'clk', 'p', 'pv'}
 for _, code in ipairs(SIDE_CODES) do fields[#fields + 1] = sides[code][3] end
+for _, code in ipairs(SIDE_CODES) do fields[#fields + 1] = groups[code].field end
 local hv = redis.call('HMGET', KEYS[1], unpack(fields))
 local res = {hv[1], hv[2], hv[3]}
 for i = 1, #SIDE_CODES do
-  res[#res + 1] = redis.call('ZCARD', KEYS[1 + i])
+  local n, card = tonumber(hv[3 + #SIDE_CODES + i] or '1'), 0
+  for j = 0, n - 1 do card = card + redis.call('ZCARD', chunkKey(KEYS[1 + i], j)) end
+  res[#res + 1] = card
   res[#res + 1] = hv[3 + i]
 end
 return res

@@ -9,7 +9,10 @@
 -- counters hash (its private flag and state, and what the write moves).
 --
 -- KEYS: 1 out(u), 2 ov(u), 3 h(u), 4 the outbox stream of u's slot, 5
---       rf(u), and on a standalone Redis also 6 in(t), 7 iv(t), 8 h(t).
+--       rf(u), and on a standalone Redis also 6 in(t), 7 iv(t), 8 h(t):
+--       chunk 0 of each list; the script reads the member's chunk
+--       (chunks.lua) by the counts in h(u) and h(t), and leaves to
+--       edge.lua a change that would bring one to its split (SLOW).
 -- ARGV: 1 'follow' or 'unfollow', 2 t as a member, 3 the client's time in
 --       ms (decimal), 4 the following limit (0: none), 5 the outbox bound,
 --       6 u and 7 t in decimal, 8 u's writes per second (0: no limit) and
@@ -45,16 +48,22 @@ local op, m, out, ov, h = ARGV[1], ARGV[2], KEYS[1], KEYS[2], KEYS[3]
 local follow = op == 'follow'
 local hv, bucket
 if take then
-  hv = redis.call('HMGET', h, 'clk', 'nout', 'st', 'e', 'nbo', 'nbi', 'nro', 's', 'nh', 'rk', 'rkt')
+  hv = redis.call('HMGET', h, 'clk', 'nout', 'st', 'e', 'nbo', 'nbi', 'nro', 's', 'nh', 'kfo', 'krf', 'rk', 'rkt')
 else
-  hv = redis.call('HMGET', h, 'clk', 'nout', 'st', 'e', 'nbo', 'nbi', 'nro', 's', 'nh')
+  hv = redis.call('HMGET', h, 'clk', 'nout', 'st', 'e', 'nbo', 'nbi', 'nro', 's', 'nh', 'kfo', 'krf')
+end
+-- u's follows out in chunks (chunks.lua): m's chunk of out(u) and ov(u).
+local nko = tonumber(hv[10] or '1')
+if nko > 1 then
+  local j = chunkOf(hashOf(m), nko)
+  out, ov = chunkKey(out, j), chunkKey(ov, j)
 end
 -- Account states (state.lua): no write by a user who is not active, no
 -- follow of one (on a Cluster, where t's keys are not here, its second
 -- step checks; see write.go).
 if hv[8] and hv[8] ~= 'active' then return {USER_INACTIVE} end
-local th = follow and KEYS[8] and redis.call('HMGET', KEYS[8], 'p', 's', 'clk', 'nin', 'st')
-if th and th[2] and th[2] ~= 'active' then return {TARGET_INACTIVE} end
+local th = KEYS[8] and redis.call('HMGET', KEYS[8], 'p', 's', 'clk', 'nin', 'st', 'kfi')
+if follow and th and th[2] and th[2] ~= 'active' then return {TARGET_INACTIVE} end
 local s = redis.call('ZSCORE', out, m)
 if follow == (s ~= false) then
   -- Nothing to change, as far as this Redis knows: unless it lost the
@@ -67,7 +76,7 @@ if follow == (s ~= false) then
   local v = redis.call('HGET', ov, m)
   if take then
     local wait
-    bucket, wait = take(hv[10], hv[11])
+    bucket, wait = take(hv[12], hv[13])
     if not bucket then return {RATE, wait} end
     redis.call('HSET', h, unpack(bucket))
   end
@@ -82,14 +91,14 @@ end
 -- edges, nh: one may be this edge, left by a job that has not restored it
 -- yet), which lib.lua's set knows.
 if follow and ((hv[5] and hv[5] ~= '0' or hv[6] and hv[6] ~= '0' or hv[7] and hv[7] ~= '0') and
-      redis.call('ZSCORE', KEYS[5], m) or
+      redis.call('ZSCORE', chunkKey(KEYS[5], chunkOf(hashOf(m), tonumber(hv[11] or '1'))), m) or
     ARGV[11] == '1' or (th and th[1] == '1') or
     hv[9] and hv[9] ~= '0' and string.sub(redis.call('HGET', ov, m) or '', 1, 1) == 'h') then
   return {SLOW}
 end
 if take then
   local wait
-  bucket, wait = take(hv[10], hv[11])
+  bucket, wait = take(hv[12], hv[13])
   if not bucket then return {RATE, wait} end
 end
 local empty = not hv[1] or hv[4] == '1'
@@ -100,9 +109,27 @@ if follow then
   -- to t, which is not in rf(u).
   if max > 0 and n + tonumber(hv[7] or '0') >= max then return {LIMIT} end
 end
-if redis.call('XLEN', KEYS[4]) >= tonumber(ARGV[5]) then return {FULL} end
 local v = nextv(hv[1])
 local score, c = string.format('%d', vms(v)), vctr(v)
+-- A change that would bring a chunk to its split is edge.lua's, whose
+-- writes split (lib.lua's fit): a follow that adds to out(u) (and in(t)),
+-- a version stored in ov(u) (and iv(t)).
+local tin, tiv, um = KEYS[6], KEYS[7], ARGV[10]
+local nki = th and tonumber(th[6] or '1') or 1
+if nki > 1 then
+  local j = chunkOf(hashOf(um), nki)
+  tin, tiv = chunkKey(tin, j), chunkKey(tiv, j)
+end
+if follow then
+  if nko == 1 and n + 1 >= SPLIT_AT or nko > 1 and redis.call('ZCARD', out) + 1 >= SPLIT_AT then return {SLOW} end
+  if th and (nki == 1 and tonumber(th[4] or '0') + 1 >= SPLIT_AT or nki > 1 and redis.call('ZCARD', tin) + 1 >= SPLIT_AT) then
+    return {SLOW}
+  end
+end
+if (not follow or c ~= 0) and (redis.call('HLEN', ov) + 1 >= SPLIT_AT or th and redis.call('HLEN', tiv) + 1 >= SPLIT_AT) then
+  return {SLOW}
+end
+if redis.call('XLEN', KEYS[4]) >= tonumber(ARGV[5]) then return {FULL} end
 -- The event, before anything changes: NOMKSTREAM adds it only to an
 -- existing outbox stream. The streams are created once for a deployment
 -- and never deleted (trimming keeps them), so a missing one means Redis
@@ -145,21 +172,19 @@ if not KEYS[6] then return {CHANGED, v, id, st} end
 -- by one HSET: the count, the stamp, and the clock moved past v, as every
 -- script that writes a user's keys moves the user's clock (lib.lua's
 -- observe; effects.lua on a Cluster).
-local um = ARGV[10]
-th = th or redis.call('HMGET', KEYS[8], 'p', 's', 'clk', 'nin', 'st')
 local nin = tonumber(th[4] or '0')
 if follow then
-  redis.call('ZADD', KEYS[6], score, um)
+  redis.call('ZADD', tin, score, um)
   nin = nin + 1
   if c ~= 0 then
-    redis.call('HSET', KEYS[7], um, v)
+    redis.call('HSET', tiv, um, v)
   elseif stored then
-    redis.call('HDEL', KEYS[7], um)
+    redis.call('HDEL', tiv, um)
   end
 else
-  redis.call('ZREM', KEYS[6], um)
+  redis.call('ZREM', tin, um)
   nin = nin - 1
-  redis.call('HSET', KEYS[7], um, v)
+  redis.call('HSET', tiv, um, v)
 end
 local tst = tonumber(th[5] or '0') + 1
 local tf = {'nin', nin, 'st', tst}

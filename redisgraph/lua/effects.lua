@@ -38,7 +38,7 @@ end
 -- blocks returns whether a block between the user whose keys are uk and m
 -- is on, either way, and the newest version of the two blocks' edges.
 local function blocks(uk, m)
-  if redis.call('EXISTS', uk.bo, uk.bi, uk.bov, uk.biv) == 0 then return false, ZERO end
+  if redis.call('EXISTS', ck(uk, 'bo', m), ck(uk, 'bi', m), ck(uk, 'bov', m), ck(uk, 'biv', m)) == 0 then return false, ZERO end
   local a, b = state(uk, 'bo', m), state(uk, 'bi', m)
   if vless(a[1], b[1]) then return a[2] or b[2], b[1] end
   return a[2] or b[2], a[1]

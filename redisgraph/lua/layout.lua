@@ -24,6 +24,23 @@ local sides = {
 -- The bits of the flags of the other kinds, by side code (layout.Flag*).
 local flagOf = {bo = 1, bi = 2, mo = 4, ro = 8, ri = 16}
 
+-- The groups of keys split into chunks together (layout.Groups): by
+-- group, its keys and the field of h holding its number of chunks; by key,
+-- its group; the keys that are hashes; the field every split increments.
+local groups = {
+  fo = {keys = {'out', 'ov'}, field = 'kfo'},
+  fi = {keys = {'in', 'iv'}, field = 'kfi'},
+  bo = {keys = {'bo', 'bov'}, field = 'kbo'},
+  bi = {keys = {'bi', 'biv'}, field = 'kbi'},
+  mo = {keys = {'mo', 'mov', 'mx'}, field = 'kmo'},
+  ro = {keys = {'ro', 'rov'}, field = 'kro'},
+  ri = {keys = {'ri', 'riv'}, field = 'kri'},
+  rf = {keys = {'rf'}, field = 'krf'},
+}
+local groupOf = {out = 'fo', ov = 'fo', ["in"] = 'fi', iv = 'fi', bo = 'bo', bov = 'bo', bi = 'bi', biv = 'bi', mo = 'mo', mov = 'mo', mx = 'mo', ro = 'ro', rov = 'ro', ri = 'ri', riv = 'ri', rf = 'rf'}
+local isHash = {ov = true, iv = true, bov = true, biv = true, mov = true, mx = true, rov = true, riv = true}
+local GEN = 'ng'
+
 -- The modes of effects.lua (layout.Refuse).
 local REFUSE_NOTHING, REFUSE_BLOCKS, REFUSE_INACTIVE = '0', '1', '2'
 

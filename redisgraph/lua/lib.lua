@@ -19,6 +19,97 @@ local function userKeys(base)
   return k
 end
 
+-- counts returns the numbers of chunks of the groups of the user whose
+-- keys are uk (chunks.lua), by group, read once a script.
+local chunkCounts = {}
+local function counts(uk)
+  local c = chunkCounts[uk.h]
+  if c then return c end
+  local names, fields = {}, {}
+  for name, g in pairs(groups) do names[#names + 1], fields[#fields + 1] = name, g.field end
+  local vals = redis.call('HMGET', uk.h, unpack(fields))
+  c = {}
+  for i, name in ipairs(names) do c[name] = tonumber(vals[i] or '1') end
+  chunkCounts[uk.h] = c
+  return c
+end
+
+-- chunkIndex returns the chunk of the user's key k (a suffix: 'in',
+-- 'iv') that holds member m, and ck its key.
+local function chunkIndex(uk, k, m)
+  local n = counts(uk)[groupOf[k]]
+  if n == 1 then return 0 end
+  return chunkOf(hashOf(m), n)
+end
+local function ck(uk, k, m) return chunkKey(uk[k], chunkIndex(uk, k, m)) end
+
+-- split splits the next chunk of group grp of the user whose keys are uk
+-- (linear hashing: chunk n - lo, of the n, whose entries of hash n modulo
+-- 2lo move to the new chunk n), and counts the split in h's GEN.
+local function split(uk, grp)
+  local c = counts(uk)
+  local n = c[grp]
+  local lo = 1
+  while lo * 2 <= n do lo = lo * 2 end
+  for _, k in ipairs(groups[grp].keys) do
+    local from, to = chunkKey(uk[k], n - lo), chunkKey(uk[k], n)
+    local all, step
+    if isHash[k] then all, step = redis.call('HGETALL', from), 2 else all, step = redis.call('ZRANGE', from, 0, -1, 'WITHSCORES'), 2 end
+    local moved, gone = {}, {}
+    local function flush()
+      if #gone == 0 then return end
+      if isHash[k] then
+        redis.call('HSET', to, unpack(moved))
+        redis.call('HDEL', from, unpack(gone))
+      else
+        redis.call('ZADD', to, unpack(moved))
+        redis.call('ZREM', from, unpack(gone))
+      end
+      moved, gone = {}, {}
+    end
+    for i = 1, #all, step do
+      local m = all[i]
+      if hashOf(m) % (2 * lo) == n then
+        if isHash[k] then
+          moved[#moved + 1], moved[#moved + 2] = m, all[i + 1]
+        else
+          moved[#moved + 1], moved[#moved + 2] = all[i + 1], m
+        end
+        gone[#gone + 1] = m
+        if #gone == 1000 then flush() end
+      end
+    end
+    flush()
+  end
+  c[grp] = n + 1
+  redis.call('HSET', uk.h, groups[grp].field, n + 1)
+  redis.call('HINCRBY', uk.h, GEN, 1)
+end
+
+-- fit splits the group of the user's key k after member m was added to
+-- it, when m's chunk of k holds SPLIT_AT entries: once, or, while that
+-- chunk holds MAXKEY, until it holds fewer (linear hashing splits the
+-- chunks in turn, so m's may come only after others). It stops after 64
+-- splits, which only members of colliding hashes would need.
+local function fit(uk, k, m)
+  for _ = 1, 64 do
+    local key = ck(uk, k, m)
+    local size
+    if isHash[k] then size = redis.call('HLEN', key) else size = redis.call('ZCARD', key) end
+    if size < SPLIT_AT then return end
+    split(uk, groupOf[k])
+    if size < MAXKEY then return end
+  end
+end
+
+-- card returns the entries of the user's sorted set k (a suffix), over
+-- its chunks.
+local function cardOf(uk, k)
+  local n, sum = counts(uk)[groupOf[k]], 0
+  for j = 0, n - 1 do sum = sum + redis.call('ZCARD', chunkKey(uk[k], j)) end
+  return sum
+end
+
 -- The sides of a user's edges, by code (layout.lua's sides: a kind's
 -- letter, then o for the user's outgoing edges of that kind, i for the
 -- incoming ones): the sorted set, its versions hash, the counter in h,
@@ -39,8 +130,8 @@ local function state(uk, code, m)
     return {hv[1] or ZERO, hv[2] == '1', hv[1] ~= false}
   end
   local s = sides[code]
-  local z = redis.call('ZSCORE', uk[s[1]], m)
-  local v = redis.call('HGET', uk[s[2]], m)
+  local z = redis.call('ZSCORE', ck(uk, s[1], m), m)
+  local v = redis.call('HGET', ck(uk, s[2], m), m)
   if v and string.sub(v, 1, 1) == 'h' then
     v = string.sub(v, 2)
     return {v, true, true, string.format('%d', vms(v)), true}
@@ -51,7 +142,7 @@ local function state(uk, code, m)
 end
 
 -- expiry returns the expiry (ms) of the user's mute of m: 0 for none.
-local function expiry(uk, m) return tonumber(redis.call('HGET', uk.mx, m) or '0') end
+local function expiry(uk, m) return tonumber(redis.call('HGET', ck(uk, 'mx', m), m) or '0') end
 
 -- needed reports whether an effect (side code, on) of an event of kind
 -- ekind (a kind's letter) must be written over the edge's state st, given
@@ -95,7 +186,9 @@ local function set(uk, code, m, v, on, st, mute, pair)
     return
   end
   local s = sides[code]
-  local z, vh = uk[s[1]], uk[s[2]]
+  local z, vh, rf = ck(uk, s[1], m), ck(uk, s[2], m), ck(uk, 'rf', m)
+  -- The keys this adds an entry to, which fit may split after.
+  local grown = {}
   if on and code ~= 'mo' and pair == 'deleted' then on = false end
   local hiddenHere = 0 -- 1: the edge is hidden here
   if on and code ~= 'mo' and pair == 'hidden' and not st[5] then
@@ -103,7 +196,7 @@ local function set(uk, code, m, v, on, st, mute, pair)
       redis.call('ZREM', z, m)
       redis.call('HINCRBY', h, s[3], -1)
       local f = flagOf[code]
-      if f and tonumber(redis.call('ZINCRBY', uk.rf, -f, m)) == 0 then redis.call('ZREM', uk.rf, m) end
+      if f and tonumber(redis.call('ZINCRBY', rf, -f, m)) == 0 then redis.call('ZREM', rf, m) end
     end
     st, hiddenHere = {st[1], true, true, nil, true}, 1
   end
@@ -120,6 +213,7 @@ local function set(uk, code, m, v, on, st, mute, pair)
       redis.call('HINCRBY', h, 'nh', -1)
     end
     if s[4] then redis.call('HDEL', h, s[4]) end
+    fit(uk, s[2], m)
     return
   end
   local wrote = true
@@ -127,9 +221,11 @@ local function set(uk, code, m, v, on, st, mute, pair)
     local score = string.format('%d', vms(v))
     if code == 'mo' then score = mute[1] end
     redis.call('ZADD', z, score, m)
+    grown[#grown + 1] = s[1]
     if not st[2] then redis.call('HINCRBY', h, s[3], 1) end
     if code == 'mo' or vctr(v) ~= 0 then
       redis.call('HSET', vh, m, v)
+      grown[#grown + 1] = s[2]
     else
       wrote = false
       if st[3] then redis.call('HDEL', vh, m) end
@@ -140,16 +236,24 @@ local function set(uk, code, m, v, on, st, mute, pair)
       redis.call('HINCRBY', h, s[3], -1)
     end
     redis.call('HSET', vh, m, v)
+    grown[#grown + 1] = s[2]
   end
   local f = flagOf[code]
   if f and on ~= st[2] then
     if not on then f = -f end
-    if tonumber(redis.call('ZINCRBY', uk.rf, f, m)) == 0 then redis.call('ZREM', uk.rf, m) end
+    if tonumber(redis.call('ZINCRBY', rf, f, m)) == 0 then redis.call('ZREM', rf, m) elseif on then grown[#grown + 1] = 'rf' end
   end
   if code == 'mo' then
-    if on and mute[2] ~= '0' then redis.call('HSET', uk.mx, m, mute[2]) else redis.call('HDEL', uk.mx, m) end
+    local mx = ck(uk, 'mx', m)
+    if on and mute[2] ~= '0' then
+      redis.call('HSET', mx, m, mute[2])
+      grown[#grown + 1] = 'mx'
+    else
+      redis.call('HDEL', mx, m)
+    end
   end
   if wrote and s[4] then redis.call('HDEL', h, s[4]) end
+  for _, k in ipairs(grown) do fit(uk, k, m) end
 end
 
 -- observe moves the clock of the user whose counters hash is h to at least v.

@@ -30,9 +30,9 @@ for i = 0, n - 1 do
       redis.call('HDEL', uk.h, 'p', 'pv')
     else
       local s = sides[code]
-      redis.call('ZREM', uk[s[1]], m)
-      redis.call('HDEL', uk[s[2]], m)
-      if code == 'mo' then redis.call('HDEL', uk.mx, m) end
+      redis.call('ZREM', ck(uk, s[1], m), m)
+      redis.call('HDEL', ck(uk, s[2], m), m)
+      if code == 'mo' then redis.call('HDEL', ck(uk, 'mx', m), m) end
     end
   elseif write then
     set(uk, code, m, v, want == '1', st, {ARGV[b + 4], ARGV[b + 5]})
@@ -47,18 +47,24 @@ for i = 3 + 6 * n, #ARGV do members[#members + 1] = ARGV[i] end
 for _, m in ipairs(members) do
   local f = 0
   for code, bit in pairs(flagOf) do
-    if redis.call('ZSCORE', uk[sides[code][1]], m) then f = f + bit end
+    if redis.call('ZSCORE', ck(uk, sides[code][1], m), m) then f = f + bit end
   end
-  local had = tonumber(redis.call('ZSCORE', uk.rf, m) or '0')
+  local rf = ck(uk, 'rf', m)
+  local had = tonumber(redis.call('ZSCORE', rf, m) or '0')
   if f ~= had then
     written = true
-    if f == 0 then redis.call('ZREM', uk.rf, m) else redis.call('ZADD', uk.rf, f, m) end
+    if f == 0 then
+      redis.call('ZREM', rf, m)
+    else
+      redis.call('ZADD', rf, f, m)
+      fit(uk, 'rf', m)
+    end
   end
 end
 -- Each counter is its set's size.
 for _, code in ipairs({'bo', 'bi', 'mo', 'ro', 'ri'}) do
   local s = sides[code]
-  local card = redis.call('ZCARD', uk[s[1]])
+  local card = cardOf(uk, s[1])
   if tonumber(redis.call('HGET', uk.h, s[3]) or '0') ~= card then
     redis.call('HSET', uk.h, s[3], card)
     written = true

@@ -74,15 +74,17 @@ end
 -- The hidden edge, back into the sorted set, the counter and the flags,
 -- with its version (none stored when its counter is 0, as change.lua
 -- writes).
-redis.call('ZADD', uk[s[1]], string.format('%d', vms(v)), um)
+redis.call('ZADD', ck(uk, s[1], um), string.format('%d', vms(v)), um)
 redis.call('HINCRBY', uk.h, s[3], 1)
 redis.call('HINCRBY', uk.h, 'nh', -1)
 if vctr(v) ~= 0 then
-  redis.call('HSET', uk[s[2]], um, v)
+  redis.call('HSET', ck(uk, s[2], um), um, v)
   if s[4] then redis.call('HDEL', uk.h, s[4]) end
 else
-  redis.call('HDEL', uk[s[2]], um)
+  redis.call('HDEL', ck(uk, s[2], um), um)
 end
 local f = flagOf[code]
-if f then redis.call('ZINCRBY', uk.rf, f, um) end
+if f then redis.call('ZINCRBY', ck(uk, 'rf', um), f, um) end
+fit(uk, s[1], um)
+if f then fit(uk, 'rf', um) end
 return wrote(DONE)

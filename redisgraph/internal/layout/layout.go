@@ -10,14 +10,16 @@
 package layout
 
 import (
+	"strconv"
+
 	fg "github.com/followgraph/followgraph"
 )
 
 // Version is the version of the layout: a deployment's Redis records the
 // one it was written with (<prefix>:layout), and a node refuses another.
-// A Redis without the record holds version 1, written before the record
-// was kept.
-const Version = 1
+// Version 2 splits big lists into chunks (Groups); a graph in version 1
+// is moved to it by a rebuild into a new prefix.
+const Version = 2
 
 // Key is the suffix of one of a user's keys, <prefix>:{<id>}:<Key>.
 type Key string
@@ -49,6 +51,108 @@ const (
 // userKeys of lua/lib.lua).
 var UserKeys = [...]Key{Out, OutVersions, In, InVersions, BlockOut, BlockOutV, BlockIn, BlockInV,
 	MuteOut, MuteOutV, MuteExpiry, ReqOut, ReqOutV, ReqIn, ReqInV, Flags, Counters}
+
+// A Group is keys of a user split into chunks together, by the same rule,
+// once one of them holds MaxKeyMembers entries: the sorted set and
+// versions hash of a side (and the mutes' expiries with the mutes), and
+// the flags set alone. Chunk 0 of a key is the key itself; chunk j ≥ 1 is
+// <key>:<j> (ChunkKey), in the same slot. The group's field of Counters
+// holds its number of chunks (none: 1), and GenField counts every split of
+// any of the user's groups, so that a read that assumed a number of
+// chunks can check that it still holds (redisgraph's chunks.go).
+//
+// A member m of a group of n chunks is in chunk ChunkOf(MemberHash(m), n):
+// linear hashing, so that a split moves the entries of one chunk only.
+// Groups never merge: a side's entries (live edges and tombstones) never
+// fall in number.
+type Group struct {
+	Name  string // the side's code, or "rf"
+	Keys  []Key  // the keys split together
+	Field string // the field of Counters holding the number of chunks
+}
+
+// Groups are the groups of a user's keys: one per side, and the flags.
+var Groups = func() (gs [NumGroups]Group) {
+	for i, s := range Sides {
+		keys := []Key{s.Set, s.Versions}
+		if s.Set == MuteOut {
+			keys = append(keys, MuteExpiry)
+		}
+		gs[i] = Group{Name: s.Code, Keys: keys, Field: "k" + s.Code}
+	}
+	gs[len(Sides)] = Group{Name: "rf", Keys: []Key{Flags}, Field: "krf"}
+	return gs
+}()
+
+// NumGroups is the number of Groups.
+const NumGroups = len(Sides) + 1
+
+// GenField is the field of Counters that every split of one of the
+// user's groups increments.
+const GenField = "ng"
+
+// DefaultMaxKeyMembers is the most entries a key of a user holds by
+// default: past it, its group is split into more chunks.
+const DefaultMaxKeyMembers = 10_000
+
+// GroupOf returns the group of key k, and whether it has one (Counters
+// has none).
+func GroupOf(k Key) (Group, bool) {
+	for _, g := range Groups {
+		for _, gk := range g.Keys {
+			if gk == k {
+				return g, true
+			}
+		}
+	}
+	return Group{}, false
+}
+
+// IsHash reports whether key k of a user is a hash (the others are sorted
+// sets).
+func IsHash(k Key) bool {
+	switch k {
+	case OutVersions, InVersions, BlockOutV, BlockInV, MuteOutV, MuteExpiry, ReqOutV, ReqInV, Counters:
+		return true
+	}
+	return false
+}
+
+// MemberHash is the hash of a member (an id, 8 bytes big-endian) that
+// places it in a chunk: a polynomial of its bytes modulo 2^31-1, which the
+// scripts compute the same way in Lua's doubles (lua/chunks.lua).
+func MemberHash(id uint64) uint32 {
+	var h uint64
+	for i := 7; i >= 0; i-- {
+		h = (h*31 + id>>(8*i)&0xff) % 2147483647
+	}
+	return uint32(h)
+}
+
+// ChunkOf returns the chunk, of n, of a member of hash h: h modulo the
+// power of two at least n, or, for a chunk not made yet, modulo half of it.
+func ChunkOf(h uint32, n int) int {
+	if n <= 1 {
+		return 0
+	}
+	lo := 1
+	for lo*2 <= n {
+		lo *= 2
+	}
+	c := int(h % uint32(2*lo))
+	if c >= n {
+		c = int(h % uint32(lo))
+	}
+	return c
+}
+
+// ChunkKey returns the suffix of chunk j of key k.
+func ChunkKey(k Key, j int) string {
+	if j == 0 {
+		return string(k)
+	}
+	return string(k) + ":" + strconv.Itoa(j)
+}
 
 // Side is the edges of one kind one way, as a user keeps them.
 type Side struct {

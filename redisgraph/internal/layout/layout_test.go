@@ -80,3 +80,41 @@ func TestLua(t *testing.T) {
 		}
 	}
 }
+
+// TestGroups: every key of a user but its counters is in exactly one
+// group; each group has a field of its own; and ChunkOf places a member in
+// one of n chunks, the chunk it had before a split (of chunk n-lo) or the
+// new one n.
+func TestGroups(t *testing.T) {
+	in := map[Key]string{}
+	fields := map[string]bool{}
+	for _, g := range Groups {
+		if fields[g.Field] {
+			t.Errorf("group %s: field %s is another group's", g.Name, g.Field)
+		}
+		fields[g.Field] = true
+		for _, k := range g.Keys {
+			if other, ok := in[k]; ok {
+				t.Errorf("key %s in groups %s and %s", k, other, g.Name)
+			}
+			in[k] = g.Name
+		}
+	}
+	for _, k := range UserKeys {
+		if _, ok := in[k]; ok == (k == Counters) {
+			t.Errorf("key %s: in a group %v", k, ok)
+		}
+	}
+	for h := range uint32(5000) {
+		for n := 1; n < 70; n++ {
+			c, next := ChunkOf(h*2654435761, n), ChunkOf(h*2654435761, n+1)
+			lo := 1
+			for lo*2 <= n {
+				lo *= 2
+			}
+			if c < 0 || c >= n || next != c && !(c == n-lo && next == n) {
+				t.Fatalf("hash %d: chunk %d of %d, then %d of %d", h*2654435761, c, n, next, n+1)
+			}
+		}
+	}
+}

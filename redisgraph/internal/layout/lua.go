@@ -67,10 +67,44 @@ func Lua() string {
 	}
 	fmt.Fprintf(&b, "local flagOf = {%s}\n\n", strings.Join(flags, ", "))
 
+	b.WriteString("-- The groups of keys split into chunks together (layout.Groups): by\n")
+	b.WriteString("-- group, its keys and the field of h holding its number of chunks; by key,\n")
+	b.WriteString("-- its group; the keys that are hashes; the field every split increments.\n")
+	b.WriteString("local groups = {\n")
+	for _, g := range Groups {
+		keys := make([]string, len(g.Keys))
+		for i, k := range g.Keys {
+			keys[i] = "'" + string(k) + "'"
+		}
+		fmt.Fprintf(&b, "  %s = {keys = {%s}, field = '%s'},\n", g.Name, strings.Join(keys, ", "), g.Field)
+	}
+	b.WriteString("}\n")
+	var of, hashes []string
+	for _, g := range Groups {
+		for _, k := range g.Keys {
+			of = append(of, fmt.Sprintf("%s = '%s'", luaName(string(k)), g.Name))
+			if IsHash(k) {
+				hashes = append(hashes, luaName(string(k))+" = true")
+			}
+		}
+	}
+	fmt.Fprintf(&b, "local groupOf = {%s}\n", strings.Join(of, ", "))
+	fmt.Fprintf(&b, "local isHash = {%s}\n", strings.Join(hashes, ", "))
+	fmt.Fprintf(&b, "local GEN = '%s'\n\n", GenField)
+
 	b.WriteString("-- The modes of effects.lua (layout.Refuse).\n")
 	fmt.Fprintf(&b, "local REFUSE_NOTHING, REFUSE_BLOCKS, REFUSE_INACTIVE = '%s', '%s', '%s'\n\n", RefuseNothing, RefuseBlocks, RefuseInactive)
 
 	b.WriteString("-- What pairside.lua answers (layout.PairAnswer).\n")
 	fmt.Fprintf(&b, "local NEWER, DONE, WAIT, ENDED = %d, %d, %d, %d\n", PairNewer, PairDone, PairWait, PairEnded)
 	return b.String()
+}
+
+// luaName returns k as a key of a Lua table constructor: 'in' is a
+// reserved word there, so it is written ["in"].
+func luaName(k string) string {
+	if k == "in" {
+		return `["in"]`
+	}
+	return k
 }

@@ -1,0 +1,207 @@
+package redisgraph
+
+import (
+	"context"
+	"encoding/binary"
+	"fmt"
+	"strconv"
+	"sync"
+
+	"github.com/redis/rueidis"
+
+	fg "github.com/followgraph/followgraph"
+	"github.com/followgraph/followgraph/redisgraph/internal/layout"
+)
+
+// A user's lists are kept in chunks (layout.Group): a key that reaches
+// seven eighths of the Graph's bound is split, by the scripts that write
+// it (lua/lib.lua's fit), and its entries move between keys. A read that
+// computes the chunk of a member, or walks a list's chunks, does so for
+// the numbers of chunks it assumes, its view. So every such read sends,
+// after its commands and in the same pipeline, the read of the user's
+// view as it is (an HMGET of h, on the connection of the user's slot,
+// after the read's commands there): every split increments the view's
+// generation (layout.GenField), so a view read after the commands equal
+// to the one assumed proves that no split moved an entry the commands
+// read (a rebuild starts the generations again, so the whole view is
+// compared). Otherwise the read is made again for the view read. Views of
+// users with chunks are remembered (views), so that the next read assumes
+// the right one; the others are assumed to be one chunk a group.
+
+// chunkView is what a read assumes of a user's chunks: the generation,
+// and each group's number of chunks (0: one), in layout.Groups' order.
+type chunkView struct {
+	gen    string
+	counts [1 + layout.NumGroups]int
+}
+
+// groupFields are the fields of h that a view reads: the generation, then
+// each group's number of chunks.
+var groupFields = func() (f [1 + layout.NumGroups]string) {
+	f[0] = layout.GenField
+	for i, g := range layout.Groups {
+		f[1+i] = g.Field
+	}
+	return f
+}()
+
+// groupIndex is the index in layout.Groups of each key's group.
+var groupIndex = func() map[layout.Key]int {
+	m := map[layout.Key]int{}
+	for i, g := range layout.Groups {
+		for _, k := range g.Keys {
+			m[k] = i
+		}
+	}
+	return m
+}()
+
+// chunks returns the number of chunks of key k.
+func (v chunkView) chunks(k layout.Key) int {
+	if n := v.counts[1+groupIndex[k]]; n > 1 {
+		return n
+	}
+	return 1
+}
+
+// chunkKey returns the key of the chunk of user's key k that holds member
+// m, as view v has it.
+func (g *Graph) chunkKey(user fg.UserID, v chunkView, k layout.Key, m string) string {
+	n := v.chunks(k)
+	if n == 1 {
+		return g.key(user, k)
+	}
+	return g.chunkAt(user, k, layout.ChunkOf(layout.MemberHash(binary.BigEndian.Uint64([]byte(m))), n))
+}
+
+// chunkAt returns the key of chunk j of user's key k.
+func (g *Graph) chunkAt(user fg.UserID, k layout.Key, j int) string {
+	return g.prefix + ":{" + user.String() + "}:" + layout.ChunkKey(k, j)
+}
+
+// chunkKeys returns the keys of every chunk of user's key k, as v has it.
+func (g *Graph) chunkKeys(user fg.UserID, v chunkView, k layout.Key) []string {
+	keys := make([]string, v.chunks(k))
+	for j := range keys {
+		keys[j] = g.chunkAt(user, k, j)
+	}
+	return keys
+}
+
+// views remembers the views of the users with chunks.
+type views struct{ m sync.Map } // fg.UserID → chunkView
+
+// view returns the view a read of user assumes.
+func (g *Graph) view(user fg.UserID) chunkView {
+	if v, ok := g.views.m.Load(user); ok {
+		return v.(chunkView)
+	}
+	return chunkView{}
+}
+
+// learn remembers v as user's view.
+func (g *Graph) learn(user fg.UserID, v chunkView) {
+	if v.gen == "" {
+		g.views.m.Delete(user)
+		return
+	}
+	g.views.m.Store(user, v)
+}
+
+// viewCmd returns the read of user's view.
+func (g *Graph) viewCmd(user fg.UserID) rueidis.Completed {
+	return g.c.B().Hmget().Key(g.key(user, layout.Counters)).Field(groupFields[:]...).Build()
+}
+
+// parseView reads the reply of viewCmd.
+func parseView(r rueidis.RedisResult) (chunkView, error) {
+	vals, err := r.ToArray()
+	if err != nil {
+		return chunkView{}, err
+	}
+	return parseViewOf(vals)
+}
+
+// parseViewOf reads the values of groupFields.
+func parseViewOf(vals []rueidis.RedisMessage) (chunkView, error) {
+	if len(vals) != len(groupFields) {
+		return chunkView{}, fmt.Errorf("a view of %d fields", len(vals))
+	}
+	var v chunkView
+	v.gen, _ = vals[0].ToString()
+	for i := 1; i < len(vals); i++ {
+		if s, err := vals[i].ToString(); err == nil {
+			if v.counts[i], err = strconv.Atoi(s); err != nil {
+				return chunkView{}, fmt.Errorf("chunks %q", s)
+			}
+		}
+	}
+	return v, nil
+}
+
+// readViews sends the commands of build, then the read of each user's
+// view, as readChecked does. It reports whether a view differs from the
+// one in vs, and then learns it (the commands' replies are then of no
+// use: the caller reads again, for the views learnt).
+func (g *Graph) readViews(ctx context.Context, users []fg.UserID, vs []chunkView, build func() rueidis.Commands) ([]rueidis.RedisResult, bool, error) {
+	var n int
+	res, err := g.readChecked(ctx, func() rueidis.Commands {
+		cmds := build()
+		n = len(cmds)
+		for _, u := range users {
+			cmds = append(cmds, g.viewCmd(u))
+		}
+		return cmds
+	})
+	if err != nil {
+		return nil, false, err
+	}
+	changed := false
+	for i, u := range users {
+		v, err := parseView(res[n+i])
+		if err != nil {
+			return nil, false, err
+		}
+		if v != vs[i] {
+			changed = true
+			g.learn(u, v)
+		}
+	}
+	return res[:n], changed, nil
+}
+
+// readChunked returns the replies of the commands build makes for the
+// views of users, read as readViews does, again until the views hold.
+func (g *Graph) readChunked(ctx context.Context, users []fg.UserID, build func(vs []chunkView) rueidis.Commands) ([]rueidis.RedisResult, []chunkView, error) {
+	for range viewTries {
+		vs := make([]chunkView, len(users))
+		for i, u := range users {
+			vs[i] = g.view(u)
+		}
+		res, changed, err := g.readViews(ctx, users, vs, func() rueidis.Commands { return build(vs) })
+		if err != nil || !changed {
+			return res, vs, err
+		}
+	}
+	return nil, nil, fmt.Errorf("redisgraph: read: %w", errGraphChanging)
+}
+
+// viewTries is how many times a read is made for the views it learns
+// before it gives up: splits are rare, a few a second at most on a user
+// gaining followers as fast as Redis takes writes.
+const viewTries = 8
+
+// errViewChanged says that a read found a view other than the one it
+// assumed: it is made again (chunked).
+var errViewChanged = fmt.Errorf("redisgraph: a list split under the read")
+
+// chunked runs read until it does not fail with errViewChanged, at most
+// viewTries times.
+func chunked(read func() error) error {
+	for range viewTries {
+		if err := read(); err != errViewChanged {
+			return err
+		}
+	}
+	return fmt.Errorf("redisgraph: read: %w", errGraphChanging)
+}
