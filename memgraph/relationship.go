@@ -27,7 +27,7 @@ type rels struct {
 
 	state     fg.State   // the account state (state.go)…
 	stateV    fg.Version // …and the version of its last change
-	arch      []archRef  // archived edges this user's job restores…
+	arch      []archRef  // hidden edges this user's job restores…
 	restoring int        // …and those taken from arch by a step not done
 }
 
@@ -46,7 +46,7 @@ type link struct {
 	since   int64 // ms: when the edge was made (a mute's may precede v)
 	expires int64 // ms: a mute's expiry; 0: none
 	on      bool
-	hidden  bool // off because an end is not active: archived (state.go)
+	hidden  bool // off because an end is not active: hidden (state.go)
 }
 
 // linkIndex is the index in pair.out of kind k (block, mute or request).
@@ -452,7 +452,7 @@ func (g *Graph) Approve(ctx context.Context, user, requester fg.UserID) (fg.Foll
 		switch l := g.stripe(r).relsOf(r).link(fg.KindRequest, u); {
 		case live:
 			w.since = cur.Millis()
-		case g.hidden(fg.KindFollow, r, u): // archived (state.go): followed as stored
+		case g.hidden(fg.KindFollow, r, u): // hidden (state.go): followed as stored
 			w.since = (g.stripe(r).tombs[edge{r, u}] &^ hiddenBit).Millis()
 		case l.on || l.hidden:
 			w.e = fg.NewEvent(requester, user, fg.OpFollow, g.tick())

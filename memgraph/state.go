@@ -14,13 +14,13 @@ import (
 // "Account states").
 //
 // A user's state is kept in its rels. An edge that the rule hides (one end
-// not active) is archived: taken out of both sides' sequences, flags and
+// not active) is hidden: taken out of both sides' sequences, flags and
 // counts in one step under both ends' stripe locks, and kept where an off
 // edge is kept, at its own version, flagged hidden: a follow as its
 // tombstone with hiddenBit set, a block, mute or request as its link with
 // hidden set. Every later change of the edge compares its version with the
-// archived one as with any, and replaces the archive when it is higher.
-// The archived edges are listed in the archive of one end that is not
+// hidden one as with any, and replaces it when it is higher.
+// The hidden edges are listed in the archive of one end that is not
 // active (rels.arch), from which that user's job restores each when it is
 // active again, or hands it to the other end if that one is hidden too.
 //
@@ -39,7 +39,7 @@ import (
 // bits.
 const hiddenBit = fg.Version(1) << 63
 
-// archRef names one archived edge in the archive of one of its ends.
+// archRef names one hidden edge in the archive of one of its ends.
 type archRef struct {
 	other uint32
 	kind  fg.Kind
@@ -264,7 +264,7 @@ func (g *Graph) settle(a, b uint32) int {
 	return n
 }
 
-// archive lists the archived edge x→y of kind k in keeper's archive
+// archive lists the hidden edge x→y of kind k in keeper's archive
 // (keeper is x or y).
 func (g *Graph) archive(keeper, x, y uint32, k fg.Kind) {
 	ref := archRef{other: y, kind: k, out: true}
@@ -291,7 +291,7 @@ func (g *Graph) hideLink(k fg.Kind, x, y uint32, keep bool) {
 	g.linkAtOther(k, rx, x, y, false, l.since)
 }
 
-// showLink turns the archived edge x→y of kind k on again.
+// showLink turns the hidden edge x→y of kind k on again.
 func (g *Graph) showLink(k fg.Kind, x, y uint32) {
 	rx := g.stripe(x).relsOf(x)
 	l := &rx.with[y].out[linkIndex(k)]
@@ -330,7 +330,7 @@ func (g *Graph) hidden(k fg.Kind, x, y uint32) bool {
 	return sx.relsOf(x).link(k, y).hidden
 }
 
-// restore brings back the archived edge of ref from d's archive, hands
+// restore brings back the hidden edge of ref from d's archive, hands
 // it to the other end's archive, drops it, or keeps it, as the two ends'
 // states say now. It returns whether it changed an edge. The caller
 // holds the stripes of d and ref.other.
@@ -365,7 +365,7 @@ func (g *Graph) restore(d uint32, ref archRef) bool {
 	return true
 }
 
-// unhide drops the hidden flag of the archived edge x→y of kind k: it
+// unhide drops the hidden flag of the hidden edge x→y of kind k: it
 // stays off at its version.
 func (g *Graph) unhide(k fg.Kind, x, y uint32) {
 	sx := g.stripe(x)

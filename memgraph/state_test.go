@@ -12,7 +12,7 @@ import (
 	"github.com/followgraph/followgraph/graphtest"
 )
 
-// TestState_WalkKeepsArchived: a hidden user's archived edges are stored,
+// TestState_WalkKeepsArchived: a hidden user's hidden edges are stored,
 // so the walks that rebuild or reconcile another engine yield them as
 // they are (a follow as a follow, with its version), and the state too.
 func TestState_WalkKeepsArchived(t *testing.T) {

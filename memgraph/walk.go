@@ -100,7 +100,7 @@ func (g *Graph) LinkEvents(user fg.UserID) iter.Seq[fg.Event] {
 						continue
 					}
 					k := fg.Kind(i + int(fg.KindBlock))
-					on := l.on || l.hidden // an archived edge is stored
+					on := l.on || l.hidden // a hidden edge is stored
 					e := fg.NewEvent(user, g.ext(x), fg.OpOf(k, on), l.v)
 					if k == fg.KindMute && on {
 						e.Since, e.Expires = fg.Millis(l.since), timeOf(l.expires)
@@ -180,7 +180,7 @@ func (g *Graph) yieldTombs(xs []uint32, edgeOf func(uint32) edge, yield func(fg.
 		s.mu.RUnlock()
 		op := fg.OpUnfollow
 		if v&hiddenBit != 0 {
-			op, v = fg.OpFollow, v&^hiddenBit // archived: stored, not shown
+			op, v = fg.OpFollow, v&^hiddenBit // hidden: stored, not shown
 		}
 		if ok && !yield(fg.NewEvent(g.ext(k.user), g.ext(k.target), op, v)) {
 			return
