@@ -81,10 +81,15 @@ awk -v n="$lines" -v o0="$o0" -v o1="$o1" -v s0="$s0" -v s1="$s1" 'BEGIN {
 		n, (o1 - o0) / n, (o1 - o0) / 1e6, (s1 - s0) / n, (s1 - s0) / 1e6, (o1 - o0) / (s1 - s0)
 }'
 celeb=$(awk '{ n[$2]++ } END { for (u in n) if (n[u] > m) { m = n[u]; c = u }; print c }' "$work/g.tsv")
-for side in "ours $oport fg:{$celeb}:in" "seeds $sport sd:fans:$celeb"; do
+# Ours keeps a list in chunks (fg:{id}:in, fg:{id}:in:1, ...): its largest.
+chunks=$(redis-cli -p "$oport" --scan --pattern "fg:{$celeb}:in*" | grep -c .)
+read -r _ okey < <(redis-cli -p "$oport" --scan --pattern "fg:{$celeb}:in*" |
+	while read -r k; do echo "$(redis-cli -p "$oport" zcard "$k") $k"; done | sort -n | tail -1)
+for side in "ours $oport $okey" "seeds $sport sd:fans:$celeb"; do
 	read -r name p key <<<"$side"
 	echo "largest key, $name: $key $(redis-cli -p "$p" zcard "$key") members, $(redis-cli -p "$p" memory usage "$key" samples 0) B"
 done
+echo "ours: the followers of $celeb in $chunks chunks"
 echo "ours, bytes by kind of key (MEMORY USAGE, every key):"
 "$sc" -redis "127.0.0.1:$oport" -keys fg: | sed 's/^/  /'
 echo "seeds, bytes by kind of key:"
