@@ -29,8 +29,13 @@ func TestConformance(t *testing.T) {
 // TestConformanceChunked runs the conformance suites with every key of a
 // user bounded to chunkedMax entries, on a standalone Redis and on a
 // Cluster: the suites' lists then span many chunks, and their writes split
-// them (chunks.go), so every read and write meets chunks.
+// them (chunks.go), so every read and write meets chunks. The suites take
+// minutes; under the race detector, which TestConformance already runs
+// them with, it is left out: .ci/run runs it without.
 func TestConformanceChunked(t *testing.T) {
+	if raceDetector {
+		t.Skip("the conformance suites again, under the race detector: .ci/run runs this test without -race")
+	}
 	for _, m := range modes {
 		t.Run(m.name, func(t *testing.T) {
 			c := m.client(t)
