@@ -34,6 +34,10 @@ import (
 // every kind. (A hash would do, but HMGET on a small hash, a listpack of
 // up to 512 entries, scans it for each field.)
 //
+// A list longer than the Graph's bound (WithMaxKeyMembers) is split into
+// chunks in the same slot: chunk j of a key is <key>:<j>, and h holds each
+// group's number of chunks (layout.Groups; chunks.go, lua/chunks.lua).
+//
 // The members of the sorted sets are 8-byte big-endian ids, so members with
 // equal scores sort by id, as keyset paging needs. A version hash holds an
 // edge's full version (16 hex digits) only where its millisecond part does
