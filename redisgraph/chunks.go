@@ -187,9 +187,10 @@ func (g *Graph) readChunked(ctx context.Context, users []fg.UserID, build func(v
 }
 
 // viewTries is how many times a read is made for the views it learns
-// before it gives up: splits are rare, a few a second at most on a user
-// gaining followers as fast as Redis takes writes.
-const viewTries = 8
+// before it gives up: splits are rare at the default bound, but a list
+// bounded to a few entries (the tests') splits at almost every write,
+// and a slow reader (the race detector's) meets many in a row.
+const viewTries = 64
 
 // errViewChanged says that a read found a view other than the one it
 // assumed: it is made again (chunked).
