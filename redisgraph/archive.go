@@ -103,7 +103,7 @@ func (g *Graph) archivePaced(ctx context.Context, user fg.UserID, step string, a
 			}
 			return err
 		}
-		if err := g.eachChunk(ctx, user, func(v chunkView) error {
+		if err := g.walkViews(ctx, user, func(v chunkView) error {
 			hide, show := g.batches()
 			if step == archiveHide {
 				for _, z := range g.chunkKeys(user, v, side.mine.Set) {
@@ -124,24 +124,6 @@ func (g *Graph) archivePaced(ctx context.Context, user fg.UserID, step string, a
 		}
 	}
 	return total, nil
-}
-
-// eachChunk calls walk with user's view of its chunks, and again with the
-// view read after it as long as that differs: a split under a walk of
-// every chunk may have moved entries into a chunk it did not know.
-func (g *Graph) eachChunk(ctx context.Context, user fg.UserID, walk func(chunkView) error) error {
-	v, err := parseView(g.c.Do(ctx, g.viewCmd(user)))
-	for err == nil {
-		if err := walk(v); err != nil {
-			return err
-		}
-		var now chunkView
-		if now, err = parseView(g.c.Do(ctx, g.viewCmd(user))); err == nil && now == v {
-			return nil
-		}
-		v = now
-	}
-	return unavailable("job", err)
 }
 
 // eachFirst calls f with the first members of z, n at a time, until z

@@ -173,17 +173,46 @@ func (g *Graph) readViews(ctx context.Context, users []fg.UserID, vs []chunkView
 // readChunked returns the replies of the commands build makes for the
 // views of users, read as readViews does, again until the views hold.
 func (g *Graph) readChunked(ctx context.Context, users []fg.UserID, build func(vs []chunkView) rueidis.Commands) ([]rueidis.RedisResult, []chunkView, error) {
-	for range viewTries {
-		vs := make([]chunkView, len(users))
+	var res []rueidis.RedisResult
+	vs := make([]chunkView, len(users))
+	err := chunked(func() error {
 		for i, u := range users {
 			vs[i] = g.view(u)
 		}
-		res, changed, err := g.readViews(ctx, users, vs, func() rueidis.Commands { return build(vs) })
-		if err != nil || !changed {
-			return res, vs, err
+		var changed bool
+		var err error
+		if res, changed, err = g.readViews(ctx, users, vs, func() rueidis.Commands { return build(vs) }); err == nil && changed {
+			return errViewChanged
 		}
+		return err
+	})
+	if err != nil {
+		return nil, nil, err
 	}
-	return nil, nil, fmt.Errorf("redisgraph: read: %w", errGraphChanging)
+	return res, vs, nil
+}
+
+// walkViews calls walk with user's view of its chunks, read from Redis,
+// and again with the view read after it as long as that differs: a split
+// under a walk of every chunk may have moved entries into a chunk the
+// walk did not know. Its Redis errors are returned as they are, walk's
+// too.
+func (g *Graph) walkViews(ctx context.Context, user fg.UserID, walk func(chunkView) error) error {
+	v, err := parseView(g.c.Do(ctx, g.viewCmd(user)))
+	for range viewTries {
+		if err != nil {
+			return err
+		}
+		if err := walk(v); err != nil {
+			return err
+		}
+		now, err2 := parseView(g.c.Do(ctx, g.viewCmd(user)))
+		if err2 == nil && now == v {
+			return nil
+		}
+		v, err = now, err2
+	}
+	return fmt.Errorf("redisgraph: user %d: %w", user, errGraphChanging)
 }
 
 // viewTries is how many times a read is made for the views it learns

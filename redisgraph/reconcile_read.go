@@ -48,20 +48,12 @@ type redisUser struct {
 // chunks read before; the read is made again when the view read after
 // differs (a split moved entries under it: chunks.go).
 func (g *Graph) readUser(ctx context.Context, u fg.UserID) (redisUser, error) {
-	for range viewTries {
-		v, err := parseView(g.c.Do(ctx, g.viewCmd(u)))
-		if err != nil {
-			return redisUser{}, err
-		}
-		red, err := g.readUserView(ctx, u, v)
-		if err != nil {
-			return red, err
-		}
-		if now, err := parseView(g.c.Do(ctx, g.viewCmd(u))); err != nil || now == v {
-			return red, err
-		}
-	}
-	return redisUser{}, fmt.Errorf("redisgraph: reading user %d: %w", u, errGraphChanging)
+	var red redisUser
+	err := g.walkViews(ctx, u, func(v chunkView) (err error) {
+		red, err = g.readUserView(ctx, u, v)
+		return err
+	})
+	return red, err
 }
 
 // readUserView is readUser for the chunks of view v.

@@ -76,8 +76,7 @@ func TestSlowlog(t *testing.T) {
 	}
 	for _, u := range []fg.UserID{a, b} {
 		k := strconv.Itoa(chunks)
-		out, _ := layout.GroupOf(layout.Out)
-		in, _ := layout.GroupOf(layout.In)
+		out, in := layout.Groups[groupIndex[layout.Out]], layout.Groups[groupIndex[layout.In]]
 		cmds = append(cmds, c.B().Hset().Key(g.key(u, layout.Counters)).FieldValue().
 			FieldValue("nout", strconv.Itoa(n)).FieldValue("nin", strconv.Itoa(n)).FieldValue("st", "1").
 			FieldValue(out.Field, k).FieldValue(in.Field, k).FieldValue(layout.GenField, "1").Build())

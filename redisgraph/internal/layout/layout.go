@@ -95,19 +95,6 @@ const GenField = "ng"
 // default: past it, its group is split into more chunks.
 const DefaultMaxKeyMembers = 10_000
 
-// GroupOf returns the group of key k, and whether it has one (Counters
-// has none).
-func GroupOf(k Key) (Group, bool) {
-	for _, g := range Groups {
-		for _, gk := range g.Keys {
-			if gk == k {
-				return g, true
-			}
-		}
-	}
-	return Group{}, false
-}
-
 // IsHash reports whether key k of a user is a hash (the others are sorted
 // sets).
 func IsHash(k Key) bool {
