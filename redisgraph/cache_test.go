@@ -1,6 +1,8 @@
 package redisgraph
 
 import (
+	"fmt"
+	"slices"
 	"testing"
 	"time"
 
@@ -131,6 +133,95 @@ func TestCache_JobSeenAtOnce(t *testing.T) {
 					if known := g.known.get(id); known < st {
 						t.Errorf("after the job's %s, user %d's stamp is %d in Redis and %d known: a cached read may answer the graph before the job", step.step, id, st, known)
 					}
+				}
+			}
+		})
+	}
+}
+
+// TestCache_ChunkedFirstPage: the first page of a list in chunks is served
+// from the client-side cache too, and stays exact under writes that move
+// and split it. That Redis served no read of the chunks is told by their
+// idle time (OBJECT IDLETIME, in seconds), which any read resets.
+func TestCache_ChunkedFirstPage(t *testing.T) {
+	for _, m := range modes {
+		t.Run(m.name, func(t *testing.T) {
+			const celebrity, bound = 9, 4
+			g := newTestGraph(t, m.client(t), WithCacheThreshold(2), WithMaxKeyMembers(bound))
+			ctx := t.Context()
+			var followers []fg.UserID // oldest first
+			follow := func(user fg.UserID) {
+				t.Helper()
+				if _, err := g.Follow(ctx, user, celebrity); err != nil {
+					t.Fatal(err)
+				}
+				followers = append(followers, user)
+			}
+			// check reads the first page and compares it with followers.
+			check := func(what string) {
+				t.Helper()
+				p, err := g.Followers(ctx, celebrity, fg.PageRequest{Limit: 5})
+				if err != nil {
+					t.Fatal(err)
+				}
+				var got, want []fg.UserID
+				for _, e := range p.Entries {
+					got = append(got, e.ID)
+				}
+				for i := len(followers) - 1; i >= 0 && len(want) < 5; i-- {
+					want = append(want, followers[i])
+				}
+				if !slices.Equal(got, want) {
+					t.Fatalf("%s: the first page is %v, want %v", what, got, want)
+				}
+			}
+			for u := range fg.UserID(40) {
+				follow(100 + u)
+			}
+			cs, err := g.readCounters(ctx, []fg.UserID{celebrity})
+			if err != nil {
+				t.Fatal(err)
+			}
+			chunks := g.chunkKeys(celebrity, cs[0].view, layout.In)
+			if len(chunks) < 4 {
+				t.Fatalf("40 followers at bound %d are in %d chunks", bound, len(chunks))
+			}
+			// Reads go to Redis while this Graph remembers the stamps of
+			// its writes (knownTTL), and until a marker check vouches for
+			// the counters cached (guard.go); the reads after that fill
+			// the cache, and a check sent a millisecond after the fill
+			// vouches for what it filled.
+			check("after the writes")
+			time.Sleep(knownTTL + 100*time.Millisecond)
+			for range 3 {
+				check("filling the cache")
+				time.Sleep(2 * time.Millisecond)
+			}
+			time.Sleep(1500 * time.Millisecond)
+			for range 3 {
+				check("served from the cache")
+				time.Sleep(2 * time.Millisecond)
+			}
+			for _, key := range chunks {
+				idle, err := g.c.Do(ctx, g.c.B().ObjectIdletime().Key(key).Build()).AsInt64()
+				if err != nil {
+					t.Fatal(err)
+				}
+				if idle < 1 {
+					t.Errorf("%s was read %d s ago: 3 first pages over %d chunks were not served from the cache", key, idle, len(chunks))
+				}
+			}
+			// This Graph's own writes show at once, splits and all.
+			for i := range 40 {
+				follow(fg.UserID(200 + i))
+				check(fmt.Sprintf("after follow %d", i+1))
+				if i%3 == 0 {
+					last := followers[len(followers)-1]
+					if _, err := g.Unfollow(ctx, last, celebrity); err != nil {
+						t.Fatal(err)
+					}
+					followers = followers[:len(followers)-1]
+					check(fmt.Sprintf("after unfollow %d", i/3+1))
 				}
 			}
 		})
