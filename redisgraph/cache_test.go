@@ -3,6 +3,7 @@ package redisgraph
 import (
 	"fmt"
 	"slices"
+	"strconv"
 	"testing"
 	"time"
 
@@ -157,22 +158,28 @@ func TestCache_ChunkedFirstPage(t *testing.T) {
 				}
 				followers = append(followers, user)
 			}
-			// check reads the first page and compares it with followers.
+			// check reads the first page of each limit and compares it
+			// with followers. A page of 1 or 2 reads as many entries of
+			// each chunk as it may take of one, so the merge also meets
+			// chunks whose cached entries run out first.
+			limits := []int{5}
 			check := func(what string) {
 				t.Helper()
-				p, err := g.Followers(ctx, celebrity, fg.PageRequest{Limit: 5})
-				if err != nil {
-					t.Fatal(err)
-				}
-				var got, want []fg.UserID
-				for _, e := range p.Entries {
-					got = append(got, e.ID)
-				}
-				for i := len(followers) - 1; i >= 0 && len(want) < 5; i-- {
-					want = append(want, followers[i])
-				}
-				if !slices.Equal(got, want) {
-					t.Fatalf("%s: the first page is %v, want %v", what, got, want)
+				for _, limit := range limits {
+					p, err := g.Followers(ctx, celebrity, fg.PageRequest{Limit: limit})
+					if err != nil {
+						t.Fatal(err)
+					}
+					var got, want []fg.UserID
+					for _, e := range p.Entries {
+						got = append(got, e.ID)
+					}
+					for i := len(followers) - 1; i >= 0 && len(want) < limit; i-- {
+						want = append(want, followers[i])
+					}
+					if !slices.Equal(got, want) {
+						t.Fatalf("%s: the first page of %d is %v, want %v", what, limit, got, want)
+					}
 				}
 			}
 			for u := range fg.UserID(40) {
@@ -212,6 +219,7 @@ func TestCache_ChunkedFirstPage(t *testing.T) {
 				}
 			}
 			// This Graph's own writes show at once, splits and all.
+			limits = []int{1, 2, 5}
 			for i := range 40 {
 				follow(fg.UserID(200 + i))
 				check(fmt.Sprintf("after follow %d", i+1))
@@ -223,6 +231,79 @@ func TestCache_ChunkedFirstPage(t *testing.T) {
 					followers = followers[:len(followers)-1]
 					check(fmt.Sprintf("after unfollow %d", i/3+1))
 				}
+			}
+		})
+	}
+}
+
+// TestMergeCached merges real replies of ZRANGE ... REV WITHSCORES of
+// chunks written for each case, against the newest entries of them all:
+// chunks read short, ties of a millisecond broken by the larger id, and a
+// chunk read in full that runs out before the page is full, which the
+// merge must refuse (its next entry may be newer than the rest).
+func TestMergeCached(t *testing.T) {
+	c, ctx := standaloneClient(t), t.Context()
+	p := randomPrefix()
+	t.Cleanup(func() {
+		for j := range 3 {
+			c.Do(ctx, c.B().Del().Key(fmt.Sprintf("%s:%d", p, j)).Build())
+		}
+	})
+	for _, tc := range []struct {
+		name   string
+		chunks [][]fg.Entry // each chunk's entries, any order
+		per, n int
+		whole  bool
+	}{
+		{"short chunks", [][]fg.Entry{{{ID: 1, Since: fg.Millis(10)}, {ID: 4, Since: fg.Millis(40)}},
+			{{ID: 2, Since: fg.Millis(20)}}, {{ID: 3, Since: fg.Millis(30)}, {ID: 5, Since: fg.Millis(50)}}}, 3, 4, true},
+		{"ties by id", [][]fg.Entry{{{ID: 7, Since: fg.Millis(10)}, {ID: 8, Since: fg.Millis(9)}},
+			{{ID: 9, Since: fg.Millis(10)}}, {{ID: 6, Since: fg.Millis(10)}}}, 2, 3, true},
+		{"fewer than the page", [][]fg.Entry{{{ID: 1, Since: fg.Millis(1)}}, {}, {{ID: 2, Since: fg.Millis(2)}}}, 2, 5, true},
+		{"a full chunk ends the page", [][]fg.Entry{{{ID: 1, Since: fg.Millis(50)}, {ID: 2, Since: fg.Millis(20)}, {ID: 3, Since: fg.Millis(1)}},
+			{{ID: 4, Since: fg.Millis(40)}}, {{ID: 5, Since: fg.Millis(30)}}}, 2, 4, true},
+		{"a full chunk runs out", [][]fg.Entry{{{ID: 1, Since: fg.Millis(50)}, {ID: 2, Since: fg.Millis(40)}, {ID: 3, Since: fg.Millis(35)}},
+			{{ID: 4, Since: fg.Millis(30)}}, {{ID: 5, Since: fg.Millis(5)}}}, 2, 4, false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			var keys []string
+			var all []fg.Entry
+			var cmds rueidis.Commands
+			for j, es := range tc.chunks {
+				key := fmt.Sprintf("%s:%d", p, j)
+				keys = append(keys, key)
+				cmds = append(cmds, c.B().Del().Key(key).Build())
+				for _, e := range es {
+					cmds = append(cmds, c.B().Zadd().Key(key).ScoreMember().
+						ScoreMember(float64(e.Since.UnixMilli()), member(e.ID)).Build())
+				}
+				all = append(all, es...)
+			}
+			for _, r := range c.DoMulti(ctx, cmds...) {
+				if err := r.Error(); err != nil {
+					t.Fatal(err)
+				}
+			}
+			var reads rueidis.Commands
+			for _, key := range keys {
+				reads = append(reads, c.B().Zrange().Key(key).Min("0").Max(strconv.Itoa(tc.per-1)).Rev().Withscores().Build())
+			}
+			got, whole, err := mergeCached(keys, c.DoMulti(ctx, reads...), tc.per, tc.n)
+			if err != nil || whole != tc.whole {
+				t.Fatalf("mergeCached: whole %v, %v; want whole %v", whole, err, tc.whole)
+			}
+			if !whole {
+				return
+			}
+			slices.SortFunc(all, func(a, b fg.Entry) int {
+				if newer(a, b) {
+					return -1
+				}
+				return 1
+			})
+			want := all[:min(tc.n, len(all))]
+			if !slices.EqualFunc(got, want, func(a, b fg.Entry) bool { return a.ID == b.ID && a.Since.Equal(b.Since) }) {
+				t.Errorf("merged %v, want %v", got, want)
 			}
 		})
 	}

@@ -1,6 +1,7 @@
 package redisgraph
 
 import (
+	"container/heap"
 	"context"
 	"fmt"
 	"slices"
@@ -166,15 +167,10 @@ func (g *Graph) firstFollowers(ctx context.Context, user fg.UserID, c counters, 
 			return g.rangeSide(ctx, user, layout.In, nil, n)
 		}
 	}
-	bufs := make([][]fg.Entry, len(keys))
-	for j, r := range rs {
-		es, err := parseEntries(keys[j], r)
-		if err != nil {
-			return nil, err
-		}
-		bufs[j] = es
+	es, whole, err := mergeCached(keys, rs, per, n)
+	if err != nil {
+		return nil, err
 	}
-	es, whole := mergeCached(bufs, per, n)
 	if !whole {
 		return g.rangeSide(ctx, user, layout.In, nil, n)
 	}
@@ -204,39 +200,116 @@ func perCached(n, chunks int) int {
 	return min(n, 4*n/chunks+6)
 }
 
-// mergeCached merges bufs, each the newest entries of a chunk, newest
-// first, per of each read, into the newest n of them all. It reports
-// false when a chunk read in full ran out before the page was: that chunk
-// may hold an entry newer than the rest.
-func mergeCached(bufs [][]fg.Entry, per, n int) ([]fg.Entry, bool) {
-	if len(bufs) == 1 {
-		return bufs[0], true
+// mergeCached merges rs, the replies of the cached reads of the newest
+// per entries of each of the chunks keys, into the newest n entries of
+// them all. It reports false when a chunk read in full ran out before the
+// page was full: that chunk may hold an entry newer than the rest.
+//
+// This is the whole cost of a cached first page, so it parses an entry
+// only when it reaches the head of its chunk (about n + chunks entries
+// rather than per × chunks), and picks the newest head with a heap.
+func mergeCached(keys []string, rs []rueidis.RedisResult, per, n int) ([]fg.Entry, bool, error) {
+	h := make(chunkHeads, 0, len(rs))
+	for j, r := range rs {
+		vals, err := r.ToArray()
+		if err != nil {
+			return nil, false, err
+		}
+		c := &chunkHead{key: keys[j], vals: vals, flat: len(vals) > 0 && !vals[0].IsArray()}
+		c.full = c.len() == per
+		if ok, err := c.next(); err != nil {
+			return nil, false, err
+		} else if ok {
+			h = append(h, c)
+		}
 	}
-	more := make([]bool, len(bufs))
-	for j, b := range bufs {
-		more[j] = len(b) == per
-	}
+	heap.Init(&h)
 	out := make([]fg.Entry, 0, n)
-	for len(out) < n {
-		best := -1
-		for j, b := range bufs {
-			if len(b) == 0 {
-				if more[j] {
-					return nil, false
-				}
-				continue
-			}
-			if best < 0 || newer(b[0], bufs[best][0]) {
-				best = j
-			}
+	for len(out) < n && len(h) > 0 {
+		c := h[0]
+		out = append(out, fg.Entry{ID: c.id, Since: fg.Millis(c.ms)})
+		ok, err := c.next()
+		switch {
+		case err != nil:
+			return nil, false, err
+		case ok:
+			heap.Fix(&h, 0)
+		case c.full && len(out) < n:
+			return nil, false, nil
+		default:
+			heap.Pop(&h)
 		}
-		if best < 0 {
-			break
-		}
-		out = append(out, bufs[best][0])
-		bufs[best] = bufs[best][1:]
 	}
-	return out, true
+	return out, true, nil
+}
+
+// chunkHead is a chunk's cached entries in mergeCached: the head (ms,
+// id), and the entries after it, unparsed.
+type chunkHead struct {
+	key  string
+	vals []rueidis.RedisMessage // RESP3: [member, score] pairs; flat: member, score, ...
+	flat bool
+	full bool // the read returned all it asked for: the chunk may hold more
+	ms   int64
+	id   fg.UserID
+}
+
+func (c *chunkHead) len() int {
+	if c.flat {
+		return len(c.vals) / 2
+	}
+	return len(c.vals)
+}
+
+// next parses the next entry into the head, or reports there is none.
+func (c *chunkHead) next() (bool, error) {
+	var member, score rueidis.RedisMessage
+	switch {
+	case c.flat && len(c.vals) >= 2:
+		member, score, c.vals = c.vals[0], c.vals[1], c.vals[2:]
+	case !c.flat && len(c.vals) > 0:
+		pair, err := c.vals[0].ToArray()
+		if err != nil || len(pair) != 2 {
+			return false, fmt.Errorf("an entry of %s is not a member and score: %v", c.key, err)
+		}
+		member, score, c.vals = pair[0], pair[1], c.vals[1:]
+	default:
+		return false, nil
+	}
+	m, err := member.ToString()
+	if err != nil {
+		return false, err
+	}
+	id, ok := memberID(m)
+	if !ok {
+		return false, fmt.Errorf("member %q of %s is not an id", m, c.key)
+	}
+	f, err := score.AsFloat64()
+	if err != nil {
+		return false, err
+	}
+	c.ms, c.id = int64(f), id
+	return true, nil
+}
+
+// chunkHeads is a heap of chunks by their heads, newest (then the larger
+// id) on top.
+type chunkHeads []*chunkHead
+
+func (h chunkHeads) Len() int { return len(h) }
+func (h chunkHeads) Less(i, j int) bool {
+	if h[i].ms != h[j].ms {
+		return h[i].ms > h[j].ms
+	}
+	return h[i].id > h[j].id
+}
+func (h chunkHeads) Swap(i, j int) { h[i], h[j] = h[j], h[i] }
+func (h *chunkHeads) Push(x any)   { *h = append(*h, x.(*chunkHead)) }
+func (h *chunkHeads) Pop() any {
+	old := *h
+	c := old[len(old)-1]
+	*h = old[:len(old)-1]
+	return c
 }
 
 // rangeSide returns up to n entries of user's sorted set k (one of the
