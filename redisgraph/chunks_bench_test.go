@@ -11,6 +11,7 @@ import (
 	"github.com/redis/rueidis"
 
 	fg "github.com/followgraph/followgraph"
+	"github.com/followgraph/followgraph/redisgraph"
 )
 
 // chunkedLayout is a candidate Redis layout, loaded by BenchmarkMemory
@@ -341,4 +342,73 @@ func timePage(ctx context.Context, c rueidis.Client, p, dir string, cur *chunkEn
 		cur = &out[len(out)-1]
 	}
 	return out, sent, nil
+}
+
+// BenchmarkChunkSplit times the live follow that splits a list, at the
+// default bound and at smaller ones: each iteration gives a user of its
+// own one follower short of the split (seven eighths of the bound) by
+// Apply, untimed, then times the one Follow that reaches it, whose script
+// moves about half the list and its versions into a second chunk.
+// split-µs is the slowest of that Follow's commands in Redis (SLOWLOG: its
+// script), the median over the iterations; the time per op adds the
+// round trips.
+func BenchmarkChunkSplit(b *testing.B) {
+	c, ctx := benchRedis(b), context.Background()
+	for _, bound := range []int{1_000, 2_500, redisgraph.DefaultMaxKeyMembers} {
+		b.Run(strconv.Itoa(bound), func(b *testing.B) {
+			gp := benchPrefix(b, c)
+			g := benchGraph(b, c, gp, redisgraph.WithMaxKeyMembers(bound))
+			n := fg.UserID(bound*7/8 - 1)
+			sl := startSlowlog(b, c)
+			var splits []int64
+			next := fg.UserID(1)
+			for b.Loop() {
+				b.StopTimer()
+				t := next
+				next += n + 2
+				events := make([]fg.Event, n)
+				for i := range events {
+					events[i] = benchFollowEvent(t+1+fg.UserID(i), t, benchEpoch+int64(i))
+				}
+				if err := benchApply(ctx, g, events); err != nil {
+					b.Fatal(err)
+				}
+				chunk1 := gp + ":{" + t.String() + "}:in:1"
+				if k, err := c.Do(ctx, c.B().Exists().Key(chunk1).Build()).AsInt64(); err != nil || k != 0 {
+					b.Fatalf("%s before the split: %d, %v", chunk1, k, err)
+				}
+				last, err := sl.entries(ctx, 1)
+				if err != nil {
+					b.Fatal(err)
+				}
+				b.StartTimer()
+				if _, err := g.Follow(ctx, t+1+n, t); err != nil {
+					b.Fatal(err)
+				}
+				b.StopTimer()
+				if k, err := c.Do(ctx, c.B().Exists().Key(chunk1).Build()).AsInt64(); err != nil || k != 1 {
+					b.Fatalf("%s after the split: %d, %v", chunk1, k, err)
+				}
+				cs, err := g.Counts(ctx, []fg.UserID{t})
+				if err != nil || cs[0].FollowerCount != int64(n+1) {
+					b.Fatalf("counts after the split: %v, %v", cs, err)
+				}
+				es, err := sl.entries(ctx, 16)
+				if err != nil {
+					b.Fatal(err)
+				}
+				slowest := int64(0)
+				for _, e := range es {
+					if (len(last) == 0 || e.id > last[0].id) && benchMentions(e.args, []string{gp}) {
+						slowest = max(slowest, e.micros)
+					}
+				}
+				splits = append(splits, slowest)
+				b.StartTimer()
+			}
+			slices.Sort(splits)
+			b.ReportMetric(float64(splits[len(splits)/2]), "split-µs")
+			b.ReportMetric(float64(splits[len(splits)-1]), "max-split-µs")
+		})
+	}
 }

@@ -37,10 +37,10 @@ import (
 	"github.com/followgraph/followgraph/redisgraph"
 )
 
-// benchGraph returns an engine on c under prefix p.
-func benchGraph(tb testing.TB, c rueidis.Client, p string) *redisgraph.Graph {
+// benchGraph returns an engine on c under prefix p, with opts.
+func benchGraph(tb testing.TB, c rueidis.Client, p string, opts ...redisgraph.Option) *redisgraph.Graph {
 	tb.Helper()
-	g, err := redisgraph.New(tb.Context(), c, redisgraph.WithPrefix(p), redisgraph.WithVouchScope("fgtest"))
+	g, err := redisgraph.New(tb.Context(), c, append([]redisgraph.Option{redisgraph.WithPrefix(p), redisgraph.WithVouchScope("fgtest")}, opts...)...)
 	if err != nil {
 		tb.Fatal(err)
 	}
@@ -418,7 +418,7 @@ func BenchmarkFollowers(b *testing.B) {
 		}
 		b.ReportMetric(float64(n)*float64(b.N)/b.Elapsed().Seconds(), "followers/s")
 		largest, keys := int64(0), 0
-		if err := benchScan(ctx, c, gp+"{"+celeb.String()+"}:*", func(ks []string) error {
+		if err := benchScan(ctx, c, gp+":{"+celeb.String()+"}:*", func(ks []string) error {
 			for _, k := range ks {
 				size, err := c.Do(ctx, c.B().Zcard().Key(k).Build()).AsInt64()
 				if err != nil { // a hash
