@@ -12,6 +12,7 @@ import (
 
 	fg "github.com/followgraph/followgraph"
 	"github.com/followgraph/followgraph/redisgraph"
+	"github.com/followgraph/followgraph/redisgraph/internal/layout"
 )
 
 // chunkedLayout is a candidate Redis layout, loaded by BenchmarkMemory
@@ -373,12 +374,11 @@ func BenchmarkChunkSplit(b *testing.B) {
 				if err := benchApply(ctx, g, events); err != nil {
 					b.Fatal(err)
 				}
-				chunk1 := gp + ":{" + t.String() + "}:in:1"
+				chunk1 := gp + ":{" + t.String() + "}:" + layout.ChunkKey(layout.In, 1)
 				if k, err := c.Do(ctx, c.B().Exists().Key(chunk1).Build()).AsInt64(); err != nil || k != 0 {
 					b.Fatalf("%s before the split: %d, %v", chunk1, k, err)
 				}
-				last, err := sl.entries(ctx, 1)
-				if err != nil {
+				if err := sl.mark(ctx); err != nil {
 					b.Fatal(err)
 				}
 				b.StartTimer()
@@ -393,15 +393,9 @@ func BenchmarkChunkSplit(b *testing.B) {
 				if err != nil || cs[0].FollowerCount != int64(n+1) {
 					b.Fatalf("counts after the split: %v, %v", cs, err)
 				}
-				es, err := sl.entries(ctx, 16)
+				slowest, _, _, err := sl.slowest(ctx, []string{gp})
 				if err != nil {
 					b.Fatal(err)
-				}
-				slowest := int64(0)
-				for _, e := range es {
-					if (len(last) == 0 || e.id > last[0].id) && benchMentions(e.args, []string{gp}) {
-						slowest = max(slowest, e.micros)
-					}
 				}
 				splits = append(splits, slowest)
 				b.StartTimer()

@@ -188,15 +188,13 @@ func (g *Graph) firstFollowers(ctx context.Context, user fg.UserID, c counters, 
 }
 
 // perCached is how many of each chunk's newest entries the cache keeps
-// for a first page of n entries over chunks chunks: all n for one chunk,
-// and for more four times a chunk's share and six, so that the newest n
-// entries of the list, spread over the chunks by the hash of their ids,
-// hold that many of one chunk only rarely (for 51 over 256 chunks, 6 of
-// one chunk: about once in 70,000 pages).
+// for a first page of n entries over chunks chunks: four times a chunk's
+// share and six (all n for one chunk), so that the newest n entries of
+// the list, spread over the chunks by the hash of their ids, hold that
+// many of one chunk only rarely. The chance is at most chunks × P(X ≥
+// per) for X binomial(n, 1/chunks): for 51 entries over 256 chunks, per
+// 6, 1.4e-5, once in about 70,000 pages.
 func perCached(n, chunks int) int {
-	if chunks == 1 {
-		return n
-	}
 	return min(n, 4*n/chunks+6)
 }
 
@@ -209,14 +207,15 @@ func perCached(n, chunks int) int {
 // only when it reaches the head of its chunk (about n + chunks entries
 // rather than per × chunks), and picks the newest head with a heap.
 func mergeCached(keys []string, rs []rueidis.RedisResult, per, n int) ([]fg.Entry, bool, error) {
+	heads := make([]chunkHead, len(rs))
 	h := make(chunkHeads, 0, len(rs))
 	for j, r := range rs {
 		vals, err := r.ToArray()
 		if err != nil {
 			return nil, false, err
 		}
-		c := &chunkHead{key: keys[j], vals: vals, flat: len(vals) > 0 && !vals[0].IsArray()}
-		c.full = c.len() == per
+		c := &heads[j]
+		*c = chunkHead{key: keys[j], vals: vals, full: len(vals) == per}
 		if ok, err := c.next(); err != nil {
 			return nil, false, err
 		} else if ok {
@@ -244,38 +243,27 @@ func mergeCached(keys []string, rs []rueidis.RedisResult, per, n int) ([]fg.Entr
 }
 
 // chunkHead is a chunk's cached entries in mergeCached: the head (ms,
-// id), and the entries after it, unparsed.
+// id), and the entries after it, unparsed. The replies are RESP3's (a
+// [member, score] pair an entry): rueidis caches only over RESP3.
 type chunkHead struct {
 	key  string
-	vals []rueidis.RedisMessage // RESP3: [member, score] pairs; flat: member, score, ...
-	flat bool
+	vals []rueidis.RedisMessage
 	full bool // the read returned all it asked for: the chunk may hold more
 	ms   int64
 	id   fg.UserID
 }
 
-func (c *chunkHead) len() int {
-	if c.flat {
-		return len(c.vals) / 2
-	}
-	return len(c.vals)
-}
-
 // next parses the next entry into the head, or reports there is none.
 func (c *chunkHead) next() (bool, error) {
-	var member, score rueidis.RedisMessage
-	switch {
-	case c.flat && len(c.vals) >= 2:
-		member, score, c.vals = c.vals[0], c.vals[1], c.vals[2:]
-	case !c.flat && len(c.vals) > 0:
-		pair, err := c.vals[0].ToArray()
-		if err != nil || len(pair) != 2 {
-			return false, fmt.Errorf("an entry of %s is not a member and score: %v", c.key, err)
-		}
-		member, score, c.vals = pair[0], pair[1], c.vals[1:]
-	default:
+	if len(c.vals) == 0 {
 		return false, nil
 	}
+	pair, err := c.vals[0].ToArray()
+	if err != nil || len(pair) != 2 {
+		return false, fmt.Errorf("an entry of %s is not a member and score: %v", c.key, err)
+	}
+	member, score := pair[0], pair[1]
+	c.vals = c.vals[1:]
 	m, err := member.ToString()
 	if err != nil {
 		return false, err

@@ -375,16 +375,22 @@ func BenchmarkFollowers(b *testing.B) {
 			req.Cursor = fg.EncodeCursor(scope, fg.Key{Millis: e.Version.Millis(), ID: e.User})
 		}
 		first := events[n-1-offset].User
-		b.Run("Ours/"+name, func(b *testing.B) {
-			sl := startSlowlog(b, c)
-			for b.Loop() {
-				p, err := g.Followers(ctx, celeb, req)
-				if err != nil || len(p.Entries) != size || p.Entries[0].ID != first {
-					b.Fatal(len(p.Entries), err)
+		ours := func(g *redisgraph.Graph) func(b *testing.B) {
+			return func(b *testing.B) {
+				sl := startSlowlog(b, c)
+				for b.Loop() {
+					p, err := g.Followers(ctx, celeb, req)
+					if err != nil || len(p.Entries) != size || p.Entries[0].ID != first {
+						b.Fatal(len(p.Entries), err)
+					}
 				}
+				sl.report(b, b.N, gp)
 			}
-			sl.report(b, b.N, gp)
-		})
+		}
+		b.Run("Ours/"+name, ours(g))
+		if page == 1 { // the same page with the cache of first pages off
+			b.Run("Ours/FirstUncached", ours(benchGraph(b, c, gp, redisgraph.WithCacheThreshold(0))))
+		}
 		b.Run("Seeds/"+name, func(b *testing.B) {
 			sl := startSlowlog(b, c)
 			for b.Loop() {

@@ -450,9 +450,7 @@ func startSlowlog(tb testing.TB, c rueidis.Client) *benchSlowlog {
 		}
 	})
 	s := &benchSlowlog{c: c, after: -1}
-	if e, err := s.entries(ctx, 1); err == nil && len(e) > 0 {
-		s.after = e[0].id
-	} else if err != nil {
+	if err := s.mark(ctx); err != nil {
 		tb.Fatal(err)
 	}
 	return s
@@ -489,30 +487,46 @@ func (s *benchSlowlog) entries(ctx context.Context, n int64) ([]benchSlowEntry, 
 // operation.
 func (s *benchSlowlog) report(b *testing.B, ops int, prefixes ...string) {
 	b.Helper()
-	es, err := s.entries(context.Background(), -1)
+	slowest, which, over, err := s.slowest(context.Background(), prefixes)
 	if err != nil {
 		b.Fatal(err)
-	}
-	var (
-		slowest, over int64
-		which         []string
-	)
-	for _, e := range es {
-		if e.id <= s.after || !benchMentions(e.args, prefixes) {
-			continue
-		}
-		if e.micros > slowest {
-			slowest, which = e.micros, e.args
-		}
-		if e.micros > 1000 {
-			over++
-		}
 	}
 	if which != nil {
 		b.Logf("N=%d: slowest command %d µs: %.80q (%d args)", b.N, slowest, strings.Join(which, " "), len(which))
 	}
 	b.ReportMetric(float64(slowest), "max-cmd-µs")
 	b.ReportMetric(float64(over)/float64(max(ops, 1)), "slow-cmds/op")
+}
+
+// slowest returns, of the commands logged since start (or the last mark)
+// whose arguments name a key under one of prefixes, the slowest one's
+// time and arguments, and how many took over 1 ms.
+func (s *benchSlowlog) slowest(ctx context.Context, prefixes []string) (micros int64, args []string, over int64, err error) {
+	es, err := s.entries(ctx, -1)
+	if err != nil {
+		return 0, nil, 0, err
+	}
+	for _, e := range es {
+		if e.id <= s.after || !benchMentions(e.args, prefixes) {
+			continue
+		}
+		if e.micros > micros {
+			micros, args = e.micros, e.args
+		}
+		if e.micros > 1000 {
+			over++
+		}
+	}
+	return micros, args, over, nil
+}
+
+// mark makes slowest look only at the commands logged from now on.
+func (s *benchSlowlog) mark(ctx context.Context) error {
+	e, err := s.entries(ctx, 1)
+	if err == nil && len(e) > 0 {
+		s.after = e[0].id
+	}
+	return err
 }
 
 func benchMentions(args, prefixes []string) bool {
