@@ -10,7 +10,9 @@ import (
 
 	fg "github.com/followgraph/followgraph"
 	"github.com/followgraph/followgraph/memgraph"
+	"github.com/followgraph/followgraph/redisgraph/internal/jobs"
 	"github.com/followgraph/followgraph/redisgraph/internal/layout"
+	"github.com/followgraph/followgraph/redisgraph/internal/redistest"
 )
 
 var archiveFollowers = flag.Int("archive-followers", 2_000_000, "followers of the user BenchmarkArchive hides and restores")
@@ -27,7 +29,7 @@ var archiveFollowers = flag.Int("archive-followers", 2_000_000, "followers of th
 //	go test -run '^$' -bench BenchmarkArchive -benchtime 1x ./redisgraph/
 func BenchmarkArchive(b *testing.B) {
 	ctx := context.Background()
-	c := standaloneClient(b)
+	c := redistest.Standalone(b)
 	n := *archiveFollowers
 	const user = fg.UserID(1)
 	g := celebrityGraph(b, c, user, n)
@@ -45,18 +47,18 @@ func BenchmarkArchive(b *testing.B) {
 			state      fg.State
 			nin        int64
 			batch      int // edges a call
-		}{{"hide", archiveHide, fg.StateDeactivated, 0, archiveBatch}, {"restore", archiveShow, fg.StateActive, int64(n), showBatch}} {
+		}{{"hide", layout.StepHide, fg.StateDeactivated, 0, jobs.DefaultBatches.Hide}, {"restore", layout.StepShow, fg.StateActive, int64(n), jobs.DefaultBatches.Show}} {
 			if _, err := g.SetState(ctx, user, step.state); err != nil {
 				b.Fatal(err)
 			}
 			mustDo(b, c, c.B().SlowlogReset().Build())
 			began := time.Now()
-			got, err := g.archive(ctx, user, step.step)
+			got, err := g.jobs.Archive(ctx, user, step.step)
 			took := time.Since(began)
 			if err != nil || got != edges {
 				b.Fatalf("%s = %d, %v; want %d", step.name, got, err, edges)
 			}
-			if nin, _ := c.Do(ctx, c.B().Hget().Key(g.key(user, layout.Counters)).Field("nin").Build()).AsInt64(); nin != step.nin {
+			if nin, _ := c.Do(ctx, c.B().Hget().Key(g.ks.User(user, layout.Counters)).Field("nin").Build()).AsInt64(); nin != step.nin {
 				b.Fatalf("after the %s, nin(1) = %d, want %d", step.name, nin, step.nin)
 			}
 			slow, slowest := slowSince(b, c)
@@ -71,12 +73,12 @@ func BenchmarkArchive(b *testing.B) {
 		// commands this machine logs over 1 ms whatever they do (the
 		// benchmark's own process shares its 2 cores with Redis) from the
 		// steps' own.
-		floor := newScript("return redis.call('HGET', KEYS[1], 'st')", false)
-		h := []string{g.key(user, layout.Counters)}
+		floor := rueidis.NewLuaScript("return redis.call('HGET', KEYS[1], 'st')")
+		h := []string{g.ks.User(user, layout.Counters)}
 		mustDo(b, c, c.B().SlowlogReset().Build())
 		began := time.Now()
-		for range calls(archiveBatch) {
-			if err := floor.exec(ctx, c, h, nil).Error(); err != nil {
+		for range calls(jobs.DefaultBatches.Hide) {
+			if err := floor.Exec(ctx, c, h, nil).Error(); err != nil {
 				b.Fatal(err)
 			}
 		}
@@ -84,7 +86,7 @@ func BenchmarkArchive(b *testing.B) {
 		b.ReportMetric(float64(slow), "floor-cmds-over-1ms")
 		b.ReportMetric(float64(slowest.Microseconds()), "floor-max-cmd-µs")
 		b.Logf("floor: %d calls of one HGET in %v; %d commands over 1 ms, the slowest %v",
-			calls(archiveBatch), time.Since(began).Round(time.Millisecond), slow, slowest)
+			calls(jobs.DefaultBatches.Hide), time.Since(began).Round(time.Millisecond), slow, slowest)
 	}
 }
 

@@ -3,15 +3,14 @@ package redisgraph
 import (
 	"context"
 	"fmt"
-	"math"
 	"strconv"
-	"sync"
-	"time"
 
 	"github.com/redis/rueidis"
 
 	fg "github.com/followgraph/followgraph"
+	"github.com/followgraph/followgraph/redisgraph/internal/guard"
 	"github.com/followgraph/followgraph/redisgraph/internal/layout"
+	"github.com/followgraph/followgraph/redisgraph/internal/lists"
 )
 
 // The client-side cache (rueidis with Redis's server-assisted tracking)
@@ -24,15 +23,8 @@ import (
 // write notes the change stamps it left (stamps below), and a cached
 // counters hash whose stamp is older than the one noted is read again from
 // Redis. Writes of other clients are seen once their invalidation arrives.
-const (
-	// cacheTTL caps how long rueidis keeps an entry that no invalidation
-	// removed; invalidations, not the TTL, keep entries fresh.
-	cacheTTL = time.Minute
-
-	// knownTTL is how long a write's stamp is remembered: long past the
-	// arrival of its invalidation.
-	knownTTL = 2 * time.Second
-)
+//
+// Every cached read lives at most guard.CacheTTL.
 
 // counters are a user's counters, change stamp and private flag, the
 // fields counterFields of the hash <prefix>:{id}:h.
@@ -46,16 +38,16 @@ type counters struct {
 	private              bool
 	state                fg.State // s (lua/state.lua)
 	fresh                bool     // read on the connection that caches the user's keys (see followersPage)
-	view                 chunkView
+	view                 lists.View
 }
 
 // counterFields are the fields of h that counters holds, in its order:
 // the numbers, then the state's word, then the user's view of its chunks
-// (chunks.go's groupFields).
-var counterFields = append([]string{"nout", "nin", "st", "nri", "nbo", "nbi", "nmo", "nro", "p", "s"}, groupFields[:]...)
+// (lists.GroupFields).
+var counterFields = append([]string{"nout", "nin", "st", "nri", "nbo", "nbi", "nmo", "nro", "p", "s"}, lists.GroupFields[:]...)
 
 // readCounters returns the counters of each id, through the cache. Hits
-// the graph's markers do not vouch for (see guard.go), and misses whose
+// the graph's markers do not vouch for (package guard), and misses whose
 // check finds the graph rebuilt meanwhile, are read again from Redis.
 func (g *Graph) readCounters(ctx context.Context, ids []fg.UserID) ([]counters, error) {
 	out := make([]counters, len(ids))
@@ -64,13 +56,10 @@ func (g *Graph) readCounters(ctx context.Context, ids []fg.UserID) ([]counters, 
 	}
 	cmds := make([]rueidis.CacheableTTL, len(ids))
 	for i, id := range ids {
-		cmds[i] = rueidis.CT(g.c.B().Hmget().Key(g.key(id, layout.Counters)).Field(counterFields...).Cache(), cacheTTL)
+		cmds[i] = rueidis.CT(g.c.B().Hmget().Key(g.ks.User(id, layout.Counters)).Field(counterFields...).Cache(), guard.CacheTTL)
 	}
-	missed := g.begin(nil) // the groups of the misses, as they were before
-	for _, id := range ids {
-		missed.add(g, g.group(slotOf(id)))
-	}
-	var again, misses []int // hits to read from Redis; misses, to check
+	missed := g.guard.For(ids...) // the groups of the misses, as they were before
+	var again, misses []int       // hits to read from Redis; misses, to check
 	for i, r := range g.c.DoMultiCache(ctx, cmds...) {
 		c, err := parseCounters(r)
 		if err != nil {
@@ -80,7 +69,7 @@ func (g *Graph) readCounters(ctx context.Context, ids []fg.UserID) ([]counters, 
 		case !r.IsCacheHit():
 			g.misses.Add(1)
 			misses = append(misses, i)
-		case c.stamp < g.known.get(ids[i]) || !g.trusted(g.group(slotOf(ids[i])), r):
+		case c.stamp < g.known.Get(ids[i]) || !g.guard.Trusted(g.ks.GroupOf(ids[i]), r):
 			again = append(again, i)
 			continue
 		default:
@@ -90,11 +79,11 @@ func (g *Graph) readCounters(ctx context.Context, ids []fg.UserID) ([]counters, 
 		out[i] = c
 	}
 	if len(misses) > 0 {
-		groups := make([]int, len(misses))
+		missIDs := make([]fg.UserID, len(misses))
 		for j, i := range misses {
-			groups[j] = g.group(slotOf(ids[i]))
+			missIDs[j] = ids[i]
 		}
-		rebuilt, err := g.verify(ctx, missed.only(groups))
+		rebuilt, err := g.guard.Verify(ctx, g.guard.Of(missed, missIDs...))
 		if err != nil {
 			return nil, err
 		}
@@ -106,10 +95,10 @@ func (g *Graph) readCounters(ctx context.Context, ids []fg.UserID) ([]counters, 
 		return out, nil
 	}
 	g.misses.Add(uint64(len(again)))
-	res, err := g.readChecked(ctx, func() rueidis.Commands {
+	res, err := g.guard.Read(ctx, func() rueidis.Commands {
 		direct := make(rueidis.Commands, len(again))
 		for j, i := range again {
-			direct[j] = g.c.B().Hmget().Key(g.key(ids[i], layout.Counters)).Field(counterFields...).Build()
+			direct[j] = g.c.B().Hmget().Key(g.ks.User(ids[i], layout.Counters)).Field(counterFields...).Build()
 		}
 		return direct
 	})
@@ -155,78 +144,12 @@ func parseCounters(r rueidis.RedisResult) (counters, error) {
 			return counters{}, err
 		}
 	}
-	var view chunkView
+	var view lists.View
 	if len(vals) > len(n)+1 {
-		if view, err = parseViewOf(vals[len(n)+1:]); err != nil {
+		if view, err = lists.ParseViewOf(vals[len(n)+1:]); err != nil {
 			return counters{}, err
 		}
 	}
 	return counters{following: n[0], followers: n[1], stamp: n[2], requestsIn: n[3],
 		blocks: n[4], blockedBy: n[5], mutes: n[6], requestsOut: n[7], private: n[8] == 1, state: state, view: view}, nil
-}
-
-// stamps remembers, for a little while, the change stamps this Graph's
-// writes left on users, sharded by user.
-type stamps struct {
-	shards [64]stampShard
-}
-
-type stampShard struct {
-	mu    sync.Mutex
-	m     map[fg.UserID]knownStamp
-	swept time.Time
-	_     [16]byte
-}
-
-type knownStamp struct {
-	stamp int64
-	at    time.Time
-}
-
-func (s *stamps) shard(id fg.UserID) *stampShard {
-	return &s.shards[uint64(id)*0x9E3779B97F4A7C15>>58]
-}
-
-// note remembers, for knownTTL from now, that id's stamp is at least
-// stamp (and at least any stamp noted before).
-func (s *stamps) note(id fg.UserID, stamp int64) {
-	sh := s.shard(id)
-	now := time.Now()
-	sh.mu.Lock()
-	defer sh.mu.Unlock()
-	if sh.m == nil {
-		sh.m = make(map[fg.UserID]knownStamp)
-	}
-	if k, ok := sh.m[id]; ok && k.stamp > stamp {
-		stamp = k.stamp
-	}
-	sh.m[id] = knownStamp{stamp: stamp, at: now}
-	if len(sh.m) > 1024 && now.Sub(sh.swept) > knownTTL {
-		for id, k := range sh.m {
-			if now.Sub(k.at) > knownTTL {
-				delete(sh.m, id)
-			}
-		}
-		sh.swept = now
-	}
-}
-
-// touch notes that each of ids changed at a stamp not known: until
-// knownTTL has passed, every cached counters hash of theirs is read again.
-func (s *stamps) touch(ids ...fg.UserID) {
-	for _, id := range ids {
-		s.note(id, math.MaxInt64)
-	}
-}
-
-// get returns the stamp noted for id within knownTTL, or 0.
-func (s *stamps) get(id fg.UserID) int64 {
-	sh := s.shard(id)
-	sh.mu.Lock()
-	defer sh.mu.Unlock()
-	k, ok := sh.m[id]
-	if !ok || time.Since(k.at) > knownTTL {
-		return 0
-	}
-	return k.stamp
 }

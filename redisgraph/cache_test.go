@@ -11,6 +11,10 @@ import (
 
 	fg "github.com/followgraph/followgraph"
 	"github.com/followgraph/followgraph/redisgraph/internal/layout"
+	"github.com/followgraph/followgraph/redisgraph/internal/lists"
+	"github.com/followgraph/followgraph/redisgraph/internal/redistest"
+	"github.com/followgraph/followgraph/redisgraph/internal/stamps"
+	"github.com/followgraph/followgraph/redisgraph/internal/wire"
 )
 
 // TestCache checks the client-side cache: repeated reads are hits; a
@@ -18,8 +22,8 @@ import (
 // write through another client is seen once its invalidation arrives.
 func TestCache(t *testing.T) {
 	for _, m := range modes {
-		t.Run(m.name, func(t *testing.T) {
-			g := newTestGraph(t, m.client(t), WithCacheThreshold(2))
+		t.Run(m.Name, func(t *testing.T) {
+			g := newTestGraph(t, m.Client(t), WithCacheThreshold(2))
 			ctx := t.Context()
 			const celebrity = 9
 			follow := func(g *testGraph, user fg.UserID) {
@@ -78,16 +82,16 @@ func TestCache(t *testing.T) {
 
 			// Another client's write shows once Redis's invalidation
 			// reaches ours.
-			other, err := rueidis.NewClient(m.shared.opt)
+			other, err := rueidis.NewClient(m.Option())
 			if err != nil {
 				t.Fatal(err)
 			}
 			t.Cleanup(other.Close) // after g2's cleanup, which uses it
 			// Vouched for already: g's servers.
-			g2 := newTestGraphPrefixScoped(t, other, g.prefix, testScope)
+			g2 := newTestGraphPrefixScoped(t, other, g.ks.Prefix(), testScope)
 			follow(g2, 500)
 			h0, _ = g.CacheStats()
-			if err := waitFor(2*time.Second, func() bool { return check(103, 500) }); err != nil {
+			if err := redistest.WaitFor(2*time.Second, func() bool { return check(103, 500) }); err != nil {
 				t.Errorf("a follow through another client is not seen: %v", err)
 			}
 			time.Sleep(2 * time.Millisecond)
@@ -105,9 +109,9 @@ func TestCache(t *testing.T) {
 // writes: the stamp the Graph knows of each is at least the one in Redis.
 func TestCache_JobSeenAtOnce(t *testing.T) {
 	for _, m := range modes {
-		t.Run(m.name, func(t *testing.T) {
+		t.Run(m.Name, func(t *testing.T) {
 			ctx := t.Context()
-			g := newTestGraph(t, m.client(t), WithCacheThreshold(1))
+			g := newTestGraph(t, m.Client(t), WithCacheThreshold(1))
 			for _, e := range [][2]fg.UserID{{1, 2}, {3, 1}} {
 				if _, err := g.Follow(ctx, e[0], e[1]); err != nil {
 					t.Fatal(err)
@@ -116,22 +120,22 @@ func TestCache_JobSeenAtOnce(t *testing.T) {
 			for _, step := range []struct {
 				state fg.State
 				step  string
-			}{{fg.StateDeactivated, archiveHide}, {fg.StateActive, archiveShow}} {
+			}{{fg.StateDeactivated, layout.StepHide}, {fg.StateActive, layout.StepShow}} {
 				if _, err := g.SetState(ctx, 1, step.state); err != nil {
 					t.Fatal(err)
 				}
 				if _, err := g.Counts(ctx, []fg.UserID{1, 2, 3}); err != nil { // fills the cache
 					t.Fatal(err)
 				}
-				if n, err := g.archive(ctx, 1, step.step); err != nil || n != 2 {
+				if n, err := g.jobs.Archive(ctx, 1, step.step); err != nil || n != 2 {
 					t.Fatalf("archive(1, %s) = %d, %v; want 2 edges", step.step, n, err)
 				}
 				for _, id := range []fg.UserID{1, 2, 3} {
-					st, err := g.c.Do(ctx, g.c.B().Hget().Key(g.key(id, layout.Counters)).Field("st").Build()).AsInt64()
+					st, err := g.c.Do(ctx, g.c.B().Hget().Key(g.ks.User(id, layout.Counters)).Field("st").Build()).AsInt64()
 					if err != nil {
 						t.Fatal(err)
 					}
-					if known := g.known.get(id); known < st {
+					if known := g.known.Get(id); known < st {
 						t.Errorf("after the job's %s, user %d's stamp is %d in Redis and %d known: a cached read may answer the graph before the job", step.step, id, st, known)
 					}
 				}
@@ -146,9 +150,9 @@ func TestCache_JobSeenAtOnce(t *testing.T) {
 // idle time (OBJECT IDLETIME, in seconds), which any read resets.
 func TestCache_ChunkedFirstPage(t *testing.T) {
 	for _, m := range modes {
-		t.Run(m.name, func(t *testing.T) {
+		t.Run(m.Name, func(t *testing.T) {
 			const celebrity, bound = 9, 4
-			g := newTestGraph(t, m.client(t), WithCacheThreshold(2), WithMaxKeyMembers(bound))
+			g := newTestGraph(t, m.Client(t), WithCacheThreshold(2), WithMaxKeyMembers(bound))
 			ctx := t.Context()
 			var followers []fg.UserID // oldest first
 			follow := func(user fg.UserID) {
@@ -189,17 +193,17 @@ func TestCache_ChunkedFirstPage(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			chunks := g.chunkKeys(celebrity, cs[0].view, layout.In)
+			chunks := g.lists.ChunkKeys(celebrity, cs[0].view, layout.In)
 			if len(chunks) < 4 {
 				t.Fatalf("40 followers at bound %d are in %d chunks", bound, len(chunks))
 			}
 			// Reads go to Redis while this Graph remembers the stamps of
-			// its writes (knownTTL), and until a marker check vouches for
+			// its writes (stamps.TTL), and until a marker check vouches for
 			// the counters cached (guard.go); the reads after that fill
 			// the cache, and a check sent a millisecond after the fill
 			// vouches for what it filled.
 			check("after the writes")
-			time.Sleep(knownTTL + 100*time.Millisecond)
+			time.Sleep(stamps.TTL + 100*time.Millisecond)
 			for range 3 {
 				check("filling the cache")
 				time.Sleep(2 * time.Millisecond)
@@ -242,7 +246,7 @@ func TestCache_ChunkedFirstPage(t *testing.T) {
 // chunk read in full that runs out before the page is full, which the
 // merge must refuse (its next entry may be newer than the rest).
 func TestMergeCached(t *testing.T) {
-	c, ctx := standaloneClient(t), t.Context()
+	c, ctx := redistest.Standalone(t), t.Context()
 	p := randomPrefix()
 	t.Cleanup(func() {
 		for j := range 3 {
@@ -275,7 +279,7 @@ func TestMergeCached(t *testing.T) {
 				cmds = append(cmds, c.B().Del().Key(key).Build())
 				for _, e := range es {
 					cmds = append(cmds, c.B().Zadd().Key(key).ScoreMember().
-						ScoreMember(float64(e.Since.UnixMilli()), member(e.ID)).Build())
+						ScoreMember(float64(e.Since.UnixMilli()), wire.Member(e.ID)).Build())
 				}
 				all = append(all, es...)
 			}
@@ -288,7 +292,7 @@ func TestMergeCached(t *testing.T) {
 			for _, key := range keys {
 				reads = append(reads, c.B().Zrange().Key(key).Min("0").Max(strconv.Itoa(tc.per-1)).Rev().Withscores().Build())
 			}
-			got, whole, err := mergeCached(keys, c.DoMulti(ctx, reads...), tc.per, tc.n)
+			got, whole, err := lists.MergeCached(keys, c.DoMulti(ctx, reads...), tc.per, tc.n)
 			if err != nil || whole != tc.whole {
 				t.Fatalf("mergeCached: whole %v, %v; want whole %v", whole, err, tc.whole)
 			}
@@ -296,7 +300,7 @@ func TestMergeCached(t *testing.T) {
 				return
 			}
 			slices.SortFunc(all, func(a, b fg.Entry) int {
-				if newer(a, b) {
+				if lists.Newer(a, b) {
 					return -1
 				}
 				return 1

@@ -11,7 +11,10 @@ import (
 
 	fg "github.com/followgraph/followgraph"
 	"github.com/followgraph/followgraph/memgraph"
+	"github.com/followgraph/followgraph/redisgraph/internal/keyspace"
 	"github.com/followgraph/followgraph/redisgraph/internal/layout"
+	"github.com/followgraph/followgraph/redisgraph/internal/lists"
+	"github.com/followgraph/followgraph/redisgraph/internal/redistest"
 )
 
 // TestCelebrity: a user with a million followers (CELEBRITY_FOLLOWERS
@@ -37,7 +40,7 @@ func TestCelebrity(t *testing.T) {
 		}
 	}
 	ctx := context.Background()
-	c := clusterClient(t)
+	c := redistest.Cluster(t)
 	g := newTestGraph(t, c)
 	t.Cleanup(func() { deletePrefix(t, g) })
 	const celeb = fg.UserID(1)
@@ -51,12 +54,12 @@ func TestCelebrity(t *testing.T) {
 	if _, err := g.Rebuild(ctx, src, RebuildOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	v, err := parseView(c.Do(ctx, g.viewCmd(celeb)))
+	v, err := lists.ParseView(c.Do(ctx, g.lists.ViewCmd(celeb)))
 	if err != nil {
 		t.Fatal(err)
 	}
 	largest := int64(0)
-	for _, key := range g.chunkKeys(celeb, v, layout.In) {
+	for _, key := range g.lists.ChunkKeys(celeb, v, layout.In) {
 		size, err := c.Do(ctx, c.B().Zcard().Key(key).Build()).AsInt64()
 		if err != nil {
 			t.Fatal(err)
@@ -64,7 +67,7 @@ func TestCelebrity(t *testing.T) {
 		largest = max(largest, size)
 	}
 	t.Logf("%d followers in %d chunks, the largest of %d entries, all on the master of slot %d (one of 3: a share of 1)",
-		n, v.chunks(layout.In), largest, slotOf(celeb))
+		n, v.Chunks(layout.In), largest, keyspace.SlotOf(celeb))
 	if largest > DefaultMaxKeyMembers {
 		t.Errorf("a chunk of %d entries, over %d", largest, DefaultMaxKeyMembers)
 	}
@@ -119,13 +122,13 @@ func TestCelebrity(t *testing.T) {
 	if _, err := g.SetState(ctx, celeb, fg.StateDeactivated); err != nil {
 		t.Fatal(err)
 	}
-	if hidden, err := g.archive(ctx, celeb, archiveHide); err != nil || hidden != want {
+	if hidden, err := g.jobs.Archive(ctx, celeb, layout.StepHide); err != nil || hidden != want {
 		t.Fatalf("hide = %d, %v; want %d", hidden, err, want)
 	}
 	if _, err := g.SetState(ctx, celeb, fg.StateActive); err != nil {
 		t.Fatal(err)
 	}
-	if shown, err := g.archive(ctx, celeb, archiveShow); err != nil || shown != want {
+	if shown, err := g.jobs.Archive(ctx, celeb, layout.StepShow); err != nil || shown != want {
 		t.Fatalf("show = %d, %v; want %d", shown, err, want)
 	}
 	if cs, err := g.Counts(ctx, []fg.UserID{celeb, 1_000_001}); err != nil || cs[0].FollowerCount != want || cs[1].FollowingCount != 1 {
@@ -138,9 +141,9 @@ func deletePrefix(tb testing.TB, g *testGraph) {
 	ctx := context.Background()
 	for _, node := range g.c.Nodes() {
 		for cursor := uint64(0); ; {
-			e, err := node.Do(ctx, node.B().Scan().Cursor(cursor).Match(globEscape(g.prefix)+":*").Count(10000).Build()).AsScanEntry()
+			e, err := node.Do(ctx, node.B().Scan().Cursor(cursor).Match(keyspace.GlobEscape(g.ks.Prefix())+":*").Count(10000).Build()).AsScanEntry()
 			if err != nil {
-				tb.Errorf("deleting %s: %v", g.prefix, err)
+				tb.Errorf("deleting %s: %v", g.ks.Prefix(), err)
 				return
 			}
 			cmds := make(rueidis.Commands, len(e.Elements))

@@ -2,7 +2,6 @@ package redisgraph
 
 import (
 	"context"
-	"math/rand/v2"
 	"slices"
 	"strconv"
 	"strings"
@@ -13,46 +12,10 @@ import (
 
 	fg "github.com/followgraph/followgraph"
 	"github.com/followgraph/followgraph/memgraph"
+	"github.com/followgraph/followgraph/redisgraph/internal/keyspace"
 	"github.com/followgraph/followgraph/redisgraph/internal/layout"
+	"github.com/followgraph/followgraph/redisgraph/internal/lists"
 )
-
-// TestChunkHash: the scripts place a member in the chunk the Go side
-// computes (lua/chunks.lua against layout.MemberHash and ChunkOf), for
-// ids of every size and numbers of chunks of every level.
-func TestChunkHash(t *testing.T) {
-	c := standaloneClient(t)
-	ctx := context.Background()
-	src := luaChunks + `
-local out = {}
-for i = 1, #ARGV, 2 do out[#out + 1] = chunkOf(hashOf(ARGV[i]), tonumber(ARGV[i + 1])) end
-return out`
-	var args []string
-	var want []int64
-	r := rand.New(rand.NewPCG(1, 2))
-	for i := range 2000 {
-		id := fg.UserID(r.Uint64() >> (1 + r.IntN(63)))
-		if i < 10 {
-			id = fg.UserID(i + 1)
-		}
-		if !id.Valid() {
-			id = 1
-		}
-		n := 1 + r.IntN(300)
-		args = append(args, member(id), strconv.Itoa(n))
-		want = append(want, int64(layout.ChunkOf(layout.MemberHash(uint64(id)), n)))
-	}
-	got, err := c.Do(ctx, c.B().Eval().Script(src).Numkeys(0).Arg(args...).Build()).AsIntSlice()
-	if err != nil {
-		t.Fatal(err)
-	}
-	if !slices.Equal(got, want) {
-		for i := range want {
-			if got[i] != want[i] {
-				t.Fatalf("member %x of %s chunks: Lua %d, Go %d", args[2*i], args[2*i+1], got[i], want[i])
-			}
-		}
-	}
-}
 
 // TestChunks: with keys bounded to 8 entries, a user followed by 300
 // (some of whom unfollow and follow again) and following 300 has both
@@ -62,8 +25,8 @@ return out`
 func TestChunks(t *testing.T) {
 	const bound, n = 8, 300
 	for _, m := range modes {
-		t.Run(m.name, func(t *testing.T) {
-			c := m.client(t)
+		t.Run(m.Name, func(t *testing.T) {
+			c := m.Client(t)
 			g := newTestGraph(t, c, WithMaxKeyMembers(bound), WithCacheThreshold(1))
 			ctx := context.Background()
 			const celeb, fan = fg.UserID(1), fg.UserID(2)
@@ -135,7 +98,7 @@ func TestChunks(t *testing.T) {
 				ids := make([]fg.UserID, len(got))
 				for i, e := range got {
 					ids[i] = e.ID
-					if i > 0 && !newer(got[i-1], e) {
+					if i > 0 && !lists.Newer(got[i-1], e) {
 						t.Errorf("%s: entry %d (%v) before %d (%v)", l.name, i-1, got[i-1], i, e)
 					}
 				}
@@ -166,16 +129,16 @@ func checkKeys(t *testing.T, g *testGraph, bound int, users ...fg.UserID) {
 	t.Helper()
 	ctx := context.Background()
 	for _, u := range users {
-		v, err := parseView(g.c.Do(ctx, g.viewCmd(u)))
+		v, err := lists.ParseView(g.c.Do(ctx, g.lists.ViewCmd(u)))
 		if err != nil {
 			t.Fatal(err)
 		}
-		if v.chunks(layout.In)+v.chunks(layout.Out) <= 2 {
-			t.Errorf("user %d: lists in %d and %d chunks, want more", u, v.chunks(layout.Out), v.chunks(layout.In))
+		if v.Chunks(layout.In)+v.Chunks(layout.Out) <= 2 {
+			t.Errorf("user %d: lists in %d and %d chunks, want more", u, v.Chunks(layout.Out), v.Chunks(layout.In))
 		}
 		for _, grp := range layout.Groups {
 			for _, k := range grp.Keys {
-				for _, key := range g.chunkKeys(u, v, k) {
+				for _, key := range g.lists.ChunkKeys(u, v, k) {
 					var size int64
 					if layout.IsHash(k) {
 						size, err = g.c.Do(ctx, g.c.B().Hlen().Key(key).Build()).AsInt64()
@@ -194,9 +157,9 @@ func checkKeys(t *testing.T, g *testGraph, bound int, users ...fg.UserID) {
 		// No key of u beyond its chunks.
 		var cursor uint64
 		for {
-			e, err := g.c.Do(ctx, g.c.B().Scan().Cursor(cursor).Match(globEscape(g.prefix)+":{"+u.String()+"}:*").Count(1000).Build()).AsScanEntry()
+			e, err := g.c.Do(ctx, g.c.B().Scan().Cursor(cursor).Match(keyspace.GlobEscape(g.ks.Prefix())+":{"+u.String()+"}:*").Count(1000).Build()).AsScanEntry()
 			if err != nil {
-				if _, ok := rueidis.IsRedisErr(err); ok && g.cluster {
+				if _, ok := rueidis.IsRedisErr(err); ok && g.ks.Cluster() {
 					break // SCAN goes to one node of a Cluster: checked above
 				}
 				t.Fatal(err)
@@ -208,8 +171,8 @@ func checkKeys(t *testing.T, g *testGraph, bound int, users ...fg.UserID) {
 					continue
 				}
 				n, _ := strconv.Atoi(j)
-				if n >= v.chunks(layout.Key(name)) {
-					t.Errorf("key %s past the %d chunks of %s", key, v.chunks(layout.Key(name)), name)
+				if n >= v.Chunks(layout.Key(name)) {
+					t.Errorf("key %s past the %d chunks of %s", key, v.Chunks(layout.Key(name)), name)
 				}
 			}
 			if cursor = e.Cursor; cursor == 0 {
@@ -226,9 +189,9 @@ func checkKeys(t *testing.T, g *testGraph, bound int, users ...fg.UserID) {
 func TestLayoutUpgrade(t *testing.T) {
 	const bound, n = 8, 100
 	for _, m := range modes {
-		t.Run(m.name, func(t *testing.T) {
+		t.Run(m.Name, func(t *testing.T) {
 			ctx := t.Context()
-			c := m.client(t)
+			c := m.Client(t)
 			old := randomPrefix()
 			key := old + ":layout"
 			t.Cleanup(func() { c.Do(context.Background(), c.B().Del().Key(key).Build()) })
@@ -301,9 +264,9 @@ func TestLayoutUpgrade(t *testing.T) {
 func TestChunkSplitsRacing(t *testing.T) {
 	const bound, stable, churn = 4, 40, 400
 	for _, m := range modes {
-		t.Run(m.name, func(t *testing.T) {
+		t.Run(m.Name, func(t *testing.T) {
 			ctx := context.Background()
-			g := newTestGraph(t, m.client(t), WithMaxKeyMembers(bound))
+			g := newTestGraph(t, m.Client(t), WithMaxKeyMembers(bound))
 			const celeb = fg.UserID(1)
 			for i := range stable {
 				if _, err := g.Follow(ctx, fg.UserID(10+i), celeb); err != nil {
@@ -351,7 +314,7 @@ func TestChunkSplitsRacing(t *testing.T) {
 								if seen[e.ID] {
 									t.Errorf("follower %d twice in one walk", e.ID)
 								}
-								if prev != nil && !newer(*prev, e) {
+								if prev != nil && !lists.Newer(*prev, e) {
 									t.Errorf("%v after %v", e, *prev)
 								}
 								seen[e.ID], prev = true, &e
@@ -375,13 +338,13 @@ func TestChunkSplitsRacing(t *testing.T) {
 			writers.Wait()
 			close(stop)
 			readers.Wait()
-			v, err := parseView(g.c.Do(ctx, g.viewCmd(celeb)))
+			v, err := lists.ParseView(g.c.Do(ctx, g.lists.ViewCmd(celeb)))
 			if err != nil {
 				t.Fatal(err)
 			}
-			t.Logf("%d walks; the followers ended in %d chunks", walks, v.chunks(layout.In))
-			if v.chunks(layout.In) < 16 {
-				t.Errorf("followers in %d chunks: too few splits to race", v.chunks(layout.In))
+			t.Logf("%d walks; the followers ended in %d chunks", walks, v.Chunks(layout.In))
+			if v.Chunks(layout.In) < 16 {
+				t.Errorf("followers in %d chunks: too few splits to race", v.Chunks(layout.In))
 			}
 			cs, err := g.Counts(ctx, []fg.UserID{celeb})
 			if err != nil || cs[0].FollowerCount != stable+churn/2 {

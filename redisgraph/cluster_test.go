@@ -15,6 +15,7 @@ import (
 	"github.com/redis/rueidis"
 
 	fg "github.com/followgraph/followgraph"
+	"github.com/followgraph/followgraph/redisgraph/internal/redistest"
 )
 
 var errInjected = errors.New("injected failure of a second step")
@@ -28,14 +29,14 @@ func outboxEvents(tb testing.TB, g *testGraph, users []fg.UserID) map[string][]f
 	tb.Helper()
 	out := make(map[string][]fg.Event)
 	for _, u := range users {
-		key := g.outbox(u)
+		key := g.ks.Outbox(u)
 		if _, ok := out[key]; ok {
 			continue
 		}
 		out[key] = nil
 		after := ""
 		for {
-			es, err := g.readOutbox(tb.Context(), key, after, 100)
+			es, err := g.outbox.Read(tb.Context(), key, after, 100)
 			if err != nil {
 				tb.Fatal(err)
 			}
@@ -125,7 +126,7 @@ func TestClusterConvergence(t *testing.T) {
 	var failing atomic.Bool // whether second steps fail at random
 	failing.Store(true)
 	reg := prometheus.NewRegistry()
-	g := newTestGraph(t, clusterClient(t), WithRegisterer(reg), withSecondStepFault(func(fg.Event) error {
+	g := newTestGraph(t, redistest.Cluster(t), WithRegisterer(reg), withSecondStepFault(func(fg.Event) error {
 		if failing.Load() && rand.IntN(10) < 6 {
 			faults.Add(1)
 			return errInjected
@@ -249,7 +250,7 @@ func TestClusterConvergence(t *testing.T) {
 func TestClusterCrashBetweenSteps(t *testing.T) {
 	var crashed atomic.Bool // whether every second step is lost
 	reg := prometheus.NewRegistry()
-	g := newTestGraph(t, clusterClient(t), WithRegisterer(reg), withSecondStepFault(func(fg.Event) error {
+	g := newTestGraph(t, redistest.Cluster(t), WithRegisterer(reg), withSecondStepFault(func(fg.Event) error {
 		if crashed.Load() {
 			return errInjected
 		}
@@ -328,14 +329,14 @@ func TestClusterCrashBetweenSteps(t *testing.T) {
 
 	// The outbox lists what may be pending; settling 1's events (as the
 	// relay does before it trims them) completes 1→2.
-	pending, err := g.pendingOutboxStreams(ctx)
+	pending, err := g.outbox.Pending(ctx)
 	must(err)
 	for _, u := range []fg.UserID{1, 3, 5, 7} {
-		if !slices.Contains(pending, g.outbox(u)) {
-			t.Errorf("PendingOutboxStreams() = %v, without %s, the stream of user %d", pending, g.outbox(u), u)
+		if !slices.Contains(pending, g.ks.Outbox(u)) {
+			t.Errorf("PendingOutboxStreams() = %v, without %s, the stream of user %d", pending, g.ks.Outbox(u), u)
 		}
 	}
-	entries, err := g.readOutbox(ctx, g.outbox(1), "", 100)
+	entries, err := g.outbox.Read(ctx, g.ks.Outbox(1), "", 100)
 	must(err)
 	var ones []fg.Event
 	for _, e := range entries {
@@ -343,7 +344,7 @@ func TestClusterCrashBetweenSteps(t *testing.T) {
 			ones = append(ones, e.Event)
 		}
 	}
-	must(g.settleOutbox(ctx, ones))
+	must(g.outbox.Settle(ctx, ones))
 	p, err = g.Followers(ctx, 2, fg.PageRequest{})
 	must(err)
 	if len(p.Entries) != 1 || p.Entries[0].ID != 1 || !p.Entries[0].Since.Equal(res.Since) {
@@ -368,7 +369,7 @@ func TestClusterCrashBetweenSteps(t *testing.T) {
 // TestClusterApply applies events on a Cluster, where Apply writes the two
 // sides in two steps.
 func TestClusterApply(t *testing.T) {
-	g := newTestGraph(t, clusterClient(t))
+	g := newTestGraph(t, redistest.Cluster(t))
 	v := fg.VersionAt(1_700_000_000_000)
 	events := []fg.Event{
 		fg.NewEvent(1, 2, fg.OpFollow, v),
@@ -389,7 +390,7 @@ func TestClusterApply(t *testing.T) {
 			t.Fatalf("after Apply in order %v", order)
 		}
 	}
-	if es := outboxEvents(t, g, []fg.UserID{1, 3}); len(es[g.outbox(1)])+len(es[g.outbox(3)]) != 0 {
+	if es := outboxEvents(t, g, []fg.UserID{1, 3}); len(es[g.ks.Outbox(1)])+len(es[g.ks.Outbox(3)]) != 0 {
 		t.Errorf("Apply wrote events to the outbox: %v", es)
 	}
 }
@@ -404,7 +405,7 @@ func TestClusterApply(t *testing.T) {
 func TestClusterJobStepFaults(t *testing.T) {
 	var failed atomic.Int64
 	var armed atomic.Bool // the next step fails: each job has at least one failure
-	g := newTestGraph(t, clusterClient(t), withJobStepFault(func(fg.UserID) error {
+	g := newTestGraph(t, redistest.Cluster(t), withJobStepFault(func(fg.UserID) error {
 		if armed.CompareAndSwap(true, false) || rand.IntN(3) == 0 {
 			failed.Add(1)
 			return errInjected
@@ -431,8 +432,8 @@ func TestClusterJobStepFaults(t *testing.T) {
 		if _, err := g.SetState(ctx, 1, st); err != nil {
 			t.Fatal(err)
 		}
-		if err := waitFor(time.Minute, func() bool {
-			_, err := g.c.Do(ctx, g.c.B().Zscore().Key(g.jobsKey(1)).Member("1").Build()).AsFloat64()
+		if err := redistest.WaitFor(time.Minute, func() bool {
+			_, err := g.c.Do(ctx, g.c.B().Zscore().Key(g.ks.Jobs(1)).Member("1").Build()).AsFloat64()
 			return rueidis.IsRedisNil(err)
 		}); err != nil {
 			t.Fatalf("the %s job is not done after a minute", st)

@@ -14,9 +14,9 @@ import (
 // reads answer from it.
 func TestGuard(t *testing.T) {
 	for _, m := range modes {
-		t.Run(m.name, func(t *testing.T) {
+		t.Run(m.Name, func(t *testing.T) {
 			var losses atomic.Int64
-			g := newTestGraph(t, m.client(t), WithCacheThreshold(1), WithOnLoss(func() { losses.Add(1) }))
+			g := newTestGraph(t, m.Client(t), WithCacheThreshold(1), WithOnLoss(func() { losses.Add(1) }))
 			ctx := t.Context()
 			for _, f := range []fg.UserID{2, 3, 4} {
 				if _, err := g.Follow(ctx, 1, f); err != nil {

@@ -6,6 +6,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/followgraph/followgraph/redisgraph/outbox"
+
 	fg "github.com/followgraph/followgraph"
 )
 
@@ -16,7 +18,7 @@ import (
 // in the outbox for the relay.
 func TestHook(t *testing.T) {
 	for _, m := range modes {
-		t.Run(m.name, func(t *testing.T) {
+		t.Run(m.Name, func(t *testing.T) {
 			var seen []fg.Event
 			logDown := errors.New("log down")
 			fail := false
@@ -27,7 +29,7 @@ func TestHook(t *testing.T) {
 				}
 				return nil
 			}
-			g := newTestGraph(t, m.client(t), WithHook(hook))
+			g := newTestGraph(t, m.Client(t), WithHook(hook))
 			ctx := t.Context()
 			if _, err := g.Follow(ctx, 1, 2); err != nil {
 				t.Fatal(err)
@@ -48,10 +50,10 @@ func TestHook(t *testing.T) {
 			// The acknowledged follow left the outbox with its hook; the
 			// unacknowledged unfollow stays for the relay.
 			// (The deletion is asynchronous: give it a moment.)
-			var entries []outboxEntry
+			var entries []outbox.Entry
 			for range 100 {
 				var err error
-				if entries, err = g.readOutbox(ctx, g.outbox(1), "", 10); err != nil {
+				if entries, err = g.outbox.Read(ctx, g.ks.Outbox(1), "", 10); err != nil {
 					t.Fatal(err)
 				}
 				if len(entries) <= 1 {

@@ -11,8 +11,8 @@ import (
 // InitOutbox (after a rebuild) creates it again; OutboxMissing tells.
 func TestDataLoss(t *testing.T) {
 	for _, m := range modes {
-		t.Run(m.name, func(t *testing.T) {
-			g := newTestGraph(t, m.client(t))
+		t.Run(m.Name, func(t *testing.T) {
+			g := newTestGraph(t, m.Client(t))
 			ctx := t.Context()
 			if missing, _, err := g.OutboxMissing(ctx); err != nil || missing != 0 {
 				t.Fatalf("a new graph misses %d outbox streams (%v)", missing, err)
@@ -20,7 +20,7 @@ func TestDataLoss(t *testing.T) {
 			if _, err := g.Follow(ctx, 1, 2); err != nil {
 				t.Fatal(err)
 			}
-			if err := g.c.Do(ctx, g.c.B().Del().Key(g.outbox(1)).Build()).Error(); err != nil {
+			if err := g.c.Do(ctx, g.c.B().Del().Key(g.ks.Outbox(1)).Build()).Error(); err != nil {
 				t.Fatal(err)
 			}
 			if missing, total, err := g.OutboxMissing(ctx); err != nil || missing != 1 {
@@ -49,7 +49,7 @@ func TestDataLoss(t *testing.T) {
 			if n, err := g.InitOutbox(ctx); err != nil || n != 0 {
 				t.Fatalf("InitOutbox over existing streams created %d (%v)", n, err)
 			}
-			entries, err := g.readOutbox(ctx, g.outbox(1), "", 10)
+			entries, err := g.outbox.Read(ctx, g.ks.Outbox(1), "", 10)
 			if err != nil || len(entries) != 1 || entries[0].Event.Op != fg.OpUnfollow {
 				t.Fatalf("outbox after re-creation: %v, %v; want the unfollow alone", entries, err)
 			}

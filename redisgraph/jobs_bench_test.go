@@ -11,6 +11,7 @@ import (
 
 	fg "github.com/followgraph/followgraph"
 	"github.com/followgraph/followgraph/redisgraph/internal/layout"
+	"github.com/followgraph/followgraph/redisgraph/internal/redistest"
 )
 
 // BenchmarkJob deactivates, then makes active again, a user with
@@ -27,13 +28,13 @@ import (
 //	go test -run '^$' -bench 'BenchmarkJob$' -benchtime 1x -timeout 30m ./redisgraph/
 //	go test -run '^$' -bench 'BenchmarkJob$' -benchtime 1x -timeout 60m ./redisgraph/ -args -job-show-batches 16,8,16,8
 func BenchmarkJob(b *testing.B) {
-	c := standaloneClient(b)
+	c := redistest.Standalone(b)
 	n := *archiveFollowers
 	const user = fg.UserID(1)
 	g := celebrityGraph(b, c, user, n)
 	restore := slowlogAll(b, c)
 	defer restore()
-	jobPairs(b, g, user, n, *jobShowBatches, &showBatch, func(step string, batch int, job func() time.Duration) {
+	jobPairs(b, g, user, n, *jobShowBatches, &g.jobs.Batches.Show, func(step string, batch int, job func() time.Duration) {
 		mustDo(b, c, c.B().SlowlogReset().Build())
 		took := job()
 		slow, slowest := slowSince(b, c)
@@ -99,11 +100,11 @@ func timeJob(b *testing.B, g *Graph, user fg.UserID, st fg.State, nin int64) tim
 	if _, err := g.SetState(ctx, user, st); err != nil {
 		b.Fatal(err)
 	}
-	for g.c.Do(ctx, g.c.B().Zscore().Key(g.jobsKey(user)).Member(user.String()).Build()).Error() == nil {
+	for g.c.Do(ctx, g.c.B().Zscore().Key(g.ks.Jobs(user)).Member(user.String()).Build()).Error() == nil {
 		time.Sleep(10 * time.Millisecond)
 	}
 	took := time.Since(began)
-	if got, _ := g.c.Do(ctx, g.c.B().Hget().Key(g.key(user, layout.Counters)).Field("nin").Build()).AsInt64(); got != nin {
+	if got, _ := g.c.Do(ctx, g.c.B().Hget().Key(g.ks.User(user, layout.Counters)).Field("nin").Build()).AsInt64(); got != nin {
 		b.Fatalf("after the job to %s, nin(%d) = %d, want %d", st, user, got, nin)
 	}
 	if a, err := g.State(ctx, user); err != nil || a.Pending != 0 || a.State != st {
@@ -121,11 +122,11 @@ func timeJob(b *testing.B, g *Graph, user fg.UserID, st fg.State, nin int64) tim
 //
 //	go test -run '^$' -bench BenchmarkJobCluster -benchtime 1x -timeout 60m ./redisgraph/ -args -archive-followers 200000 -job-cluster-batches 16,64,16,64
 func BenchmarkJobCluster(b *testing.B) {
-	c := clusterClient(b)
+	c := redistest.Cluster(b)
 	n := *archiveFollowers
 	const user = fg.UserID(1)
 	g := celebrityGraph(b, c, user, n)
-	jobPairs(b, g, user, n, *jobClusterBatches, &clusterBatch, func(step string, batch int, job func() time.Duration) {
+	jobPairs(b, g, user, n, *jobClusterBatches, &g.jobs.Batches.Cluster, func(step string, batch int, job func() time.Duration) {
 		took := job()
 		edges := float64(n + 1000)
 		name := fmt.Sprintf("%s-batch%d", step, batch)

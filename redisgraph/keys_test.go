@@ -5,55 +5,32 @@ import (
 	"testing"
 
 	fg "github.com/followgraph/followgraph"
+	"github.com/followgraph/followgraph/redisgraph/internal/keyspace"
 	"github.com/followgraph/followgraph/redisgraph/internal/layout"
+	"github.com/followgraph/followgraph/redisgraph/internal/redistest"
 )
 
-func TestMember(t *testing.T) {
-	ids := []fg.UserID{1, 2, 255, 256, 1 << 32, fg.MaxUserID - 1, fg.MaxUserID}
-	for i, id := range ids {
-		m := member(id)
-		if got, ok := memberID(m); !ok || got != id {
-			t.Errorf("memberID(member(%d)) = %d, %v", id, got, ok)
-		}
-		if i > 0 && member(ids[i-1]) >= m {
-			t.Errorf("member(%d) does not sort before member(%d)", ids[i-1], id)
-		}
-	}
-	for _, bad := range []string{"", "1234567", "123456789", "\x00\x00\x00\x00\x00\x00\x00\x00", "\xff\x00\x00\x00\x00\x00\x00\x01"} {
-		if id, ok := memberID(bad); ok {
-			t.Errorf("memberID(%q) = %d, true; want false", bad, id)
-		}
-	}
-}
-
-func TestSlots(t *testing.T) {
-	if got := crc16("123456789"); got != 0x31C3 {
-		t.Errorf("crc16(123456789) = %#x, want 0x31c3", got)
-	}
-	tags := slotTags()
-	for slot, tag := range tags {
-		if got := crc16(tag) & (slots - 1); got != uint16(slot) {
-			t.Fatalf("the tag %q of slot %d hashes to slot %d", tag, slot, got)
-		}
-	}
-	t.Run("Cluster", func(t *testing.T) {
-		c := clusterClient(t)
+// TestClusterSlots: a user's keys and its outbox stream are in the slot
+// keyspace.SlotOf says, as the Cluster computes it.
+func TestClusterSlots(t *testing.T) {
+	{
+		c := redistest.Cluster(t)
 		g := newTestGraph(t, c)
 		if !g.Cluster() {
 			t.Fatal("a Graph on a Cluster client is not laid out for a Cluster")
 		}
 		for _, id := range []fg.UserID{1, 42, 1 << 40, fg.MaxUserID} {
-			for _, key := range []string{g.key(id, layout.Out), g.outbox(id)} {
+			for _, key := range []string{g.ks.User(id, layout.Out), g.ks.Outbox(id)} {
 				got, err := c.Do(t.Context(), c.B().ClusterKeyslot().Key(key).Build()).AsInt64()
 				if err != nil {
 					t.Fatal(err)
 				}
-				if got != int64(slotOf(id)) {
-					t.Errorf("CLUSTER KEYSLOT %s = %d, want %d, the slot of user %d", key, got, slotOf(id), id)
+				if got != int64(keyspace.SlotOf(id)) {
+					t.Errorf("CLUSTER KEYSLOT %s = %d, want %d, the slot of user %d", key, got, keyspace.SlotOf(id), id)
 				}
 			}
 		}
-	})
+	}
 }
 
 func TestParseURL(t *testing.T) {

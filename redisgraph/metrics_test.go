@@ -3,6 +3,7 @@ package redisgraph
 import (
 	"testing"
 
+	"github.com/followgraph/followgraph/redisgraph/internal/redistest"
 	"github.com/prometheus/client_golang/prometheus"
 )
 
@@ -27,7 +28,7 @@ func counter(tb testing.TB, reg *prometheus.Registry, name string) float64 {
 // TestWithRegisterer: New registers the metrics, starting at 0, and fails
 // on a registry that holds them already.
 func TestWithRegisterer(t *testing.T) {
-	c := standaloneClient(t)
+	c := redistest.Standalone(t)
 	reg := prometheus.NewRegistry()
 	newTestGraph(t, c, WithRegisterer(reg))
 	if n := counter(t, reg, metricDeferred); n != 0 {

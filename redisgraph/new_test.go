@@ -12,6 +12,7 @@ import (
 
 	fg "github.com/followgraph/followgraph"
 	"github.com/followgraph/followgraph/redisgraph/internal/layout"
+	"github.com/followgraph/followgraph/redisgraph/internal/redistest"
 )
 
 // TestNewContext: New's round trips (loading the scripts, learning the
@@ -20,7 +21,7 @@ import (
 // one that ends soon, or one cancelled while New waits, returns an EUnavailable error when the context
 // ends.
 func TestNewContext(t *testing.T) {
-	addr, proc := privateRedis(t)
+	addr, proc := redistest.Private(t)
 	c, err := rueidis.NewClient(rueidis.ClientOption{InitAddress: []string{addr}})
 	if err != nil {
 		t.Fatal(err)
@@ -96,9 +97,9 @@ func TestCancelAfter(t *testing.T) {
 // kept: layout 1); a Redis that holds nothing is served and gets it.
 func TestLayoutRecorded(t *testing.T) {
 	for _, m := range modes {
-		t.Run(m.name, func(t *testing.T) {
+		t.Run(m.Name, func(t *testing.T) {
 			ctx := t.Context()
-			c := m.client(t)
+			c := m.Client(t)
 			prefix := randomPrefix()
 			key := prefix + ":layout"
 			t.Cleanup(func() { c.Do(context.Background(), c.B().Del().Key(key).Build()) })

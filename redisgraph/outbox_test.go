@@ -13,8 +13,8 @@ import (
 // its version; that the outbox reads from an entry id and trims up to one.
 func TestOutbox(t *testing.T) {
 	for _, m := range modes {
-		t.Run(m.name, func(t *testing.T) {
-			g := newTestGraph(t, m.client(t))
+		t.Run(m.Name, func(t *testing.T) {
+			g := newTestGraph(t, m.Client(t))
 			ctx := t.Context()
 			users := []fg.UserID{1, 2, 3, 4, 5, fg.MaxUserID}
 			rng := rand.New(rand.NewPCG(1, 2))
@@ -72,26 +72,26 @@ func TestOutbox(t *testing.T) {
 				}
 			}
 
-			pending, err := g.pendingOutboxStreams(ctx)
+			pending, err := g.outbox.Pending(ctx)
 			if err != nil {
 				t.Fatal(err)
 			}
 			for _, u := range users {
-				if len(want[u]) > 0 && !slices.Contains(pending, g.outbox(u)) {
-					t.Errorf("PendingOutboxStreams() = %v, without %s, which holds the events of %d", pending, g.outbox(u), u)
+				if len(want[u]) > 0 && !slices.Contains(pending, g.ks.Outbox(u)) {
+					t.Errorf("PendingOutboxStreams() = %v, without %s, which holds the events of %d", pending, g.ks.Outbox(u), u)
 				}
 			}
 
 			// Read from an entry id, and trim up to one.
-			key := g.outbox(1)
-			all, err := g.readOutbox(ctx, key, "", 1_000_000)
+			key := g.ks.Outbox(1)
+			all, err := g.outbox.Read(ctx, key, "", 1_000_000)
 			if err != nil {
 				t.Fatal(err)
 			}
 			if len(all) < 5 {
 				t.Fatalf("only %d events in %s", len(all), key)
 			}
-			rest, err := g.readOutbox(ctx, key, all[2].ID, 1_000_000)
+			rest, err := g.outbox.Read(ctx, key, all[2].ID, 1_000_000)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -99,21 +99,21 @@ func TestOutbox(t *testing.T) {
 				t.Errorf("ReadOutbox after the third entry returned %d entries starting %v, want %d starting %v",
 					len(rest), rest[0], len(all)-3, all[3])
 			}
-			n, err := g.trimOutbox(ctx, key, all[2].ID)
+			n, err := g.outbox.Trim(ctx, key, all[2].ID)
 			if err != nil || n != 3 {
 				t.Errorf("TrimOutbox through the third entry = %d, %v; want 3, nil", n, err)
 			}
-			after, err := g.readOutbox(ctx, key, "", 1_000_000)
+			after, err := g.outbox.Read(ctx, key, "", 1_000_000)
 			if err != nil {
 				t.Fatal(err)
 			}
 			if len(after) != len(all)-3 || after[0] != all[3] {
 				t.Errorf("after the trim the outbox starts %v, want %v", after[0], all[3])
 			}
-			if _, err := g.trimOutbox(ctx, key, all[len(all)-1].ID); err != nil {
+			if _, err := g.outbox.Trim(ctx, key, all[len(all)-1].ID); err != nil {
 				t.Fatal(err)
 			}
-			if pending, err = g.pendingOutboxStreams(ctx); err != nil || slices.Contains(pending, key) {
+			if pending, err = g.outbox.Pending(ctx); err != nil || slices.Contains(pending, key) {
 				t.Errorf("PendingOutboxStreams() after %s was trimmed whole = %v, %v; want it left out", key, pending, err)
 			}
 		})
@@ -125,8 +125,8 @@ func TestOutbox(t *testing.T) {
 // events, goes on.
 func TestOutboxBound(t *testing.T) {
 	for _, m := range modes {
-		t.Run(m.name, func(t *testing.T) {
-			g := newTestGraph(t, m.client(t), WithOutboxLimit(3))
+		t.Run(m.Name, func(t *testing.T) {
+			g := newTestGraph(t, m.Client(t), WithOutboxLimit(3))
 			ctx := t.Context()
 			for _, target := range []fg.UserID{2, 3, 4} {
 				if _, err := g.Follow(ctx, 1, target); err != nil {
@@ -152,11 +152,11 @@ func TestOutboxBound(t *testing.T) {
 				t.Errorf("Apply with the outbox full: %v", err)
 			}
 
-			entries, err := g.readOutbox(ctx, g.outbox(1), "", 10)
+			entries, err := g.outbox.Read(ctx, g.ks.Outbox(1), "", 10)
 			if err != nil || len(entries) != 3 {
 				t.Fatalf("ReadOutbox = %d entries, %v; want 3", len(entries), err)
 			}
-			if _, err := g.trimOutbox(ctx, g.outbox(1), entries[0].ID); err != nil {
+			if _, err := g.outbox.Trim(ctx, g.ks.Outbox(1), entries[0].ID); err != nil {
 				t.Fatal(err)
 			}
 			if res, err := g.Follow(ctx, 1, 5); err != nil || !res.Created {

@@ -30,8 +30,8 @@ func (c *fakeClock) add(d time.Duration) {
 // mints no tokens.
 func TestWriteRate(t *testing.T) {
 	for _, m := range modes {
-		t.Run(m.name, func(t *testing.T) {
-			c := m.client(t)
+		t.Run(m.Name, func(t *testing.T) {
+			c := m.Client(t)
 			clock := &fakeClock{now: time.Date(2026, 12, 2, 12, 0, 0, 0, time.UTC)}
 			behind := &fakeClock{now: clock.now.Add(-time.Second)}
 			prefix := randomPrefix()

@@ -15,6 +15,7 @@ import (
 	"github.com/followgraph/followgraph/graphgen"
 	"github.com/followgraph/followgraph/memgraph"
 	"github.com/followgraph/followgraph/redisgraph"
+	"github.com/followgraph/followgraph/redisgraph/internal/redistest"
 )
 
 // BenchmarkRebuild rebuilds the generated graph (graphgen.Default, 2M
@@ -132,6 +133,6 @@ func redisCPU(tb testing.TB, c rueidis.Client) float64 {
 // evalshaMicros returns the microseconds Redis has spent in EVALSHA.
 func evalshaMicros(tb testing.TB, c rueidis.Client) float64 {
 	tb.Helper()
-	_, usec := redisgraph.CommandStat(tb, c, "evalsha")
+	_, usec := redistest.CommandStat(tb, c, "evalsha")
 	return float64(usec)
 }

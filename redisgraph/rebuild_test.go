@@ -150,11 +150,11 @@ func TestRebuild(t *testing.T) {
 	src := sourceGraph(t, 20_000)
 	users := slices.Collect(src.Users())
 	for _, m := range modes {
-		t.Run(m.name, func(t *testing.T) {
-			g := newTestGraph(t, m.client(t))
+		t.Run(m.Name, func(t *testing.T) {
+			g := newTestGraph(t, m.Client(t))
 			touchSource(g, src)
 			ctx := t.Context()
-			st, err := g.Rebuild(ctx, src, RebuildOptions{Chunk: 100})
+			st, err := g.Rebuild(ctx, src, RebuildOptions{Batch: 100})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -213,8 +213,8 @@ func TestRebuildKeepsNewerWrites(t *testing.T) {
 	src := sourceGraph(t, 5_000)
 	users := slices.Collect(src.Users())
 	for _, m := range modes {
-		t.Run(m.name, func(t *testing.T) {
-			g := newTestGraph(t, m.client(t))
+		t.Run(m.Name, func(t *testing.T) {
+			g := newTestGraph(t, m.Client(t))
 			touchSource(g, src)
 			ctx := t.Context()
 			// The live writes: the edges of a few users, live or not in the
@@ -265,7 +265,7 @@ func TestRebuildKeepsNewerWrites(t *testing.T) {
 					}
 				}
 			}()
-			_, err := g.Rebuild(ctx, src, RebuildOptions{Chunk: 50, Concurrency: 2})
+			_, err := g.Rebuild(ctx, src, RebuildOptions{Batch: 50, Concurrency: 2})
 			close(stop)
 			<-stopped
 			if err != nil {

@@ -15,12 +15,14 @@ import (
 	fg "github.com/followgraph/followgraph"
 	"github.com/followgraph/followgraph/memgraph"
 	"github.com/followgraph/followgraph/redisgraph/internal/layout"
+	"github.com/followgraph/followgraph/redisgraph/internal/redistest"
+	"github.com/followgraph/followgraph/redisgraph/internal/wire"
 )
 
 // diffKey identifies a reported difference.
 type diffKey struct {
 	user, other fg.UserID
-	side        Side
+	side        layout.Side
 	kind        DiffKind
 }
 
@@ -69,10 +71,14 @@ func rebuilt(tb testing.TB, c rueidis.Client, src Source) *testGraph {
 
 // liveEdge returns the first live edge of user's side s in src, skipping
 // the users in avoid at the other end.
-func liveEdge(tb testing.TB, src Source, user fg.UserID, s Side, avoid ...fg.UserID) fg.Event {
+func liveEdge(tb testing.TB, src Source, user fg.UserID, s layout.Side, avoid ...fg.UserID) fg.Event {
 	tb.Helper()
-	for e := range s.edges(src, user) {
-		if e.Op == fg.OpFollow && !slices.Contains(avoid, s.other(e)) {
+	edges, other := src.OutEdges(user), func(e fg.Event) fg.UserID { return e.Target }
+	if s.In {
+		edges, other = src.InEdges(user), func(e fg.Event) fg.UserID { return e.User }
+	}
+	for e := range edges {
+		if e.Op == fg.OpFollow && !slices.Contains(avoid, other(e)) {
 			return e
 		}
 	}
@@ -89,8 +95,8 @@ func TestReconcile(t *testing.T) {
 	src := sourceGraph(t, 5_000)
 	users := slices.Collect(src.Users())
 	for _, m := range modes {
-		t.Run(m.name, func(t *testing.T) {
-			c := m.client(t)
+		t.Run(m.Name, func(t *testing.T) {
+			c := m.Client(t)
 			g := rebuilt(t, c, src)
 			ctx := t.Context()
 			st, diffs := reconcile(t, g, src, ReconcileOptions{})
@@ -112,47 +118,47 @@ func TestReconcile(t *testing.T) {
 
 			// A deleted key: every live edge of a's following side is missing.
 			a := users[1]
-			do(c.B().Del().Key(g.key(a, layout.Out)).Build())
+			do(c.B().Del().Key(g.ks.User(a, layout.Out)).Build())
 			for e := range src.OutEdges(a) {
 				if e.Op == fg.OpFollow {
-					want[diffKey{a, e.Target, SideFollowing, DiffMissing}] = true
+					want[diffKey{a, e.Target, layout.Following, DiffMissing}] = true
 				}
 			}
-			want[diffKey{a, 0, SideFollowing, DiffCounter}] = true
+			want[diffKey{a, 0, layout.Following, DiffCounter}] = true
 
 			// One side of an edge removed: b's follower x is missing, and
 			// b's counter no longer counts its set.
 			b := users[2]
-			x := liveEdge(t, src, b, SideFollowers, a).User
-			do(c.B().Zrem().Key(g.key(b, layout.In)).Member(member(x)).Build())
-			want[diffKey{b, x, SideFollowers, DiffMissing}] = true
-			want[diffKey{b, 0, SideFollowers, DiffCounter}] = true
+			x := liveEdge(t, src, b, layout.Followers, a).User
+			do(c.B().Zrem().Key(g.ks.User(b, layout.In)).Member(wire.Member(x)).Build())
+			want[diffKey{b, x, layout.Followers, DiffMissing}] = true
+			want[diffKey{b, 0, layout.Followers, DiffCounter}] = true
 
 			// An invented member, with a time older than the source's
 			// versions; and the counter made to count it.
 			cu, invented := users[3], fg.UserID(99_999_999)
 			g.touch(invented)
-			do(c.B().Zadd().Key(g.key(cu, layout.Out)).ScoreMember().ScoreMember(old, member(invented)).Build(),
-				c.B().Hincrby().Key(g.key(cu, layout.Counters)).Field("nout").Increment(1).Build())
-			want[diffKey{cu, invented, SideFollowing, DiffExtra}] = true
+			do(c.B().Zadd().Key(g.ks.User(cu, layout.Out)).ScoreMember().ScoreMember(old, wire.Member(invented)).Build(),
+				c.B().Hincrby().Key(g.ks.User(cu, layout.Counters)).Field("nout").Increment(1).Build())
+			want[diffKey{cu, invented, layout.Following, DiffExtra}] = true
 
 			// A wrong counter.
 			d := users[4]
-			do(c.B().Hset().Key(g.key(d, layout.Counters)).FieldValue().FieldValue("nin", "999").Build())
-			want[diffKey{d, 0, SideFollowers, DiffCounter}] = true
+			do(c.B().Hset().Key(g.ks.User(d, layout.Counters)).FieldValue().FieldValue("nin", "999").Build())
+			want[diffKey{d, 0, layout.Followers, DiffCounter}] = true
 
 			// A lost counters hash: both counters, and the clock.
 			e := users[5]
-			do(c.B().Del().Key(g.key(e, layout.Counters)).Build())
-			want[diffKey{e, 0, SideFollowing, DiffCounter}] = true
-			want[diffKey{e, 0, SideFollowers, DiffCounter}] = true
-			want[diffKey{e, 0, SideFollowing, DiffClock}] = true
+			do(c.B().Del().Key(g.ks.User(e, layout.Counters)).Build())
+			want[diffKey{e, 0, layout.Following, DiffCounter}] = true
+			want[diffKey{e, 0, layout.Followers, DiffCounter}] = true
+			want[diffKey{e, 0, layout.Following, DiffClock}] = true
 
 			// A follow time changed on one side; a tombstone lost.
 			f := users[6]
-			y := liveEdge(t, src, f, SideFollowing, a, b, cu, d, e).Target
-			do(c.B().Zadd().Key(g.key(f, layout.Out)).ScoreMember().ScoreMember(old, member(y)).Build())
-			want[diffKey{f, y, SideFollowing, DiffSince}] = true
+			y := liveEdge(t, src, f, layout.Following, a, b, cu, d, e).Target
+			do(c.B().Zadd().Key(g.ks.User(f, layout.Out)).ScoreMember().ScoreMember(old, wire.Member(y)).Build())
+			want[diffKey{f, y, layout.Following, DiffSince}] = true
 			var tomb fg.Event
 			for _, u := range users[7:] {
 				for ev := range src.OutEdges(u) {
@@ -161,21 +167,21 @@ func TestReconcile(t *testing.T) {
 					}
 				}
 			}
-			do(c.B().Hdel().Key(g.key(tomb.User, layout.OutVersions)).Field(member(tomb.Target)).Build())
-			want[diffKey{tomb.User, tomb.Target, SideFollowing, DiffTombstone}] = true
+			do(c.B().Hdel().Key(g.ks.User(tomb.User, layout.OutVersions)).Field(wire.Member(tomb.Target)).Build())
+			want[diffKey{tomb.User, tomb.Target, layout.Following, DiffTombstone}] = true
 
 			// A user only Redis has, following someone.
 			ghost := fg.UserID(88_888_888)
 			g.touch(ghost)
-			do(c.B().Zadd().Key(g.key(ghost, layout.Out)).ScoreMember().ScoreMember(old, member(a)).Build(),
-				c.B().Hset().Key(g.key(ghost, layout.Counters)).FieldValue().FieldValue("nout", "1").Build())
-			want[diffKey{ghost, a, SideFollowing, DiffExtra}] = true
+			do(c.B().Zadd().Key(g.ks.User(ghost, layout.Out)).ScoreMember().ScoreMember(old, wire.Member(a)).Build(),
+				c.B().Hset().Key(g.ks.User(ghost, layout.Counters)).FieldValue().FieldValue("nout", "1").Build())
+			want[diffKey{ghost, a, layout.Following, DiffExtra}] = true
 
 			// Without a horizon, the states that look newer than the
 			// source's (the invented members) are taken for changes the
 			// source has not seen: ahead, and left alone.
 			st, diffs = reconcile(t, g, src, ReconcileOptions{Fix: true})
-			for _, k := range []diffKey{{cu, invented, SideFollowing, DiffAhead}, {ghost, a, SideFollowing, DiffAhead}} {
+			for _, k := range []diffKey{{cu, invented, layout.Following, DiffAhead}, {ghost, a, layout.Following, DiffAhead}} {
 				if d, ok := diffs[k]; !ok || d.Fixed {
 					t.Errorf("without a horizon: %v: reported %v, want it reported and not fixed", k, d)
 				}
@@ -191,12 +197,12 @@ func TestReconcile(t *testing.T) {
 
 			// Damage again what was fixed, and reconcile with a horizon
 			// of now: every difference is reported, and fixed.
-			do(c.B().Del().Key(g.key(a, layout.Out)).Build(),
-				c.B().Zrem().Key(g.key(b, layout.In)).Member(member(x)).Build(),
-				c.B().Hset().Key(g.key(d, layout.Counters)).FieldValue().FieldValue("nin", "999").Build(),
-				c.B().Del().Key(g.key(e, layout.Counters)).Build(),
-				c.B().Zadd().Key(g.key(f, layout.Out)).ScoreMember().ScoreMember(old, member(y)).Build(),
-				c.B().Hdel().Key(g.key(tomb.User, layout.OutVersions)).Field(member(tomb.Target)).Build())
+			do(c.B().Del().Key(g.ks.User(a, layout.Out)).Build(),
+				c.B().Zrem().Key(g.ks.User(b, layout.In)).Member(wire.Member(x)).Build(),
+				c.B().Hset().Key(g.ks.User(d, layout.Counters)).FieldValue().FieldValue("nin", "999").Build(),
+				c.B().Del().Key(g.ks.User(e, layout.Counters)).Build(),
+				c.B().Zadd().Key(g.ks.User(f, layout.Out)).ScoreMember().ScoreMember(old, wire.Member(y)).Build(),
+				c.B().Hdel().Key(g.ks.User(tomb.User, layout.OutVersions)).Field(wire.Member(tomb.Target)).Build())
 			horizon := time.Now()
 			st, diffs = reconcile(t, g, src, ReconcileOptions{Fix: true, Horizon: horizon})
 			for k := range want {
@@ -228,12 +234,12 @@ func TestReconcile(t *testing.T) {
 			checkSame(t, src, g, append(slices.Clone(users), ghost, invented))
 
 			// A change newer than the source is ahead, and stays.
-			z := liveEdge(t, src, f, SideFollowing, y)
+			z := liveEdge(t, src, f, layout.Following, y)
 			if ok, err := g.Unfollow(ctx, f, z.Target); err != nil || !ok {
 				t.Fatalf("Unfollow = %v, %v", ok, err)
 			}
 			st, diffs = reconcile(t, g, src, ReconcileOptions{Fix: true, Horizon: horizon})
-			for _, k := range []diffKey{{f, z.Target, SideFollowing, DiffAhead}, {z.Target, f, SideFollowers, DiffAhead}} {
+			for _, k := range []diffKey{{f, z.Target, layout.Following, DiffAhead}, {z.Target, f, layout.Followers, DiffAhead}} {
 				if d, ok := diffs[k]; !ok || d.Fixed {
 					t.Errorf("after a newer change: %v: reported %v, want it reported and not fixed", k, d)
 				}
@@ -263,13 +269,13 @@ func TestReconcileRate(t *testing.T) {
 		fixed  int64
 	}{
 		{"Edges", 8, 4, func(c rueidis.Client, g *testGraph) rueidis.Commands {
-			return rueidis.Commands{c.B().Del().Key(g.key(1, layout.Out)).Build()}
+			return rueidis.Commands{c.B().Del().Key(g.ks.User(1, layout.Out)).Build()}
 		}, 9},
 		{"CounterAndClock", 2, 2, func(c rueidis.Client, g *testGraph) rueidis.Commands {
 			return rueidis.Commands{
-				c.B().Del().Key(g.key(1, layout.Out)).Build(),
-				c.B().Hset().Key(g.key(1, layout.Counters)).FieldValue().FieldValue("nout", "999").Build(),
-				c.B().Hdel().Key(g.key(1, layout.Counters)).Field("clk").Build(),
+				c.B().Del().Key(g.ks.User(1, layout.Out)).Build(),
+				c.B().Hset().Key(g.ks.User(1, layout.Counters)).FieldValue().FieldValue("nout", "999").Build(),
+				c.B().Hdel().Key(g.ks.User(1, layout.Counters)).Field("clk").Build(),
 			}
 		}, 4},
 	} {
@@ -283,7 +289,7 @@ func TestReconcileRate(t *testing.T) {
 			if err := src.Apply(t.Context(), events); err != nil {
 				t.Fatal(err)
 			}
-			c := standaloneClient(t)
+			c := redistest.Standalone(t)
 			g := rebuilt(t, c, src)
 			for _, r := range c.DoMulti(t.Context(), tc.damage(c, g)...) {
 				if err := r.Error(); err != nil {
@@ -314,7 +320,7 @@ func TestReconcileRate(t *testing.T) {
 // reconcile finds nothing.
 func TestReconcileLinks(t *testing.T) {
 	for _, m := range modes {
-		t.Run(m.name, func(t *testing.T) {
+		t.Run(m.Name, func(t *testing.T) {
 			ctx := t.Context()
 			v := fg.VersionAt(sourceEpoch)
 			at := func(i int) fg.Version { return v + fg.Version(i)<<fg.VersionCounterBits }
@@ -338,7 +344,7 @@ func TestReconcileLinks(t *testing.T) {
 				fg.NewEvent(8, 1, fg.OpFollow, at(12)), // ends a request that never was
 			}
 			src := memgraph.New()
-			c := m.client(t)
+			c := m.Client(t)
 			g := newTestGraph(t, c)
 			for _, a := range []interface {
 				Apply(context.Context, []fg.Event) error
@@ -362,26 +368,26 @@ func TestReconcileLinks(t *testing.T) {
 				}
 			}
 			damage := func() {
-				do(c.B().Zrem().Key(g.key(2, layout.BlockIn)).Member(member(1)).Build(),
-					c.B().Hset().Key(g.key(1, layout.Counters)).FieldValue().FieldValue("nbo", "99").Build(),
-					c.B().Zrem().Key(g.key(1, layout.MuteOut)).Member(member(3)).Build(),
-					c.B().Hdel().Key(g.key(1, "mov")).Field(member(3)).Build(),
-					c.B().Zrem().Key(g.key(1, layout.ReqIn)).Member(member(6)).Build(),
-					c.B().Zadd().Key(g.key(1, layout.Flags)).ScoreMember().ScoreMember(layout.FlagMuting, member(9)).Build(),
-					c.B().Hdel().Key(g.key(1, layout.Counters)).Field("p", "pv", "clk").Build())
+				do(c.B().Zrem().Key(g.ks.User(2, layout.BlockIn)).Member(wire.Member(1)).Build(),
+					c.B().Hset().Key(g.ks.User(1, layout.Counters)).FieldValue().FieldValue("nbo", "99").Build(),
+					c.B().Zrem().Key(g.ks.User(1, layout.MuteOut)).Member(wire.Member(3)).Build(),
+					c.B().Hdel().Key(g.ks.User(1, "mov")).Field(wire.Member(3)).Build(),
+					c.B().Zrem().Key(g.ks.User(1, layout.ReqIn)).Member(wire.Member(6)).Build(),
+					c.B().Zadd().Key(g.ks.User(1, layout.Flags)).ScoreMember().ScoreMember(layout.FlagMuting, wire.Member(9)).Build(),
+					c.B().Hdel().Key(g.ks.User(1, layout.Counters)).Field("p", "pv", "clk").Build())
 			}
 			damage()
 			want := map[diffKey]bool{
-				{2, 1, SideBlockedBy, DiffMissing}:  true,
-				{2, 0, SideBlockedBy, DiffCounter}:  true,
-				{1, 0, SideBlocks, DiffCounter}:     true,
-				{1, 3, SideMutes, DiffMissing}:      true,
-				{1, 0, SideMutes, DiffCounter}:      true,
-				{1, 6, SideRequestsIn, DiffMissing}: true,
-				{1, 0, SideRequestsIn, DiffCounter}: true,
-				{1, 9, SideFollowing, DiffFlags}:    true,
-				{1, 0, SidePrivate, DiffMissing}:    true,
-				{1, 0, SideFollowing, DiffClock}:    true,
+				{2, 1, layout.BlockedBy, DiffMissing}:  true,
+				{2, 0, layout.BlockedBy, DiffCounter}:  true,
+				{1, 0, layout.Blocks, DiffCounter}:     true,
+				{1, 3, layout.Mutes, DiffMissing}:      true,
+				{1, 0, layout.Mutes, DiffCounter}:      true,
+				{1, 6, layout.RequestsIn, DiffMissing}: true,
+				{1, 0, layout.RequestsIn, DiffCounter}: true,
+				{1, 9, layout.Following, DiffFlags}:    true,
+				{1, 0, layout.Private, DiffMissing}:    true,
+				{1, 0, layout.Following, DiffClock}:    true,
 			}
 			for _, opts := range []ReconcileOptions{{}, {Fix: true, Horizon: time.Now()}} {
 				st, diffs := reconcile(t, g, src, opts)
@@ -400,7 +406,7 @@ func TestReconcileLinks(t *testing.T) {
 				}
 				// The clock must pass every version on 1's keys: the last,
 				// 7's request to 1, from 7's clock.
-				if d := diffs[diffKey{1, 0, SideFollowing, DiffClock}]; d.Expected.Version != at(11) {
+				if d := diffs[diffKey{1, 0, layout.Following, DiffClock}]; d.Expected.Version != at(11) {
 					t.Errorf("Fix %v: %v; want the clock at least %016x", opts.Fix, d, uint64(at(11)))
 				}
 			}
@@ -445,9 +451,9 @@ func TestReconcileLinks(t *testing.T) {
 // itself).
 func TestReconcileLiveWrites(t *testing.T) {
 	for _, m := range modes {
-		t.Run(m.name, func(t *testing.T) {
+		t.Run(m.Name, func(t *testing.T) {
 			ctx := t.Context()
-			g := newTestGraph(t, m.client(t))
+			g := newTestGraph(t, m.Client(t))
 			_, err := g.Block(ctx, 1, 2)
 			must(t, err)
 			_, err = g.Unblock(ctx, 1, 2)

@@ -3,21 +3,27 @@
 // deployments of more than one API node.
 //
 // Each user's keys share the user's id as hash tag, so they live in one
-// slot (keys.go). Blocks, mutes, follow requests and the private setting
-// are edges of other kinds on the same keys and scripts (relationship.go). Follows and unfollows are Lua scripts that decide the
-// change on the follower's side, assign its version from the follower's
-// clock, and write the change event into an outbox stream in the same
-// atomic step (write.go, lua/). On a standalone Redis the followee's side
-// is written by the same script; on a Cluster it lives in another slot and
-// is written by a second, version-conditional script, retried and, should
-// that fail, completed from the outbox (outbox.go). Reads never run a command whose
-// cost grows with the size of a set beyond O(log n) plus what it returns:
-// keyset paging, ZMSCORE probes of the viewer's own sets, set queries that
-// walk the smaller side in chunks (read.go, sets.go). Counts and the first
-// page of large follower lists are served through rueidis's client-side
-// cache, kept fresh by Redis's invalidations (cache.go).
+// slot (package keyspace). Blocks, mutes, follow requests and the private
+// setting are edges of other kinds on the same keys and scripts
+// (relationship.go). Follows and unfollows are Lua scripts (package
+// scripts) that decide the change on the follower's side, assign its
+// version from the follower's clock, and write the change event into an
+// outbox stream in the same atomic step (write.go). On a standalone Redis
+// the followee's side is written by the same script; on a Cluster it
+// lives in another slot and is written by a second, version-conditional
+// script, retried and, should that fail, completed from the outbox
+// (packages effects and outbox). Reads never run a command whose cost
+// grows with the size of a set beyond O(log n) plus what it returns:
+// keyset paging, ZMSCORE probes of the viewer's own sets, set queries
+// that walk the smaller side in batches (read.go, sets.go, package
+// lists), each checked against the graph's markers (package guard).
+// Counts and the first page of large follower lists are served through
+// rueidis's client-side cache, kept fresh by Redis's invalidations
+// (cache.go).
 //
-// docs/design/redis-layout.md and docs/design/redisgraph.md say why.
+// The operations of a deployment (rebuild, reconcile, heal, jobs) are in
+// packages of their own, called through ops.go. docs/design/redisgraph.md
+// opens with the package map; docs/design/redis-layout.md has the keys.
 package redisgraph
 
 import (
@@ -32,7 +38,20 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/redis/rueidis"
 
+	"github.com/followgraph/followgraph/redisgraph/internal/effects"
+	"github.com/followgraph/followgraph/redisgraph/internal/errs"
+	"github.com/followgraph/followgraph/redisgraph/internal/guard"
+	"github.com/followgraph/followgraph/redisgraph/internal/heal"
+	"github.com/followgraph/followgraph/redisgraph/internal/jobs"
+	"github.com/followgraph/followgraph/redisgraph/internal/keyspace"
 	"github.com/followgraph/followgraph/redisgraph/internal/layout"
+	"github.com/followgraph/followgraph/redisgraph/internal/lists"
+	"github.com/followgraph/followgraph/redisgraph/internal/rebuild"
+	"github.com/followgraph/followgraph/redisgraph/internal/replicas"
+	"github.com/followgraph/followgraph/redisgraph/internal/scripts"
+	"github.com/followgraph/followgraph/redisgraph/internal/stamps"
+	"github.com/followgraph/followgraph/redisgraph/internal/topology"
+	"github.com/followgraph/followgraph/redisgraph/outbox"
 
 	fg "github.com/followgraph/followgraph"
 )
@@ -64,46 +83,45 @@ const newTimeout = 10 * time.Second
 // outbox event (Outbox.Settle, as the relay does, or Repair) completes it.
 type Graph struct {
 	c            rueidis.Client
-	cluster      bool
-	prefix       string
+	ks           keyspace.Space // the keys, under the prefix (WithPrefix)
 	now          func() time.Time
 	maxFollowing int
 	outboxLimit  int
 	writeRate    string // per user and second, decimal; "0": no limit
 	writeBurst   string
 	cacheMin     int64                       // followers from which the first page of followers is cached
-	outboxTags   []string                    // per slot, on a Cluster
 	hook         fg.Hook                     // nil: none
 	gate         func(context.Context) error // nil: none
 	onUnvouched  func(slot uint16)           // nil: none
-	scripts      map[*script]*script         // each script as this Graph runs it (graphScripts)
+	onLoss       func()                      // nil: none
+	lua          *scripts.Runner             // the scripts, as this Graph runs them
 	maxKey       int                         // the most entries a key of a user holds (WithMaxKeyMembers)
-	views        views                       // the chunks of the users with chunks (chunks.go)
+	lists        *lists.Lists                // the lists, read in their chunks
+	fx           *effects.Effects            // the effects of events: Apply, second steps
 	scope        string                      // what the vouched scripts vouch for; "": the prefix
 
-	known  stamps // the latest stamps this Graph wrote, for the cache
-	memo   memo   // counts of set queries
+	known  stamps.Stamps // the latest stamps this Graph wrote, for the cache
+	memo   memo          // counts of set queries
 	hits   atomic.Uint64
 	misses atomic.Uint64
 
 	deferred prometheus.Counter    // second steps left to the outbox
 	reg      prometheus.Registerer // nil: the metrics are not registered
-	guard    guard                 // what reads know of the graph's markers (guard.go)
-	replicas *replicaSet           // nil: every read goes to the masters (replicas.go)
-	drops    dropper               // the deletes of settled outbox entries (drop.go)
-	confirms confirms              // the checks that acknowledge writes (confirm.go)
-	jobs     jobStats              // the account-state jobs this Graph runs (jobs.go)
+	guard    *guard.Guard          // what reads know of the graph's markers
+	replicas *replicas.Set         // nil: every read goes to the masters
+	drops    *outbox.Dropper       // the deletes of settled outbox entries
+	outbox   *outbox.Streams       // the outbox streams
+	jobs     *jobs.Jobs            // the account-state jobs this Graph runs
+	rebuild  *rebuild.Graph        // the graph as a rebuild writes it and a reconcile reads it
+	heal     *heal.Healer          // the vouching for servers, the checkpoints and the graph's markers
 
-	// secondStepFault, if set, runs before each attempt of a second step;
-	// an error fails the attempt. Only the tests set it, through their
-	// own Option (faults_test.go); New's callers cannot.
-	secondStepFault func(fg.Event) error
-	// jobStepFault, the same for a job's batch on a Cluster: it runs
-	// between the counterparts' step and the user's (archive.go).
-	jobStepFault func(fg.UserID) error
-	// archiveReplied, the same, runs once a job's batch has its reply,
-	// before archiveBatch returns.
-	archiveReplied func(user fg.UserID, ms []string)
+	// The tests' faults, which only their own Options set; New's callers
+	// cannot: secondStep runs before each attempt of a second step (an
+	// error fails the attempt), job in the jobs' batches (jobs.Faults).
+	faults struct {
+		secondStep func(fg.Event) error
+		job        jobs.Faults
+	}
 }
 
 // Option configures a Graph.
@@ -111,7 +129,7 @@ type Option func(*Graph)
 
 // WithPrefix sets the prefix of every key (default "fg"), so that several
 // deployments can share a Redis. It must not contain '{' or '}'.
-func WithPrefix(p string) Option { return func(g *Graph) { g.prefix = p } }
+func WithPrefix(p string) Option { return func(g *Graph) { g.ks = keyspace.New(p, false) } }
 
 // WithClock sets the clock that gives follow times (default time.Now).
 func WithClock(now func() time.Time) Option { return func(g *Graph) { g.now = now } }
@@ -161,12 +179,6 @@ func WithWriteGate(gate func(ctx context.Context) error) Option {
 	return func(g *Graph) { g.gate = gate }
 }
 
-// WithOnLoss sets a function called when a read finds that Redis has lost
-// the graph (a slot's marker is gone; see guard.go): the node that sees it
-// can rebuild the graph. It is called for every such read, from the
-// reading goroutine: it must return at once.
-func WithOnLoss(f func()) Option { return func(g *Graph) { g.guard.onLoss = f } }
-
 // DefaultMaxKeyMembers is WithMaxKeyMembers's default.
 const DefaultMaxKeyMembers = layout.DefaultMaxKeyMembers
 
@@ -206,15 +218,13 @@ func WithRegisterer(reg prometheus.Registerer) Option { return func(g *Graph) { 
 func New(ctx context.Context, client rueidis.Client, opts ...Option) (*Graph, error) {
 	g := &Graph{
 		c:           client,
-		cluster:     client.Mode() == rueidis.ClientModeCluster,
-		prefix:      DefaultPrefix,
+		ks:          keyspace.New(DefaultPrefix, false),
 		now:         time.Now,
 		outboxLimit: DefaultOutboxLimit,
 		writeRate:   "0",
 		writeBurst:  "0",
 		cacheMin:    DefaultCacheThreshold,
 		maxKey:      layout.DefaultMaxKeyMembers,
-		jobs:        jobStats{wake: make(chan struct{}, 1)},
 		deferred: prometheus.NewCounter(prometheus.CounterOpts{
 			Name: "followgraph_redis_second_steps_deferred_total",
 			Help: "Second steps of changes on a Redis Cluster (the followee's side) that failed every retry, left to the outbox.",
@@ -224,8 +234,8 @@ func New(ctx context.Context, client rueidis.Client, opts ...Option) (*Graph, er
 		o(g)
 	}
 	switch {
-	case g.prefix == "" || strings.ContainsAny(g.prefix, "{}"):
-		return nil, fmt.Errorf("redisgraph: prefix %q: it must be non-empty, without '{' or '}'", g.prefix)
+	case g.ks.Prefix() == "" || strings.ContainsAny(g.ks.Prefix(), "{}"):
+		return nil, fmt.Errorf("redisgraph: prefix %q: it must be non-empty, without '{' or '}'", g.ks.Prefix())
 	case g.outboxLimit < 1:
 		return nil, fmt.Errorf("redisgraph: outbox limit %d: it must be at least 1", g.outboxLimit)
 	case g.maxFollowing < 0:
@@ -234,30 +244,35 @@ func New(ctx context.Context, client rueidis.Client, opts ...Option) (*Graph, er
 		return nil, fmt.Errorf("redisgraph: most members of a key %d: it must be at least 2", g.maxKey)
 	case g.cacheMin < 0:
 		return nil, fmt.Errorf("redisgraph: cache threshold %d: it must be 0 (never) or more", g.cacheMin)
-	case g.replicas != nil && g.replicas.dial != nil && !g.cluster:
+	}
+	g.ks = keyspace.New(g.ks.Prefix(), client.Mode() == rueidis.ClientModeCluster)
+	switch {
+	case g.replicas != nil && g.replicas.ForCluster() && !g.ks.Cluster():
 		return nil, errors.New("redisgraph: a Cluster's replicas to read from, but the Redis is not a Cluster: name a standalone Redis's replicas instead")
-	case g.replicas != nil && g.replicas.dial == nil && g.cluster:
+	case g.replicas != nil && !g.replicas.ForCluster() && g.ks.Cluster():
 		return nil, errors.New("redisgraph: a standalone Redis's replicas to read from, but the Redis is a Cluster: read from the Cluster's replicas instead")
 	}
 	if g.scope == "" {
-		g.scope = g.prefix
+		g.scope = g.ks.Prefix()
 	}
-	g.scripts = g.graphScripts()
-	if g.cluster {
-		g.outboxTags = slotTags()
-		g.guard.slots = make([]slotGuard, slots)
-	} else {
-		g.guard.slots = make([]slotGuard, 1)
-	}
+	g.lua = scripts.NewRunner(client, g.scope, g.maxKey, g.onUnvouched)
+	g.guard = guard.New(client, g.ks, g.lua, guard.Hooks{Lost: g.onLoss, Unvouched: g.onUnvouched, NewEpoch: g.memo.clear})
+	g.lists = lists.New(client, g.ks, g.guard, g.lua)
+	g.fx = effects.New(g.ks, g.lua, &g.known, g.deferred, g.undo, g.faults.secondStep)
+	g.outbox = outbox.New(client, g.ks, g.lua, g.fx)
+	g.drops = outbox.NewDropper(client)
+	g.heal = heal.New(client, g.ks, g.lua, g.guard, g.memo.clear)
+	g.rebuild = rebuild.New(client, g.ks, g.lua, g.lists, g.fx, g.maxKey)
+	g.jobs = jobs.New(client, g.ks, g.lua, g.lists, g.fx, &g.known, g.State, g.faults.job)
 	ctx, cancel := cancelAfter(ctx, newTimeout)
 	defer cancel()
-	if err := g.loadScripts(ctx, client); err != nil {
-		return nil, unavailable("loading scripts", err)
+	if err := g.lua.Load(ctx); err != nil {
+		return nil, errs.Wrap("loading scripts", err)
 	}
-	if err := g.learnMarkers(ctx); err != nil {
+	if err := g.guard.Learn(ctx); err != nil {
 		return nil, err
 	}
-	if err := g.checkLayout(ctx); err != nil {
+	if err := g.heal.CheckLayout(ctx); err != nil {
 		return nil, err
 	}
 	if g.reg != nil {
@@ -265,8 +280,11 @@ func New(ctx context.Context, client rueidis.Client, opts ...Option) (*Graph, er
 			return nil, fmt.Errorf("redisgraph: registering the metrics: %w", err)
 		}
 	}
-	if err := g.initReplicas(); err != nil {
-		return nil, fmt.Errorf("redisgraph: registering the metrics: %w", err)
+	if g.replicas != nil {
+		if err := g.replicas.Start(client, g.ks, g.guard, g.reg); err != nil {
+			return nil, fmt.Errorf("redisgraph: registering the metrics: %w", err)
+		}
+		g.guard.UseReplicas(g.replicas)
 	}
 	return g, nil
 }
@@ -281,8 +299,10 @@ func New(ctx context.Context, client rueidis.Client, opts ...Option) (*Graph, er
 // stays usable; its writes after Close leave their entries to the relay.
 // Close may be called more than once.
 func (g *Graph) Close() {
-	g.drops.close()
-	g.closeReplicas()
+	g.drops.Close()
+	if g.replicas != nil {
+		g.replicas.Close()
+	}
 }
 
 // cancelAfter returns a context that is cancelled when ctx ends or d has
@@ -303,25 +323,65 @@ func cancelAfter(ctx context.Context, d time.Duration) (context.Context, context
 
 // Cluster reports whether the graph is laid out for a Redis Cluster: the
 // two sides of a change written in two steps.
-func (g *Graph) Cluster() bool { return g.cluster }
+func (g *Graph) Cluster() bool { return g.ks.Cluster() }
 
 // CacheStats returns how many reads served through the client-side cache
 // were answered from it (hits) and how many went to Redis (misses).
 func (g *Graph) CacheStats() (hits, misses uint64) { return g.hits.Load(), g.misses.Load() }
 
-// errUnavailable is the domain error of every failure to reach Redis.
-var errUnavailable = &fg.Error{Code: fg.EUnavailable, Message: "the graph store (Redis) is unavailable"}
+// WithOnLoss sets a function called when a read finds that Redis has lost
+// the graph (a slot's marker is gone; see package guard): the node that
+// sees it can rebuild the graph. It is called for every such read, from
+// the reading goroutine: it must return at once.
+func WithOnLoss(f func()) Option { return func(g *Graph) { g.onLoss = f } }
 
-// unavailable wraps a Redis or connection error err of operation op: its
-// code is EUnavailable, and err stays in the chain. An err that is already
-// a domain error (errGraphLost, say) keeps its own code and message, and
-// Redis's NOSCRIPT of a vouched script is errUnvouched.
-func unavailable(op string, err error) error {
-	if isNoScript(err) {
-		return fmt.Errorf("redisgraph: %s: %w", op, errUnvouched)
-	}
-	if fg.ErrorCode(err) != fg.EInternal {
-		return fmt.Errorf("redisgraph: %s: %w", op, err)
-	}
-	return fmt.Errorf("redisgraph: %s: %w: %w", op, errUnavailable, err)
+// WithReplicaClients makes reads go to the replicas of a standalone Redis
+// through clients (see package replicas); the clients must reach replicas
+// of the Graph's Redis, and are closed by their caller after the Graph.
+func WithReplicaClients(clients ...rueidis.Client) Option {
+	return func(g *Graph) { g.replicas = replicas.Fixed(clients...) }
 }
+
+// WithClusterReplicas makes reads go to the replicas of the masters of a
+// Cluster (see package replicas), found in CLUSTER SLOTS and reached
+// through clients dial makes (a client of the one node at addr, caching
+// nothing). Close closes them.
+func WithClusterReplicas(dial func(addr string) (rueidis.Client, error)) Option {
+	return func(g *Graph) { g.replicas = replicas.Dialled(dial) }
+}
+
+// Server is a Redis server holding part of the graph: a standalone Redis,
+// or a master of a Cluster with the slots it serves.
+type Server = topology.Server
+
+// Servers returns the servers that hold the graph: the standalone Redis,
+// or the masters of the Cluster as CLUSTER SLOTS lists them.
+func (g *Graph) Servers(ctx context.Context) ([]Server, error) {
+	return topology.Servers(ctx, g.c, g.ks.Cluster())
+}
+
+// ServerOf returns the server of slot.
+func (g *Graph) ServerOf(ctx context.Context, slot uint16) (Server, error) {
+	return topology.ServerOf(ctx, g.c, g.ks.Cluster(), slot)
+}
+
+// ticket returns the guard's ticket of a change of user with target:
+// target's slot group too on a Cluster (for the second step; 0: none).
+func (g *Graph) ticket(user, target fg.UserID) guard.Ticket {
+	if g.ks.Cluster() && target != 0 {
+		return g.guard.For(user, target)
+	}
+	return g.guard.For(user)
+}
+
+// WithOnUnvouched sets a function called with the slot of each read or
+// write that met a server not vouched for: the node that sees it heals
+// the server. It is called from the goroutine that met it and must return
+// at once.
+func WithOnUnvouched(f func(slot uint16)) Option { return func(g *Graph) { g.onUnvouched = f } }
+
+// WithVouchScope names the data the vouched scripts vouch for (default:
+// the prefix): the Graphs of one deployment share it, and deployments
+// sharing a Redis must not. Graphs on one Redis that share a scope share
+// the vouched scripts (some 150 KB of Redis's memory a scope).
+func WithVouchScope(name string) Option { return func(g *Graph) { g.scope = name } }

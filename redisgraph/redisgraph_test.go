@@ -7,6 +7,8 @@ import (
 
 	fg "github.com/followgraph/followgraph"
 	"github.com/followgraph/followgraph/graphtest"
+	"github.com/followgraph/followgraph/redisgraph/internal/effects"
+	"github.com/followgraph/followgraph/redisgraph/internal/redistest"
 )
 
 // TestConformance runs the conformance suite on a standalone Redis and on
@@ -14,10 +16,10 @@ import (
 // the client-side cache.
 func TestConformance(t *testing.T) {
 	for _, m := range modes {
-		t.Run(m.name, func(t *testing.T) {
-			c := m.client(t)
-			if g := newTestGraph(t, c); g.Cluster() != (m.name == "Cluster") {
-				t.Fatalf("Cluster() = %v on a %s Redis", g.Cluster(), m.name)
+		t.Run(m.Name, func(t *testing.T) {
+			c := m.Client(t)
+			if g := newTestGraph(t, c); g.Cluster() != (m.Name == "Cluster") {
+				t.Fatalf("Cluster() = %v on a %s Redis", g.Cluster(), m.Name)
 			}
 			graphtest.Run(t, func(tb testing.TB, o graphtest.Options) fg.Graph {
 				return newTestGraph(tb, c, WithClock(o.Now), WithMaxFollowing(o.MaxFollowing), WithHook(o.Hook), WithCacheThreshold(1))
@@ -37,8 +39,8 @@ func TestConformanceChunked(t *testing.T) {
 		t.Skip("the conformance suites again, under the race detector: .ci/run runs this test without -race")
 	}
 	for _, m := range modes {
-		t.Run(m.name, func(t *testing.T) {
-			c := m.client(t)
+		t.Run(m.Name, func(t *testing.T) {
+			c := m.Client(t)
 			newGraph := func(tb testing.TB, o graphtest.Options) fg.Graph {
 				return newTestGraph(tb, c, WithClock(o.Now), WithMaxFollowing(o.MaxFollowing), WithHook(o.Hook),
 					WithCacheThreshold(1), WithMaxKeyMembers(chunkedMax))
@@ -56,8 +58,8 @@ const chunkedMax = 4
 // a standalone Redis and on a Cluster, whose jobs the suite runs.
 func TestConformanceStates(t *testing.T) {
 	for _, m := range modes {
-		t.Run(m.name, func(t *testing.T) {
-			c := m.client(t)
+		t.Run(m.Name, func(t *testing.T) {
+			c := m.Client(t)
 			graphtest.RunStates(t, func(tb testing.TB, o graphtest.Options) fg.Graph {
 				return newTestGraph(tb, c, WithClock(o.Now), WithMaxFollowing(o.MaxFollowing), WithHook(o.Hook), WithCacheThreshold(1))
 			})
@@ -75,7 +77,7 @@ func TestConformanceSecondStepFaults(t *testing.T) {
 	if raceDetector {
 		t.Skip("the conformance suite again, under the race detector: .ci/run runs this test without -race")
 	}
-	c := clusterClient(t)
+	c := redistest.Cluster(t)
 	graphtest.Run(t, func(tb testing.TB, o graphtest.Options) fg.Graph {
 		var mu sync.Mutex
 		failed := map[string]int{}
@@ -83,7 +85,7 @@ func TestConformanceSecondStepFaults(t *testing.T) {
 			withSecondStepFault(func(e fg.Event) error {
 				mu.Lock()
 				defer mu.Unlock()
-				if failed[e.ID()] < secondStepAttempts-1 && rand.IntN(2) == 0 {
+				if failed[e.ID()] < effects.Attempts-1 && rand.IntN(2) == 0 {
 					failed[e.ID()]++
 					return errInjected
 				}

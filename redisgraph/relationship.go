@@ -9,13 +9,17 @@ import (
 	"github.com/redis/rueidis"
 
 	fg "github.com/followgraph/followgraph"
+	"github.com/followgraph/followgraph/redisgraph/internal/errs"
 	"github.com/followgraph/followgraph/redisgraph/internal/layout"
+	"github.com/followgraph/followgraph/redisgraph/internal/lists"
+	"github.com/followgraph/followgraph/redisgraph/internal/scripts"
+	"github.com/followgraph/followgraph/redisgraph/internal/wire"
 )
 
 // Blocks, mutes, follow requests and the private setting are edges kept as
-// follows are (keys.go), changed by lua/edge.lua, each change one event in
+// follows are (package keyspace), changed by lua/edge.lua, each change one event in
 // the outbox; on a Cluster the other user's side follows in a second step
-// (write.go's edgeChange), as a follow's does. docs/design/
+// (edgeChange), as a follow's does. docs/design/
 // relationships.md says what a reader may see between the steps.
 
 // approveChunk is how many pending requests SetPrivate(false) approves
@@ -54,16 +58,16 @@ func (g *Graph) link(ctx context.Context, op string, user, target fg.UserID, d t
 	if err := fg.CheckLinkIDs(user, target); err != nil {
 		return fg.LinkResult{}, err
 	}
-	if g.cluster { // the target's state is not on the user's slot (targetRefused)
+	if g.ks.Cluster() { // the target's state is not on the user's slot (targetRefused)
 		cs, err := g.readCounters(ctx, []fg.UserID{target})
 		if err != nil {
-			return fg.LinkResult{}, unavailable(op, err)
+			return fg.LinkResult{}, errs.Wrap(op, err)
 		}
 		if err := g.targetRefused(ctx, op, user, cs[0], true); err != nil {
 			return fg.LinkResult{}, err
 		}
 	}
-	r, err := g.live(ctx, op, user, target, g.writeRate, strconv.FormatInt(d.Milliseconds(), 10))
+	r, err := g.live(ctx, op, user, target, g.writeRate, scripts.EdgeArgs{Mute: strconv.FormatInt(d.Milliseconds(), 10)})
 	if err != nil {
 		return fg.LinkResult{}, err
 	}
@@ -77,18 +81,18 @@ func (g *Graph) unlink(ctx context.Context, op string, user, target fg.UserID) (
 	if user == target {
 		return false, nil
 	}
-	r, err := g.live(ctx, op, user, target, g.writeRate)
+	r, err := g.live(ctx, op, user, target, g.writeRate, scripts.EdgeArgs{})
 	return r.changed, err
 }
 
 // live makes op by lua/edge.lua after the write gate.
-func (g *Graph) live(ctx context.Context, op string, user, target fg.UserID, rate string, extra ...string) (changeResult, error) {
+func (g *Graph) live(ctx context.Context, op string, user, target fg.UserID, rate string, x scripts.EdgeArgs) (changeResult, error) {
 	if g.gate != nil {
 		if err := g.gate(ctx); err != nil {
 			return changeResult{}, fmt.Errorf("redisgraph: %s: %w", op, err)
 		}
 	}
-	return g.edgeChange(ctx, op, user, target, rate, "0", extra...)
+	return g.edgeChange(ctx, op, user, target, rate, "0", x)
 }
 
 // Approve approves requester's pending request to user; see
@@ -102,7 +106,7 @@ func (g *Graph) approve(ctx context.Context, user, requester fg.UserID, rate str
 	if err := fg.CheckLinkIDs(user, requester); err != nil {
 		return fg.FollowResult{}, err
 	}
-	r, err := g.live(ctx, "approve", user, requester, rate)
+	r, err := g.live(ctx, layout.OpApprove, user, requester, rate, scripts.EdgeArgs{})
 	if err != nil {
 		return fg.FollowResult{}, err
 	}
@@ -123,7 +127,7 @@ func (g *Graph) Settings(ctx context.Context, user fg.UserID) (fg.Settings, erro
 	}
 	cs, err := g.readCounters(ctx, []fg.UserID{user})
 	if err != nil {
-		return fg.Settings{}, unavailable("settings", err)
+		return fg.Settings{}, errs.Wrap("settings", err)
 	}
 	return fg.Settings{ID: user, Private: cs[0].private}, nil
 }
@@ -145,22 +149,22 @@ func (g *Graph) SetPrivate(ctx context.Context, user fg.UserID, private bool) (f
 	if private {
 		op = "private"
 	}
-	if _, err := g.live(ctx, op, user, 0, g.writeRate); err != nil {
+	if _, err := g.live(ctx, op, user, 0, g.writeRate, scripts.EdgeArgs{}); err != nil {
 		return fg.Settings{}, err
 	}
 	for !private {
-		p, err := g.readOne(ctx, func() rueidis.Completed {
-			return g.c.B().Hget().Key(g.key(user, layout.Counters)).Field("p").Build()
+		p, err := g.guard.ReadOne(ctx, func() rueidis.Completed {
+			return g.c.B().Hget().Key(g.ks.User(user, layout.Counters)).Field("p").Build()
 		})
 		if err != nil {
-			return fg.Settings{}, unavailable("set-private", err)
+			return fg.Settings{}, errs.Wrap("set-private", err)
 		}
 		if p, _ := p.ToString(); p == "1" {
 			break // made private again meanwhile: what is pending stays so
 		}
-		es, err := g.rangeSide(ctx, user, layout.ReqIn, nil, approveChunk)
+		es, err := g.lists.Range(ctx, user, layout.ReqIn, nil, approveChunk)
 		if err != nil {
-			return fg.Settings{}, unavailable("set-private", err)
+			return fg.Settings{}, errs.Wrap("set-private", err)
 		}
 		if len(es) == 0 {
 			break
@@ -189,20 +193,20 @@ func (g *Graph) Link(ctx context.Context, kind fg.Kind, user, target fg.UserID) 
 	if stop, err := g.inactive(ctx, "link", user); stop {
 		return fg.Link{}, err // nil: as for a user with no edges
 	}
-	m := member(target)
-	res, _, err := g.readChunked(ctx, []fg.UserID{user}, func(vs []chunkView) rueidis.Commands {
-		return rueidis.Commands{g.c.B().Zscore().Key(g.chunkKey(user, vs[0], k, m)).Member(m).Build(),
-			g.c.B().Hget().Key(g.chunkKey(user, vs[0], layout.MuteExpiry, m)).Field(m).Build()}
+	m := wire.Member(target)
+	res, _, err := g.lists.ReadChunked(ctx, []fg.UserID{user}, func(vs []lists.View) rueidis.Commands {
+		return rueidis.Commands{g.c.B().Zscore().Key(g.lists.ChunkKey(user, vs[0], k, m)).Member(m).Build(),
+			g.c.B().Hget().Key(g.lists.ChunkKey(user, vs[0], layout.MuteExpiry, m)).Field(m).Build()}
 	})
 	if err != nil {
-		return fg.Link{}, unavailable("link", err)
+		return fg.Link{}, errs.Wrap("link", err)
 	}
 	ms, err := res[0].AsFloat64()
 	switch {
 	case rueidis.IsRedisNil(err):
 		return fg.Link{}, nil
 	case err != nil:
-		return fg.Link{}, unavailable("link", err)
+		return fg.Link{}, errs.Wrap("link", err)
 	}
 	l := fg.Link{On: true, Since: fg.Millis(int64(ms))}
 	if kind == fg.KindMute {
@@ -212,7 +216,7 @@ func (g *Graph) Link(ctx context.Context, kind fg.Kind, user, target fg.UserID) 
 			}
 			l.Expires = fg.Millis(x)
 		}
-		// A mute of a user who is not active is not shown (read.go's
+		// A mute of a user who is not active is not shown (Relations'
 		// unexpired).
 		if stop, err := g.inactive(ctx, "link", target); stop {
 			return fg.Link{}, err
@@ -244,24 +248,24 @@ func (g *Graph) Links(ctx context.Context, list string, user fg.UserID, req fg.P
 		return fg.Page{}, err // nil: as for a user with no edges
 	}
 	if k != layout.MuteOut {
-		es, err := g.rangeSide(ctx, user, k, q.After, q.Size+1)
+		es, err := g.lists.Range(ctx, user, k, q.After, q.Size+1)
 		if err != nil {
-			return fg.Page{}, unavailable(list, err)
+			return fg.Page{}, errs.Wrap(list, err)
 		}
 		return q.Page(es), nil
 	}
 	var es []fg.Entry
 	for after := q.After; len(es) < q.Size+1; {
-		got, err := g.rangeSide(ctx, user, k, after, q.Size+1)
+		got, err := g.lists.Range(ctx, user, k, after, q.Size+1)
 		if err != nil {
-			return fg.Page{}, unavailable(list, err)
+			return fg.Page{}, errs.Wrap(list, err)
 		}
 		ms, scores := make([]string, len(got)), make([]int64, len(got))
 		for i, e := range got {
-			ms[i] = member(e.ID)
+			ms[i] = wire.Member(e.ID)
 		}
 		if scores, err = g.unexpired(ctx, user, ms, scores); err != nil {
-			return fg.Page{}, unavailable(list, err)
+			return fg.Page{}, errs.Wrap(list, err)
 		}
 		for i, e := range got {
 			if scores[i] >= 0 {

@@ -10,6 +10,8 @@ import (
 
 	fg "github.com/followgraph/followgraph"
 	"github.com/followgraph/followgraph/redisgraph/internal/layout"
+	"github.com/followgraph/followgraph/redisgraph/internal/redistest"
+	"github.com/followgraph/followgraph/redisgraph/internal/wire"
 )
 
 // linkKey is an edge of a kind.
@@ -40,9 +42,9 @@ func redisLinks(tb testing.TB, g *testGraph, users []fg.UserID) (out, in map[lin
 	}
 	for _, u := range users {
 		for _, s := range sets {
-			zs, err := g.c.Do(ctx, g.c.B().Zrange().Key(g.key(u, s.kind)).Min("0").Max("-1").Withscores().Build()).AsZScores()
+			zs, err := g.c.Do(ctx, g.c.B().Zrange().Key(g.ks.User(u, s.kind)).Min("0").Max("-1").Withscores().Build()).AsZScores()
 			must(tb, err)
-			n, err := g.c.Do(ctx, g.c.B().Hget().Key(g.key(u, layout.Counters)).Field(s.counter).Build()).ToString()
+			n, err := g.c.Do(ctx, g.c.B().Hget().Key(g.ks.User(u, layout.Counters)).Field(s.counter).Build()).ToString()
 			if err != nil {
 				n = "0"
 			}
@@ -50,7 +52,7 @@ func redisLinks(tb testing.TB, g *testGraph, users []fg.UserID) (out, in map[lin
 				tb.Errorf("user %d: %s holds %d, its counter %s says %s", u, s.kind, len(zs), s.counter, n)
 			}
 			for _, z := range zs {
-				x, _ := memberID(z.Member)
+				x, _ := wire.MemberID(z.Member)
 				if s.in {
 					in[linkKey{s.k, x, u}] = int64(z.Score)
 				} else {
@@ -139,7 +141,7 @@ func checkConverged(tb testing.TB, g *testGraph, users []fg.UserID) {
 // follow's): no follow survives the block.
 func TestClusterBlockMeetsFollow(t *testing.T) {
 	var hold atomic.Int32 // the op whose second steps fail, 0 for none
-	g := newTestGraph(t, clusterClient(t), WithClock(newTestClock().now), withSecondStepFault(func(e fg.Event) error {
+	g := newTestGraph(t, redistest.Cluster(t), WithClock(newTestClock().now), withSecondStepFault(func(e fg.Event) error {
 		if fg.Op(hold.Load()) == e.Op {
 			return errInjected
 		}
@@ -194,7 +196,7 @@ func TestClusterBlockMeetsFollow(t *testing.T) {
 func TestClusterRelationshipConvergence(t *testing.T) {
 	var failing atomic.Bool
 	failing.Store(true)
-	g := newTestGraph(t, clusterClient(t), withSecondStepFault(func(fg.Event) error {
+	g := newTestGraph(t, redistest.Cluster(t), withSecondStepFault(func(fg.Event) error {
 		if failing.Load() && rand.IntN(10) < 5 {
 			return errInjected
 		}
@@ -278,17 +280,17 @@ func checkFlags(tb testing.TB, g *testGraph, users []fg.UserID, out map[linkKey]
 				want[k.user] |= layout.FlagRequestedBy
 			}
 		}
-		mutes, err := g.c.Do(ctx, g.c.B().Zrange().Key(g.key(u, layout.MuteOut)).Min("0").Max("-1").Build()).AsStrSlice()
+		mutes, err := g.c.Do(ctx, g.c.B().Zrange().Key(g.ks.User(u, layout.MuteOut)).Min("0").Max("-1").Build()).AsStrSlice()
 		must(tb, err)
 		for _, m := range mutes {
-			x, _ := memberID(m)
+			x, _ := wire.MemberID(m)
 			want[x] |= layout.FlagMuting
 		}
-		zs, err := g.c.Do(ctx, g.c.B().Zrange().Key(g.key(u, layout.Flags)).Min("0").Max("-1").Withscores().Build()).AsZScores()
+		zs, err := g.c.Do(ctx, g.c.B().Zrange().Key(g.ks.User(u, layout.Flags)).Min("0").Max("-1").Withscores().Build()).AsZScores()
 		must(tb, err)
 		got := map[fg.UserID]int{}
 		for _, z := range zs {
-			x, _ := memberID(z.Member)
+			x, _ := wire.MemberID(z.Member)
 			got[x] = int(z.Score)
 		}
 		if fmt.Sprint(got) != fmt.Sprint(want) {

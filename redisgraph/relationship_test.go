@@ -60,11 +60,11 @@ func ids(p fg.Page) []fg.UserID {
 // with the counts; what it refuses; the flags of Relations.
 func TestRelationships(t *testing.T) {
 	for _, m := range modes {
-		t.Run(m.name, func(t *testing.T) {
+		t.Run(m.Name, func(t *testing.T) {
 			clock := newTestClock()
 			var events []fg.Event
 			var mu sync.Mutex
-			g := newTestGraph(t, m.client(t), WithClock(clock.now), WithMaxFollowing(3),
+			g := newTestGraph(t, m.Client(t), WithClock(clock.now), WithMaxFollowing(3),
 				WithHook(func(_ context.Context, e fg.Event) error {
 					mu.Lock()
 					defer mu.Unlock()
@@ -342,10 +342,10 @@ func TestRebuildLinks(t *testing.T) {
 		mute,
 	}
 	for _, m := range modes {
-		t.Run(m.name, func(t *testing.T) {
+		t.Run(m.Name, func(t *testing.T) {
 			src := memgraph.New()
 			must(t, src.Load(ctx, slices.Values(events)))
-			g := newTestGraph(t, m.client(t), WithClock(clock.now))
+			g := newTestGraph(t, m.Client(t), WithClock(clock.now))
 			touchSource(g, src)
 			st, err := g.Rebuild(ctx, src, RebuildOptions{})
 			must(t, err)

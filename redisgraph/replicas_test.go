@@ -11,19 +11,21 @@ import (
 	"github.com/redis/rueidis"
 
 	fg "github.com/followgraph/followgraph"
+	"github.com/followgraph/followgraph/redisgraph/internal/redistest"
+	"github.com/followgraph/followgraph/redisgraph/internal/replicas"
 )
 
 // replicaOf starts a Redis of the test's own replicating primary, waits
 // until it is in sync, and returns its client and process.
 func replicaOf(t *testing.T, primary string) (rueidis.Client, func(syscall.Signal)) {
 	t.Helper()
-	addr, proc := privateRedis(t)
+	addr, proc := redistest.Private(t)
 	host, port, _ := net.SplitHostPort(primary)
-	c := singleClient(t, addr)
+	c := redistest.SingleClient(t, addr)
 	if err := c.Do(t.Context(), c.B().Replicaof().Host(host).Port(mustAtoi(t, port)).Build()).Error(); err != nil {
 		t.Fatal(err)
 	}
-	if err := waitFor(10*time.Second, func() bool {
+	if err := redistest.WaitFor(10*time.Second, func() bool {
 		info, err := c.Do(t.Context(), c.B().Info().Section("replication").Build()).ToString()
 		return err == nil && strings.Contains(info, "master_link_status:up")
 	}); err != nil {
@@ -37,9 +39,9 @@ func replicaOf(t *testing.T, primary string) (rueidis.Client, func(syscall.Signa
 // with the replica stopped, every read is still answered, by the master,
 // within its deadline.
 func TestReplicas(t *testing.T) {
-	primary, _ := privateRedis(t)
+	primary, _ := redistest.Private(t)
 	rc, signal := replicaOf(t, primary)
-	g := newTestGraph(t, singleClient(t, primary), WithReplicaClients(rc))
+	g := newTestGraph(t, redistest.SingleClient(t, primary), WithReplicaClients(rc))
 	ctx := t.Context()
 	for i := range 200 {
 		target := fg.UserID(2 + i%50)
@@ -56,11 +58,11 @@ func TestReplicas(t *testing.T) {
 			t.Fatalf("read %d right after its write: %+v, %v; want following %v", i, e, err, want)
 		}
 	}
-	served := g.replicas.served.Load()
+	served := replicaServed(g)
 	if served == 0 {
 		t.Fatal("no read was served by the replica")
 	}
-	t.Logf("reads served by the replica: %v; sent on to the master as it lagged: %v", served, g.replicas.lagged.Load())
+	t.Logf("reads served by the replica: %v; sent on to the master as it lagged: %v", served, replicaLagged(g))
 
 	signal(syscall.SIGSTOP)
 	defer signal(syscall.SIGCONT)
@@ -73,25 +75,13 @@ func TestReplicas(t *testing.T) {
 		if err != nil || !e.Following {
 			t.Fatalf("with the replica stopped: %+v, %v", e, err)
 		}
-		if took := time.Since(start); took > 2*replicaTimeout+time.Second {
+		if took := time.Since(start); took > 2*replicas.Timeout+time.Second {
 			t.Fatalf("a read took %v with the replica stopped", took)
 		}
 	}
-	if g.replicas.served.Load() != served {
+	if replicaServed(g) != served {
 		t.Error("a stopped replica served reads")
 	}
-}
-
-// singleClient returns a client of the one Redis at addr, closed with the
-// test.
-func singleClient(tb testing.TB, addr string) rueidis.Client {
-	tb.Helper()
-	c, err := rueidis.NewClient(rueidis.ClientOption{InitAddress: []string{addr}, ForceSingleClient: true})
-	if err != nil {
-		tb.Fatal(err)
-	}
-	tb.Cleanup(c.Close)
-	return c
 }
 
 func mustAtoi(t *testing.T, s string) int64 {
@@ -102,3 +92,8 @@ func mustAtoi(t *testing.T, s string) int64 {
 	}
 	return n
 }
+
+// replicaServed and replicaLagged return g's replica reads served, and
+// sent to the master as the replica lagged.
+func replicaServed(g *testGraph) uint64 { s, _ := g.replicas.Stats(); return s }
+func replicaLagged(g *testGraph) uint64 { _, l := g.replicas.Stats(); return l }

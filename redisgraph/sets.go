@@ -9,15 +9,18 @@ import (
 	"github.com/redis/rueidis"
 
 	fg "github.com/followgraph/followgraph"
+	"github.com/followgraph/followgraph/redisgraph/internal/errs"
 	"github.com/followgraph/followgraph/redisgraph/internal/layout"
+	"github.com/followgraph/followgraph/redisgraph/internal/lists"
+	"github.com/followgraph/followgraph/redisgraph/internal/wire"
 )
 
 // Set queries intersect two sorted sets, one of which (the paging side)
 // orders the result and gives each entry its time. They never ask Redis to
 // intersect: SINTER or ZINTERCARD on two large sets would hold Redis for
 // as long as the sets are large. Instead they read one side in chunks of
-// rangeChunk members and ask the other side about them with ZMSCORE, in
-// commands of probeChunk members.
+// lists.RangeBatch members and ask the other side about them with ZMSCORE, in
+// commands of lists.ProbeBatch members.
 //
 //   - The exact count walks the smaller side whole, by rank, chunks
 //     pipelined. It is remembered against the two users' change stamps
@@ -95,7 +98,7 @@ func (g *Graph) KnownFollowers(ctx context.Context, user, target fg.UserID, req 
 func (g *Graph) setQuery(ctx context.Context, op string, q fg.PageQuery, p, o side) (fg.SetPage, error) {
 	sp, err := g.setPage(ctx, q, p, o)
 	if err != nil {
-		return fg.SetPage{}, unavailable(op, err)
+		return fg.SetPage{}, errs.Wrap(op, err)
 	}
 	return sp, nil
 }
@@ -145,14 +148,14 @@ func (g *Graph) setPage(ctx context.Context, q fg.PageQuery, p, o side) (fg.SetP
 // walk returns the page of q: p's entries after the cursor that are in o.
 func (g *Graph) walk(ctx context.Context, q fg.PageQuery, p, o side) (fg.Page, error) {
 	after := q.After
-	chunk := min(max(2*(q.Size+1), 64), rangeChunk)
+	chunk := min(max(2*(q.Size+1), 64), lists.RangeBatch)
 	var es []fg.Entry
 	for {
-		got, err := g.rangeSide(ctx, p.user, p.key(), after, chunk)
+		got, err := g.lists.Range(ctx, p.user, p.key(), after, chunk)
 		if err != nil || len(got) == 0 {
 			return q.Page(es), err
 		}
-		scores, err := g.probe(ctx, o.user, members(got), o.key())
+		scores, err := g.lists.Probe(ctx, o.user, wire.Members(got), o.key())
 		if err != nil {
 			return fg.Page{}, err
 		}
@@ -168,7 +171,7 @@ func (g *Graph) walk(ctx context.Context, q fg.PageQuery, p, o side) (fg.Page, e
 		}
 		last := got[len(got)-1].Key()
 		after = &last
-		chunk = min(2*chunk, rangeChunk)
+		chunk = min(2*chunk, lists.RangeBatch)
 	}
 }
 
@@ -180,11 +183,11 @@ func (g *Graph) collect(ctx context.Context, w, s side) ([]fg.Key, error) {
 		after *fg.Key
 	)
 	for {
-		got, err := g.rangeSide(ctx, w.user, w.key(), after, rangeChunk)
+		got, err := g.lists.Range(ctx, w.user, w.key(), after, lists.RangeBatch)
 		if err != nil || len(got) == 0 {
 			return keys, err
 		}
-		scores, err := g.probe(ctx, s.user, members(got), s.key())
+		scores, err := g.lists.Probe(ctx, s.user, wire.Members(got), s.key())
 		if err != nil {
 			return nil, err
 		}
@@ -193,7 +196,7 @@ func (g *Graph) collect(ctx context.Context, w, s side) ([]fg.Key, error) {
 				keys = append(keys, fg.Key{Millis: ms, ID: e.ID})
 			}
 		}
-		if len(got) < rangeChunk {
+		if len(got) < lists.RangeBatch {
 			return keys, nil
 		}
 		last := got[len(got)-1].Key()
@@ -202,26 +205,26 @@ func (g *Graph) collect(ctx context.Context, w, s side) ([]fg.Key, error) {
 }
 
 // count returns how many members of s are in o, walking s's chunks by
-// rank, and made again when s splits under the walk (chunks.go).
+// rank, and made again when s splits under the walk (package lists).
 func (g *Graph) count(ctx context.Context, s, o side) (int64, error) {
 	var n int64
-	err := chunked(func() (err error) {
-		n, err = g.countView(ctx, s, o, g.view(s.user))
+	err := lists.Retry(func() (err error) {
+		n, err = g.countView(ctx, s, o, g.lists.View(s.user))
 		return err
 	})
 	return n, err
 }
 
-// countView is count for the chunks of view v of s, or errViewChanged.
-func (g *Graph) countView(ctx context.Context, s, o side, v chunkView) (int64, error) {
+// countView is count for the chunks of view v of s, or lists.ErrViewChanged.
+func (g *Graph) countView(ctx context.Context, s, o side, v lists.View) (int64, error) {
 	var n int64
-	for _, sk := range g.chunkKeys(s.user, v, s.key()) {
-		for start := 0; ; start += countGroup * rangeChunk {
-			res, changed, err := g.readViews(ctx, []fg.UserID{s.user}, []chunkView{v}, func() rueidis.Commands {
+	for _, sk := range g.lists.ChunkKeys(s.user, v, s.key()) {
+		for start := 0; ; start += countGroup * lists.RangeBatch {
+			res, changed, err := g.lists.ReadViews(ctx, []fg.UserID{s.user}, []lists.View{v}, func() rueidis.Commands {
 				ranges := make(rueidis.Commands, countGroup)
 				for j := range ranges {
-					from := start + j*rangeChunk
-					ranges[j] = g.c.B().Zrange().Key(sk).Min(strconv.Itoa(from)).Max(strconv.Itoa(from + rangeChunk - 1)).Build()
+					from := start + j*lists.RangeBatch
+					ranges[j] = g.c.B().Zrange().Key(sk).Min(strconv.Itoa(from)).Max(strconv.Itoa(from + lists.RangeBatch - 1)).Build()
 				}
 				return ranges
 			})
@@ -229,7 +232,7 @@ func (g *Graph) countView(ctx context.Context, s, o side, v chunkView) (int64, e
 			case err != nil:
 				return 0, err
 			case changed:
-				return 0, errViewChanged
+				return 0, lists.ErrViewChanged
 			}
 			var ms []string
 			full := true
@@ -239,10 +242,10 @@ func (g *Graph) countView(ctx context.Context, s, o side, v chunkView) (int64, e
 					return 0, err
 				}
 				ms = append(ms, got...)
-				full = len(got) == rangeChunk
+				full = len(got) == lists.RangeBatch
 			}
 			if len(ms) > 0 {
-				scores, err := g.probe(ctx, o.user, ms, o.key())
+				scores, err := g.lists.Probe(ctx, o.user, ms, o.key())
 				if err != nil {
 					return 0, err
 				}
@@ -260,21 +263,13 @@ func (g *Graph) countView(ctx context.Context, s, o side, v chunkView) (int64, e
 	return n, nil
 }
 
-func members(es []fg.Entry) []string {
-	ms := make([]string, len(es))
-	for i, e := range es {
-		ms[i] = member(e.ID)
-	}
-	return ms
-}
-
 // remember keeps count as the answer of the set query scope while users a
 // and b have stamps sa and sb, if they still have them after the walk:
 // a count taken while either changed is not kept.
 func (g *Graph) remember(ctx context.Context, scope string, a, b fg.UserID, sa, sb, count int64) error {
-	res, err := g.readChecked(ctx, func() rueidis.Commands {
-		return rueidis.Commands{g.c.B().Hget().Key(g.key(a, layout.Counters)).Field("st").Build(),
-			g.c.B().Hget().Key(g.key(b, layout.Counters)).Field("st").Build()}
+	res, err := g.guard.Read(ctx, func() rueidis.Commands {
+		return rueidis.Commands{g.c.B().Hget().Key(g.ks.User(a, layout.Counters)).Field("st").Build(),
+			g.c.B().Hget().Key(g.ks.User(b, layout.Counters)).Field("st").Build()}
 	})
 	if err != nil {
 		return err

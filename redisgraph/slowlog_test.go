@@ -1,12 +1,8 @@
 package redisgraph
 
 import (
-	"context"
-	"fmt"
-	"maps"
 	"slices"
 	"strconv"
-	"strings"
 	"testing"
 	"time"
 
@@ -14,6 +10,8 @@ import (
 
 	fg "github.com/followgraph/followgraph"
 	"github.com/followgraph/followgraph/redisgraph/internal/layout"
+	"github.com/followgraph/followgraph/redisgraph/internal/redistest"
+	"github.com/followgraph/followgraph/redisgraph/internal/wire"
 )
 
 // TestSlowlog runs every query, and the bulk writes of Rebuild and
@@ -33,7 +31,7 @@ func TestSlowlog(t *testing.T) {
 	if testing.Short() {
 		t.Skip("builds sets of a million members")
 	}
-	c := standaloneClient(t)
+	c := redistest.Standalone(t)
 	g := newTestGraph(t, c)
 	ctx := t.Context()
 	const (
@@ -67,17 +65,18 @@ func TestSlowlog(t *testing.T) {
 			byChunk[j] = append(byChunk[j], id)
 		}
 		for j, ids := range byChunk {
-			z := c.B().Zadd().Key(g.chunkAt(s.user, s.key, j)).ScoreMember()
+			z := c.B().Zadd().Key(g.ks.Chunk(s.user, s.key, j)).ScoreMember()
 			for _, id := range ids {
-				z = z.ScoreMember(float64(ms(id)), member(fg.UserID(id)))
+				z = z.ScoreMember(float64(ms(id)), wire.Member(fg.UserID(id)))
 			}
 			cmds = append(cmds, z.Build())
 		}
 	}
 	for _, u := range []fg.UserID{a, b} {
 		k := strconv.Itoa(chunks)
-		out, in := layout.Groups[groupIndex[layout.Out]], layout.Groups[groupIndex[layout.In]]
-		cmds = append(cmds, c.B().Hset().Key(g.key(u, layout.Counters)).FieldValue().
+		out, _ := layout.GroupOf(layout.Out)
+		in, _ := layout.GroupOf(layout.In)
+		cmds = append(cmds, c.B().Hset().Key(g.ks.User(u, layout.Counters)).FieldValue().
 			FieldValue("nout", strconv.Itoa(n)).FieldValue("nin", strconv.Itoa(n)).FieldValue("st", "1").
 			FieldValue(out.Field, k).FieldValue(in.Field, k).FieldValue(layout.GenField, "1").Build())
 	}
@@ -90,33 +89,13 @@ func TestSlowlog(t *testing.T) {
 	}
 	t.Logf("4 sets of %d members built in %v", n, time.Since(start))
 
-	last := setSlowlog(t, c)
-	var always map[string]time.Duration // commands logged in every run so far
-	for run := 1; run <= 3; run++ {
-		fresh, err := New(t.Context(), c, WithPrefix(g.prefix), WithVouchScope(testScope))
+	redistest.NotSlowInEveryRun(t, c, g.ks.Prefix(), 3, func(run int) {
+		fresh, err := New(t.Context(), c, WithPrefix(g.ks.Prefix()), WithVouchScope(testScope))
 		if err != nil {
 			t.Fatal(err)
 		}
 		slowlogQueries(t, fresh, base, run == 1)
-		slow := make(map[string]time.Duration)
-		for _, e := range slowEntries(t, c, last) {
-			if strings.Contains(strings.Join(e.args, " "), g.prefix) {
-				slow[fmt.Sprintf("%q", e.args[:min(len(e.args), 5)])] = e.took
-			}
-			last = max(last, e.id)
-		}
-		if run == 1 {
-			always = slow
-		}
-		maps.DeleteFunc(always, func(cmd string, _ time.Duration) bool { _, ok := slow[cmd]; return !ok })
-		t.Logf("run %d: %d commands logged as slower than 1 ms, %d of them in every run", run, len(slow), len(always))
-		if len(always) == 0 {
-			return
-		}
-	}
-	for cmd, took := range always {
-		t.Errorf("Redis logged this command in every run, the last time as %v: %s", took, cmd)
-	}
+	})
 }
 
 // slowlogQueries runs every query, and the writes, on the users of
@@ -218,60 +197,7 @@ func slowlogQueries(t *testing.T, g *Graph, base int64, verbose bool) {
 	_, err = g.Unfollow(ctx, 3, b)
 	must(err)
 	must(g.Apply(ctx, []fg.Event{fg.NewEvent(b, a, fg.OpFollow, fg.VersionAt(base))}))
-	slowlogBulk(t, g, base, verbose)
 	if verbose {
 		t.Logf("every query in %v", time.Since(start))
 	}
-}
-
-// setSlowlog makes Redis log every command slower than a millisecond until
-// the test ends, and returns the id of the last entry logged before.
-func setSlowlog(tb testing.TB, c rueidis.Client) int64 {
-	tb.Helper()
-	ctx := context.Background()
-	old, err := c.Do(ctx, c.B().ConfigGet().Parameter("slowlog-log-slower-than").Build()).AsStrMap()
-	if err != nil {
-		tb.Fatal(err)
-	}
-	tb.Cleanup(func() {
-		c.Do(ctx, c.B().ConfigSet().ParameterValue().ParameterValue("slowlog-log-slower-than", old["slowlog-log-slower-than"]).Build())
-	})
-	if err := c.Do(ctx, c.B().ConfigSet().ParameterValue().ParameterValue("slowlog-log-slower-than", "1000").Build()).Error(); err != nil {
-		tb.Fatal(err)
-	}
-	entries := slowEntries(tb, c, -1)
-	if len(entries) == 0 {
-		return -1
-	}
-	return entries[0].id
-}
-
-type slowEntry struct {
-	id   int64
-	took time.Duration
-	args []string
-}
-
-// slowEntries returns the slow log entries after the one of id after,
-// newest first.
-func slowEntries(tb testing.TB, c rueidis.Client, after int64) []slowEntry {
-	tb.Helper()
-	vals, err := c.Do(context.Background(), c.B().SlowlogGet().Count(1024).Build()).ToArray()
-	if err != nil {
-		tb.Fatal(err)
-	}
-	var out []slowEntry
-	for _, v := range vals {
-		f, err := v.ToArray()
-		if err != nil || len(f) < 4 {
-			tb.Fatalf("a slow log entry: %v %v", f, err)
-		}
-		id, _ := f[0].AsInt64()
-		us, _ := f[2].AsInt64()
-		args, _ := f[3].AsStrSlice()
-		if id > after {
-			out = append(out, slowEntry{id: id, took: time.Duration(us) * time.Microsecond, args: args})
-		}
-	}
-	return out
 }

@@ -8,7 +8,10 @@ import (
 	"github.com/redis/rueidis"
 
 	fg "github.com/followgraph/followgraph"
+	"github.com/followgraph/followgraph/redisgraph/internal/errs"
 	"github.com/followgraph/followgraph/redisgraph/internal/layout"
+	"github.com/followgraph/followgraph/redisgraph/internal/scripts"
+	"github.com/followgraph/followgraph/redisgraph/internal/wire"
 )
 
 // Account states (docs/design/states.md). A user's state is in
@@ -16,8 +19,8 @@ import (
 // sv, the version of its last change (lua/state.lua). Writes obey it at
 // once (lua/change.lua, lua/edge.lua: user_inactive, target_inactive), and
 // Counts of a user who is not active answer as for no edges. The job that
-// hides and restores a user's edges (jobs.go) is built on the archive step
-// (archive.go), in two steps a batch on a Cluster.
+// hides and restores a user's edges (package jobs) is built on the archive
+// step, in two steps a batch on a Cluster.
 
 // inactive reports whether the read op about ids must stop: one of them
 // is not active (read through the cache, readCounters), so that it
@@ -26,7 +29,7 @@ import (
 func (g *Graph) inactive(ctx context.Context, op string, ids ...fg.UserID) (bool, error) {
 	cs, err := g.readCounters(ctx, ids)
 	if err != nil {
-		return true, unavailable(op, err)
+		return true, errs.Wrap(op, err)
 	}
 	for _, c := range cs {
 		if !c.state.Active() {
@@ -43,24 +46,20 @@ func (g *Graph) inactive(ctx context.Context, op string, ids ...fg.UserID) (bool
 // deleted one (ErrTargetInactive), unless user is not active itself
 // (ErrUserInactive, which comes first, as on memgraph: read only then,
 // since the scripts check the user's state on its own slot anyway). The
-// second step checks the target's again (write.go).
+// second step checks the target's again (package effects).
 func (g *Graph) targetRefused(ctx context.Context, op string, user fg.UserID, t counters, link bool) error {
 	if link && t.state != fg.StateDeleted || !link && t.state.Active() {
 		return nil
 	}
 	cs, err := g.readCounters(ctx, []fg.UserID{user})
 	if err != nil {
-		return unavailable(op, err)
+		return errs.Wrap(op, err)
 	}
 	if !cs[0].state.Active() {
 		return fg.ErrUserInactive
 	}
 	return fg.ErrTargetInactive
 }
-
-// jobsKey returns the key of the sorted set of the users of user's slot
-// whose account-state jobs are to run (lua/state.lua), beside its outbox.
-func (g *Graph) jobsKey(user fg.UserID) string { return g.outbox(user) + ":jobs" }
 
 // State returns user's state, with the time it was set (zero: never set).
 // Pending is, while the user is in the jobs set, what its job has left:
@@ -72,28 +71,28 @@ func (g *Graph) State(ctx context.Context, user fg.UserID) (fg.AccountState, err
 	if err := fg.CheckIDs(user); err != nil {
 		return fg.AccountState{}, err
 	}
-	res, err := g.readChecked(ctx, func() rueidis.Commands {
+	res, err := g.guard.Read(ctx, func() rueidis.Commands {
 		return rueidis.Commands{
-			g.c.B().Hmget().Key(g.key(user, layout.Counters)).Field("s", "sv", "nh", "nout", "nin", "nbo", "nbi", "nro", "nri").Build(),
-			g.c.B().Zscore().Key(g.jobsKey(user)).Member(user.String()).Build(),
+			g.c.B().Hmget().Key(g.ks.User(user, layout.Counters)).Field("s", "sv", "nh", "nout", "nin", "nbo", "nbi", "nro", "nri").Build(),
+			g.c.B().Zscore().Key(g.ks.Jobs(user)).Member(user.String()).Build(),
 		}
 	})
 	if err != nil {
-		return fg.AccountState{}, unavailable("state", err)
+		return fg.AccountState{}, errs.Wrap("state", err)
 	}
 	vals, err := res[0].ToArray()
 	if err != nil || len(vals) != 9 {
-		return fg.AccountState{}, unavailable("state", fmt.Errorf("reply %v: %w", vals, err))
+		return fg.AccountState{}, errs.Wrap("state", fmt.Errorf("reply %v: %w", vals, err))
 	}
 	st := fg.AccountState{ID: user}
 	if word, err := vals[0].ToString(); err == nil {
 		var ok bool
 		if st.State, ok = fg.ParseState(word); !ok {
-			return fg.AccountState{}, unavailable("state", fmt.Errorf("state %q of user %d is not a state", word, user))
+			return fg.AccountState{}, errs.Wrap("state", fmt.Errorf("state %q of user %d is not a state", word, user))
 		}
-		v, err := parseVersion(vals[1])
+		v, err := wire.Version(vals[1])
 		if err != nil {
-			return fg.AccountState{}, unavailable("state", err)
+			return fg.AccountState{}, errs.Wrap("state", err)
 		}
 		st.Since = v.Time()
 	}
@@ -133,29 +132,29 @@ func (g *Graph) SetState(ctx context.Context, user fg.UserID, s fg.State) (fg.Ac
 			return fg.AccountState{}, fmt.Errorf("redisgraph: state: %w", err)
 		}
 	}
-	before := g.epochsOf(user, 0)
+	before := g.ticket(user, 0)
 	now := max(g.now().UnixMilli(), 0)
-	keys := []string{g.key(user, layout.Counters), g.outbox(user), g.jobsKey(user)}
-	args := []string{s.String(), "", strconv.FormatInt(now, 10), "0", strconv.Itoa(g.outboxLimit), user.String(), "0", "0"}
-	res, err := g.exec(ctx, scriptState, keys, args).ToArray()
+	call := scripts.State.Call(scripts.StateKeys{H: g.ks.User(user, layout.Counters), Outbox: g.ks.Outbox(user), Jobs: g.ks.Jobs(user)},
+		scripts.StateArgs{State: s.String(), Now: strconv.FormatInt(now, 10), OutboxLimit: strconv.Itoa(g.outboxLimit), User: user.String()})
+	res, err := g.lua.Exec(ctx, call).ToArray()
 	if err != nil {
-		return fg.AccountState{}, unavailable("state", err)
+		return fg.AccountState{}, errs.Wrap("state", err)
 	}
-	status, err := statusOf(res[0])
+	status, err := wire.Status(res[0])
 	if err != nil {
-		return fg.AccountState{}, unavailable("state", err)
+		return fg.AccountState{}, errs.Wrap("state", err)
 	}
 	if err := g.refused("state", user, status, res); err != nil {
 		return fg.AccountState{}, err
 	}
 	if status == layout.Changed {
-		v, err := parseVersion(res[1])
+		v, err := wire.Version(res[1])
 		if err != nil {
-			return fg.AccountState{}, unavailable("state", err)
+			return fg.AccountState{}, errs.Wrap("state", err)
 		}
 		id, _ := res[2].ToString()
-		g.noteStamps(res[3:], user)
-		g.wakeJobs()
+		g.known.NoteReplies(res[3:], user)
+		g.jobs.Wake()
 		if err := g.complete(ctx, before, user, id, fg.NewStateEvent(user, s, v)); err != nil {
 			return fg.AccountState{}, err
 		}

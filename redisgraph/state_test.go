@@ -16,7 +16,11 @@ import (
 	fg "github.com/followgraph/followgraph"
 	"github.com/followgraph/followgraph/graphtest"
 	"github.com/followgraph/followgraph/memgraph"
+	"github.com/followgraph/followgraph/redisgraph/internal/jobs"
 	"github.com/followgraph/followgraph/redisgraph/internal/layout"
+	"github.com/followgraph/followgraph/redisgraph/internal/redistest"
+	"github.com/followgraph/followgraph/redisgraph/internal/wire"
+	"github.com/followgraph/followgraph/redisgraph/outbox"
 )
 
 // TestArchive: the archive step hides every follow, block and request of
@@ -28,7 +32,7 @@ import (
 // sides first, to the same ends.
 func TestArchive(t *testing.T) {
 	for _, m := range modes {
-		t.Run(m.name, func(t *testing.T) { testArchive(t, newTestGraph(t, m.client(t))) })
+		t.Run(m.Name, func(t *testing.T) { testArchive(t, newTestGraph(t, m.Client(t))) })
 	}
 }
 
@@ -41,19 +45,19 @@ func TestArchive(t *testing.T) {
 // once the batch returned.
 func TestArchiveTouchesFirst(t *testing.T) {
 	for _, m := range modes {
-		t.Run(m.name, func(t *testing.T) {
+		t.Run(m.Name, func(t *testing.T) {
 			ctx := context.Background()
 			var g *testGraph
 			batches := 0
-			g = newTestGraph(t, m.client(t), withArchiveReplied(func(user fg.UserID, ms []string) {
+			g = newTestGraph(t, m.Client(t), withArchiveReplied(func(user fg.UserID, ms []string) {
 				batches++
 				ids := []fg.UserID{user}
 				for _, m := range ms {
-					c, _ := memberID(m)
+					c, _ := wire.MemberID(m)
 					ids = append(ids, c)
 				}
 				for _, id := range ids {
-					if g.known.get(id) != math.MaxInt64 {
+					if g.known.Get(id) != math.MaxInt64 {
 						t.Errorf("user %d of a batch is not touched when the batch's reply arrives", id)
 					}
 				}
@@ -63,7 +67,7 @@ func TestArchiveTouchesFirst(t *testing.T) {
 					t.Fatal(err)
 				}
 				for i, id := range ids[1:] {
-					vals, err := g.c.Do(ctx, g.c.B().Hmget().Key(g.key(id, layout.Counters)).Field("nout", "nin").Build()).ToArray()
+					vals, err := g.c.Do(ctx, g.c.B().Hmget().Key(g.ks.User(id, layout.Counters)).Field("nout", "nin").Build()).ToArray()
 					if err != nil {
 						t.Fatal(err)
 					}
@@ -85,7 +89,7 @@ func TestArchiveTouchesFirst(t *testing.T) {
 			if _, err := g.SetState(ctx, 1, fg.StateSuspended); err != nil {
 				t.Fatal(err)
 			}
-			if n, err := g.archive(ctx, 1, archiveHide); err != nil || n != 2 {
+			if n, err := g.jobs.Archive(ctx, 1, layout.StepHide); err != nil || n != 2 {
 				t.Fatalf("hide = %d, %v; want 2", n, err)
 			}
 			if batches == 0 {
@@ -101,14 +105,14 @@ func testArchive(t *testing.T, g *testGraph) {
 	users, edges := archiveFixture(t, g, first)
 	before := archiveSnapshot(t, g, users)
 
-	if _, err := g.archive(ctx, 1, archiveHide); err != errStateChanged {
-		t.Fatalf("hide of an active user: %v, want %v", err, errStateChanged)
+	if _, err := g.jobs.Archive(ctx, 1, layout.StepHide); err != jobs.ErrStateChanged {
+		t.Fatalf("hide of an active user: %v, want %v", err, jobs.ErrStateChanged)
 	}
 	if _, err := g.SetState(ctx, 1, fg.StateSuspended); err != nil {
 		t.Fatal(err)
 	}
 	for run, want := range []int64{edges, 0} {
-		got, err := g.archive(ctx, 1, archiveHide)
+		got, err := g.jobs.Archive(ctx, 1, layout.StepHide)
 		if err != nil || got != want {
 			t.Fatalf("hide, run %d = %d, %v; want %d", run+1, got, err, want)
 		}
@@ -116,18 +120,18 @@ func testArchive(t *testing.T, g *testGraph) {
 	checkArchived(t, archiveSnapshot(t, g, users), before, 1)
 
 	// A batch naming a follower twice, as an HSCAN may, shows it once.
-	twice := []string{member(first), member(first)}
-	if _, err := g.archiveBatch(ctx, 1, archiveSides[0], archiveShow, twice); err != errStateChanged {
-		t.Fatalf("show of a suspended user: %v, want %v", err, errStateChanged)
+	twice := []string{wire.Member(first), wire.Member(first)}
+	if _, err := g.jobs.ArchiveBatch(ctx, 1, jobs.Sides[0], layout.StepShow, twice); err != jobs.ErrStateChanged {
+		t.Fatalf("show of a suspended user: %v, want %v", err, jobs.ErrStateChanged)
 	}
 	if _, err := g.SetState(ctx, 1, fg.StateActive); err != nil {
 		t.Fatal(err)
 	}
-	if got, err := g.archiveBatch(ctx, 1, archiveSides[0], archiveShow, twice); err != nil || got != 1 {
+	if got, err := g.jobs.ArchiveBatch(ctx, 1, jobs.Sides[0], layout.StepShow, twice); err != nil || got != 1 {
 		t.Fatalf("show of a batch naming %d twice = %d, %v; want 1", first, got, err)
 	}
 	for run, want := range []int64{edges - 1, 0} {
-		got, err := g.archive(ctx, 1, archiveShow)
+		got, err := g.jobs.Archive(ctx, 1, layout.StepShow)
 		if err != nil || got != want {
 			t.Fatalf("show, run %d = %d, %v; want %d", run+1, got, err, want)
 		}
@@ -218,11 +222,11 @@ func checkArchived(t *testing.T, hidden, before map[fg.UserID]archiveView, user 
 			if u == user && len(s.sets[i]) != 0 {
 				t.Errorf("user %d after the hide: %s of %d members", user, k.z, len(s.sets[i]))
 			}
-			if slices.ContainsFunc(s.sets[i], func(z rueidis.ZScore) bool { return z.Member == member(user) }) {
+			if slices.ContainsFunc(s.sets[i], func(z rueidis.ZScore) bool { return z.Member == wire.Member(user) }) {
 				t.Errorf("user %d lists user %d in %s after the hide", u, user, k.z)
 			}
 		}
-		if len(s.flags) != 0 && u == user || slices.ContainsFunc(s.flags, func(z rueidis.ZScore) bool { return z.Member == member(user) }) {
+		if len(s.flags) != 0 && u == user || slices.ContainsFunc(s.flags, func(z rueidis.ZScore) bool { return z.Member == wire.Member(user) }) {
 			t.Errorf("user %d after the hide has flags of user %d (user %d: any): %v", u, user, user, s.flags)
 		}
 		if u == 2 && !reflect.DeepEqual(s, before[u]) {
@@ -241,11 +245,11 @@ var archiveKinds = func() []struct {
 		z, vh   layout.Key
 		counter string
 	}
-	for _, s := range archiveSides {
+	for _, s := range jobs.Sides {
 		out = append(out, struct {
 			z, vh   layout.Key
 			counter string
-		}{s.mine.Set, s.mine.Versions, s.mine.Counter})
+		}{s.Set, s.Versions, s.Counter})
 	}
 	return out
 }()
@@ -271,10 +275,10 @@ func archiveSnapshot(t *testing.T, g *testGraph, users []fg.UserID) map[fg.UserI
 		var cmds rueidis.Commands
 		counters := make([]string, len(archiveKinds))
 		for i, k := range archiveKinds {
-			cmds = append(cmds, zrange(g.key(u, k.z)), g.c.B().Hgetall().Key(g.key(u, k.vh)).Build())
+			cmds = append(cmds, zrange(g.ks.User(u, k.z)), g.c.B().Hgetall().Key(g.ks.User(u, k.vh)).Build())
 			counters[i] = k.counter
 		}
-		cmds = append(cmds, g.c.B().Hmget().Key(g.key(u, layout.Counters)).Field(counters...).Build(), zrange(g.key(u, layout.Flags)))
+		cmds = append(cmds, g.c.B().Hmget().Key(g.ks.User(u, layout.Counters)).Field(counters...).Build(), zrange(g.ks.User(u, layout.Flags)))
 		res := g.c.DoMulti(ctx, cmds...)
 		var v archiveView
 		for i := range archiveKinds {
@@ -316,7 +320,7 @@ func TestSetState_Writes(t *testing.T) {
 	ctx := context.Background()
 	var mu sync.Mutex
 	var hooked []fg.Event
-	g := newTestGraph(t, standaloneClient(t), WithHook(func(_ context.Context, e fg.Event) error {
+	g := newTestGraph(t, redistest.Standalone(t), WithHook(func(_ context.Context, e fg.Event) error {
 		mu.Lock()
 		defer mu.Unlock()
 		hooked = append(hooked, e)
@@ -363,7 +367,7 @@ func TestSetState_Writes(t *testing.T) {
 	}
 
 	// The archive step hides 1's follows; 3 ends its follow of 1 as stored.
-	if n, err := g.archive(ctx, 1, archiveHide); err != nil || n != 3 {
+	if n, err := g.jobs.Archive(ctx, 1, layout.StepHide); err != nil || n != 3 {
 		t.Fatalf("hide = %d, %v; want 3", n, err)
 	}
 	if removed, err := g.Unfollow(ctx, 3, 1); err != nil || !removed {
@@ -375,7 +379,7 @@ func TestSetState_Writes(t *testing.T) {
 	if st, err := g.SetState(ctx, 1, fg.StateActive); err != nil || st.State != fg.StateActive || st.Pending != 2 {
 		t.Fatalf("SetState(1, active) = %+v, %v; want 2 edges pending (3's follow ended)", st, err)
 	}
-	if n, err := g.archive(ctx, 1, archiveShow); err != nil || n != 2 {
+	if n, err := g.jobs.Archive(ctx, 1, layout.StepShow); err != nil || n != 2 {
 		t.Fatalf("show = %d, %v; want 2 (not 3's, ended)", n, err)
 	}
 	if e, err := g.IsFollowing(ctx, 3, 1); err != nil || e.Following {
@@ -424,9 +428,9 @@ func TestSetState_Writes(t *testing.T) {
 		if e.State != want[i] || e.Validate() != nil {
 			t.Errorf("state event %d = %+v, want %s", i, e, want[i])
 		}
-		f := map[string]string{"u": e.User.String(), "t": "0", "op": "state", "state": e.State.String(), "v": versionHex(e.Version)}
-		if d, err := decodeEvent(f); err != nil || !reflect.DeepEqual(d, e) {
-			t.Errorf("decodeEvent(%v) = %+v, %v; want %+v", f, d, err, e)
+		f := map[string]string{"u": e.User.String(), "t": "0", "op": "state", "state": e.State.String(), "v": wire.VersionHex(e.Version)}
+		if d, err := outbox.Decode(f); err != nil || !reflect.DeepEqual(d, e) {
+			t.Errorf("outbox.Decode(%v) = %+v, %v; want %+v", f, d, err, e)
 		}
 	}
 }
@@ -441,7 +445,7 @@ func second[T any](_ T, err error) error { return err }
 // other's restore, whichever comes first.
 func TestSetState_Pairs(t *testing.T) {
 	ctx := context.Background()
-	g := newTestGraph(t, standaloneClient(t))
+	g := newTestGraph(t, redistest.Standalone(t))
 	must := func(err error) {
 		t.Helper()
 		if err != nil {
@@ -453,7 +457,7 @@ func TestSetState_Pairs(t *testing.T) {
 		_, err := g.SetState(ctx, u, s)
 		must(err)
 		for _, step := range steps {
-			_, err := g.archive(ctx, u, step)
+			_, err := g.jobs.Archive(ctx, u, step)
 			must(err)
 		}
 	}
@@ -464,8 +468,8 @@ func TestSetState_Pairs(t *testing.T) {
 		must(err)
 	}
 	g.touch(1, 9, 11, 12, 13, 14)
-	job(1, fg.StateDeactivated, archiveHide) // 1's request to 8 and 9's follow hidden
-	job(9, fg.StateSuspended, archiveHide)   // nothing left of 9's follow of 1 to hide
+	job(1, fg.StateDeactivated, layout.StepHide) // 1's request to 8 and 9's follow hidden
+	job(9, fg.StateSuspended, layout.StepHide)   // nothing left of 9's follow of 1 to hide
 
 	_, err = g.Block(ctx, 5, 1)
 	must(err)
@@ -481,7 +485,7 @@ func TestSetState_Pairs(t *testing.T) {
 			rel[0], c[0], linksList(t, g, fg.ListBlocks, 5))
 	}
 
-	job(1, fg.StateActive, archiveShow)
+	job(1, fg.StateActive, layout.StepShow)
 	rel, err = g.Relations(ctx, 5, []fg.UserID{1})
 	must(err)
 	c, err = g.Counts(ctx, []fg.UserID{1, 8})
@@ -489,19 +493,19 @@ func TestSetState_Pairs(t *testing.T) {
 	if !rel[0].Blocking || c[0].FollowingCount != 1 || c[1].FollowerCount != 1 || c[0].FollowerCount != 0 {
 		t.Errorf("1 active again: Relations(5, [1]) = %+v, Counts(1, 8) = %+v; want the block, 1 → 8, and not 9 → 1 (9 is hidden)", rel[0], c)
 	}
-	job(9, fg.StateActive, archiveShow)
+	job(9, fg.StateActive, layout.StepShow)
 	if e, err := g.IsFollowing(ctx, 9, 1); err != nil || !e.Following {
 		t.Errorf("IsFollowing(9, 1) with both active again = %+v, %v", e, err)
 	}
 
 	// 11 hidden, 12 deleted: 11's restore ends the follow. 13 hidden, 14
 	// deleted: 14's drop does.
-	job(11, fg.StateDeactivated, archiveHide)
+	job(11, fg.StateDeactivated, layout.StepHide)
 	job(12, fg.StateDeleted)
-	job(11, fg.StateActive, archiveShow)
-	job(13, fg.StateDeactivated, archiveHide)
-	job(14, fg.StateDeleted, archiveHide, archiveDrop)
-	job(13, fg.StateActive, archiveShow)
+	job(11, fg.StateActive, layout.StepShow)
+	job(13, fg.StateDeactivated, layout.StepHide)
+	job(14, fg.StateDeleted, layout.StepHide, layout.StepDrop)
+	job(13, fg.StateActive, layout.StepShow)
 	c, err = g.Counts(ctx, []fg.UserID{11, 13})
 	must(err)
 	for i, f := range [][2]fg.UserID{{11, 12}, {13, 14}} {
@@ -539,7 +543,7 @@ func hiddenEdgesOf(t *testing.T, g *testGraph, user fg.UserID) (hidden, nh int64
 	t.Helper()
 	ctx := context.Background()
 	for _, k := range archiveKinds {
-		vs, err := g.c.Do(ctx, g.c.B().Hvals().Key(g.key(user, k.vh)).Build()).AsStrSlice()
+		vs, err := g.c.Do(ctx, g.c.B().Hvals().Key(g.ks.User(user, k.vh)).Build()).AsStrSlice()
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -549,7 +553,7 @@ func hiddenEdgesOf(t *testing.T, g *testGraph, user fg.UserID) (hidden, nh int64
 			}
 		}
 	}
-	nh, err := g.c.Do(ctx, g.c.B().Hget().Key(g.key(user, layout.Counters)).Field("nh").Build()).AsInt64()
+	nh, err := g.c.Do(ctx, g.c.B().Hget().Key(g.ks.User(user, layout.Counters)).Field("nh").Build()).AsInt64()
 	if err != nil && !rueidis.IsRedisNil(err) {
 		t.Fatal(err)
 	}
@@ -578,7 +582,7 @@ func linksList(t *testing.T, g *testGraph, list string, user fg.UserID) []fg.Use
 // follow on both sides.
 func TestRunJobs(t *testing.T) {
 	ctx := context.Background()
-	g := newTestGraph(t, standaloneClient(t))
+	g := newTestGraph(t, redistest.Standalone(t))
 	const followers = 400
 	var events []fg.Event
 	base := fg.VersionAt(1_700_000_000_000)
@@ -617,10 +621,10 @@ func TestRunJobs(t *testing.T) {
 	wait := func(u fg.UserID) fg.AccountState {
 		t.Helper()
 		var st fg.AccountState
-		if err := waitFor(30*time.Second, func() bool {
+		if err := redistest.WaitFor(30*time.Second, func() bool {
 			var err error
 			st, err = g.State(ctx, u)
-			inJobs := g.c.Do(ctx, g.c.B().Zscore().Key(g.jobsKey(u)).Member(u.String()).Build()).Error() == nil
+			inJobs := g.c.Do(ctx, g.c.B().Zscore().Key(g.ks.Jobs(u)).Member(u.String()).Build()).Error() == nil
 			return err == nil && !inJobs
 		}); err != nil {
 			t.Fatalf("the job of user %d did not end: %+v", u, st)
@@ -725,8 +729,8 @@ func TestRunJobs(t *testing.T) {
 		followersOf1 = append(followersOf1, z.Member)
 	}
 	for u, s := range after {
-		lists := slices.ContainsFunc(s.sets[0], func(z rueidis.ZScore) bool { return z.Member == member(1) })
-		if lists != slices.Contains(followersOf1, member(u)) {
+		lists := slices.ContainsFunc(s.sets[0], func(z rueidis.ZScore) bool { return z.Member == wire.Member(1) })
+		if lists != slices.Contains(followersOf1, wire.Member(u)) {
 			t.Errorf("user %d lists 1 in its following: %v; 1 lists it in its followers: %v", u, lists, !lists)
 		}
 	}
@@ -744,7 +748,7 @@ func TestRunJobs(t *testing.T) {
 // anything.
 func TestRebuildReconcile_States(t *testing.T) {
 	for _, m := range modes {
-		t.Run(m.name, func(t *testing.T) { testRebuildReconcileStates(t, m.client(t)) })
+		t.Run(m.Name, func(t *testing.T) { testRebuildReconcileStates(t, m.Client(t)) })
 	}
 }
 
@@ -775,8 +779,8 @@ func testRebuildReconcileStates(t *testing.T, c rueidis.Client) {
 		t.Fatal(err)
 	}
 	graphtest.RunJobs(t, g, 0)
-	if err := waitFor(30*time.Second, func() bool {
-		n, _, err := g.jobUsers(ctx)
+	if err := redistest.WaitFor(30*time.Second, func() bool {
+		n, err := g.jobs.Count(ctx)
 		return err == nil && n == 0
 	}); err != nil {
 		t.Fatal("the jobs of the rebuilt states did not end")

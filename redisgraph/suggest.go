@@ -3,14 +3,16 @@ package redisgraph
 import (
 	"cmp"
 	"context"
-	"fmt"
 	"slices"
 	"strconv"
 
 	"github.com/redis/rueidis"
 
 	fg "github.com/followgraph/followgraph"
+	"github.com/followgraph/followgraph/redisgraph/internal/errs"
 	"github.com/followgraph/followgraph/redisgraph/internal/layout"
+	"github.com/followgraph/followgraph/redisgraph/internal/lists"
+	"github.com/followgraph/followgraph/redisgraph/internal/wire"
 )
 
 // Suggestions bound their work: they consider the suggestFollowees people
@@ -36,14 +38,14 @@ func (g *Graph) Suggestions(ctx context.Context, user fg.UserID, limit int) ([]f
 	}
 	cs, err := g.readCounters(ctx, []fg.UserID{user})
 	if err != nil {
-		return nil, unavailable("suggestions", err)
+		return nil, errs.Wrap("suggestions", err)
 	}
 	if !cs[0].state.Active() {
 		return []fg.Suggestion{}, nil // as for a user with no edges
 	}
 	out, err := g.suggest(ctx, user, cs[0], size)
 	if err != nil {
-		return nil, unavailable("suggestions", err)
+		return nil, errs.Wrap("suggestions", err)
 	}
 	return out, nil
 }
@@ -56,9 +58,9 @@ type candidate struct {
 
 func (g *Graph) suggest(ctx context.Context, user fg.UserID, uc counters, size int) ([]fg.Suggestion, error) {
 	newest := func(id fg.UserID, n int) rueidis.Completed {
-		return g.c.B().Zrange().Key(g.key(id, layout.Out)).Min("0").Max(strconv.Itoa(n - 1)).Rev().Build()
+		return g.c.B().Zrange().Key(g.ks.User(id, layout.Out)).Min("0").Max(strconv.Itoa(n - 1)).Rev().Build()
 	}
-	es, err := g.rangeSide(ctx, user, layout.Out, nil, suggestFollowees)
+	es, err := g.lists.Range(ctx, user, layout.Out, nil, suggestFollowees)
 	if err != nil || len(es) == 0 {
 		return []fg.Suggestion{}, err
 	}
@@ -68,7 +70,7 @@ func (g *Graph) suggest(ctx context.Context, user fg.UserID, uc counters, size i
 	}
 	// Each followee's newest follows, pipelined; a followee whose follows
 	// are in several chunks by its view is read apart (rangeSide).
-	res, vs, err := g.readChunked(ctx, followees, func(vs []chunkView) rueidis.Commands {
+	res, vs, err := g.lists.ReadChunked(ctx, followees, func(vs []lists.View) rueidis.Commands {
 		cmds := make(rueidis.Commands, len(followees))
 		for i, f := range followees {
 			cmds[i] = newest(f, suggestPerFollowee)
@@ -81,15 +83,15 @@ func (g *Graph) suggest(ctx context.Context, user fg.UserID, uc counters, size i
 	byID := make(map[fg.UserID]*candidate)
 	for i, r := range res {
 		var ids []fg.UserID
-		if vs[i].chunks(layout.Out) > 1 {
-			es, err := g.rangeSide(ctx, followees[i], layout.Out, nil, suggestPerFollowee)
+		if vs[i].Chunks(layout.Out) > 1 {
+			es, err := g.lists.Range(ctx, followees[i], layout.Out, nil, suggestPerFollowee)
 			if err != nil {
 				return nil, err
 			}
 			for _, e := range es {
 				ids = append(ids, e.ID)
 			}
-		} else if ids, err = decodeIDs(r); err != nil {
+		} else if ids, err = wire.IDs(r); err != nil {
 			return nil, err
 		}
 		for _, id := range ids {
@@ -127,7 +129,7 @@ func (g *Graph) suggest(ctx context.Context, user fg.UserID, uc counters, size i
 		cands = cands[len(batch):]
 		ms := make([]string, len(batch))
 		for i, c := range batch {
-			ms[i] = member(c.id)
+			ms[i] = wire.Member(c.id)
 		}
 		scores, flags, err := g.probeFlags(ctx, user, uc.linked(), ms, layout.Out)
 		if err != nil {
@@ -140,21 +142,4 @@ func (g *Graph) suggest(ctx context.Context, user fg.UserID, uc counters, size i
 		}
 	}
 	return out, nil
-}
-
-// decodeIDs decodes a reply of members.
-func decodeIDs(r rueidis.RedisResult) ([]fg.UserID, error) {
-	ms, err := r.AsStrSlice()
-	if err != nil {
-		return nil, err
-	}
-	ids := make([]fg.UserID, len(ms))
-	for i, m := range ms {
-		id, ok := memberID(m)
-		if !ok {
-			return nil, fmt.Errorf("member %q is not an id", m)
-		}
-		ids[i] = id
-	}
-	return ids, nil
 }

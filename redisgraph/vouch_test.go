@@ -9,7 +9,9 @@ import (
 	"github.com/redis/rueidis"
 
 	fg "github.com/followgraph/followgraph"
+	"github.com/followgraph/followgraph/redisgraph/internal/keyspace"
 	"github.com/followgraph/followgraph/redisgraph/internal/layout"
+	"github.com/followgraph/followgraph/redisgraph/internal/redistest"
 )
 
 // newUnvouched returns a Graph on c with a prefix and a vouch scope of its
@@ -27,9 +29,9 @@ func newUnvouched(t *testing.T, c rueidis.Client, opts ...Option) *testGraph {
 // very servers.
 func TestVouch(t *testing.T) {
 	for _, m := range modes {
-		t.Run(m.name, func(t *testing.T) {
+		t.Run(m.Name, func(t *testing.T) {
 			var told atomic.Int64
-			g := newUnvouched(t, m.client(t), WithOnUnvouched(func(uint16) { told.Add(1) }))
+			g := newUnvouched(t, m.Client(t), WithOnUnvouched(func(uint16) { told.Add(1) }))
 			ctx := t.Context()
 			if _, err := g.Follow(ctx, 1, 2); fg.ErrorCode(err) != fg.EUnavailable {
 				t.Fatalf("a follow on a server not vouched for: %v, want %s", err, fg.EUnavailable)
@@ -40,7 +42,7 @@ func TestVouch(t *testing.T) {
 			if _, err := g.SetState(ctx, 1, fg.StateSuspended); fg.ErrorCode(err) != fg.EUnavailable {
 				t.Fatalf("a change of state on a server not vouched for: %v, want %s", err, fg.EUnavailable)
 			}
-			if n, err := g.c.Do(ctx, g.c.B().Exists().Key(g.key(1, layout.Out), g.key(1, layout.Counters)).Build()).AsInt64(); err != nil || n != 0 {
+			if n, err := g.c.Do(ctx, g.c.B().Exists().Key(g.ks.User(1, layout.Out), g.ks.User(1, layout.Counters)).Build()).AsInt64(); err != nil || n != 0 {
 				t.Fatalf("refused writes left %d keys (%v)", n, err)
 			}
 			if _, err := g.Counts(ctx, []fg.UserID{1}); fg.ErrorCode(err) != fg.EUnavailable {
@@ -86,8 +88,8 @@ func TestVouch(t *testing.T) {
 // lowers it, and leaves a server not vouched for as it is.
 func TestCheckpoint(t *testing.T) {
 	for _, m := range modes {
-		t.Run(m.name, func(t *testing.T) {
-			g := newUnvouched(t, m.client(t))
+		t.Run(m.Name, func(t *testing.T) {
+			g := newUnvouched(t, m.Client(t))
 			ctx := t.Context()
 			srvs, err := g.Servers(ctx)
 			if err != nil {
@@ -121,8 +123,8 @@ func TestCheckpoint(t *testing.T) {
 // replica that may lack it, is not acknowledged: EUnavailable.
 func TestConfirm(t *testing.T) {
 	for _, m := range modes {
-		t.Run(m.name, func(t *testing.T) {
-			c := m.client(t)
+		t.Run(m.Name, func(t *testing.T) {
+			c := m.Client(t)
 			var other *testGraph
 			healed := false
 			g := newTestGraph(t, c, WithHook(func(ctx context.Context, e fg.Event) error {
@@ -132,7 +134,7 @@ func TestConfirm(t *testing.T) {
 				healed = true
 				return other.VouchAll(ctx, 0) // another node heals meanwhile
 			}))
-			o, err := New(t.Context(), c, WithPrefix(g.prefix), WithVouchScope(testScope))
+			o, err := New(t.Context(), c, WithPrefix(g.ks.Prefix()), WithVouchScope(testScope))
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -151,12 +153,12 @@ func TestConfirm(t *testing.T) {
 // TestServers: the servers cover every slot once, and Touches finds the
 // servers of an event's sides.
 func TestServers(t *testing.T) {
-	g := newTestGraph(t, clusterClient(t))
+	g := newTestGraph(t, redistest.Cluster(t))
 	srvs, err := g.Servers(t.Context())
 	if err != nil {
 		t.Fatal(err)
 	}
-	for slot := range slots {
+	for slot := range keyspace.Slots {
 		n := 0
 		for _, s := range srvs {
 			if s.Has(uint16(slot)) {
@@ -169,7 +171,7 @@ func TestServers(t *testing.T) {
 	}
 	e := fg.NewEvent(1, 2, fg.OpFollow, fg.VersionAt(1700000000000))
 	for _, s := range srvs {
-		want := s.Has(slotOf(1)) || s.Has(slotOf(2))
+		want := s.Has(keyspace.SlotOf(1)) || s.Has(keyspace.SlotOf(2))
 		if got := g.Touches(s, e); got != want {
 			t.Errorf("Touches(%s, 1→2) = %v, want %v", s, got, want)
 		}
@@ -185,10 +187,10 @@ func TestServers(t *testing.T) {
 func TestConfirmShared(t *testing.T) {
 	const batch, batches = 16, 4
 	for _, m := range modes {
-		t.Run(m.name, func(t *testing.T) {
+		t.Run(m.Name, func(t *testing.T) {
 			var mu sync.Mutex
 			arrived, release := 0, make(chan struct{})
-			g := newTestGraph(t, m.client(t), WithHook(func(ctx context.Context, e fg.Event) error {
+			g := newTestGraph(t, m.Client(t), WithHook(func(ctx context.Context, e fg.Event) error {
 				mu.Lock()
 				r := release
 				if arrived++; arrived == batch {
@@ -206,7 +208,7 @@ func TestConfirmShared(t *testing.T) {
 				mu.Unlock()
 				var wg sync.WaitGroup
 				for i := range batch {
-					joined += len(g.epochsOf(1, fg.UserID(100+b*batch+i)).groups)
+					joined += len(g.ticket(1, fg.UserID(100+b*batch+i)).Groups())
 					wg.Go(func() {
 						if _, err := g.Follow(ctx, 1, fg.UserID(100+b*batch+i)); err != nil {
 							t.Errorf("follow: %v", err)
@@ -215,7 +217,7 @@ func TestConfirmShared(t *testing.T) {
 				}
 				wg.Wait()
 			}
-			sent := int(g.confirms.sent.Load())
+			sent := int(g.guard.Checks())
 			if joined == 0 || sent > joined*3/4 {
 				t.Errorf("%d follows in batches of %d waited for %d checks and sent %d, want at most 3/4 of them sent", batch*batches, batch, joined, sent)
 			}

@@ -14,10 +14,9 @@
 #          stream (testdata/seeds_follow_event.lua): what writing the event
 #          in the same atomic step, as the engine must, costs their design.
 #   ours:  the engine's follow script as the engine sends it on a standalone
-#          Redis (lua/status.lua, version.lua, chunks.lua, live.lua and
-#          change.lua, as scripts.go joins them, after the line of the
-#          default bound of a key; 8 keys, 11 arguments, no write rate): what
-#          Redis alone can do with it, without the Go client.
+#          Redis (printed by redisgraph/internal/scripts/gen, for the
+#          default bound of a key; 8 keys, 11 arguments, no write rate):
+#          what Redis alone can do with it, without the Go client.
 #
 # The URL defaults to $FOLLOWGRAPH_TEST_REDIS, then redis://127.0.0.1:6379;
 # requests to 1000000.
@@ -56,7 +55,8 @@ seeds-event)
 		$r $r "$now"
 	;;
 ours)
-	sha=$(redis-cli -u "$url" SCRIPT LOAD "$(echo 'local MAXKEY, SPLIT_AT = 10000, 8750'; cd "$dir/../lua" && cat status.lua version.lua chunks.lua live.lua change.lua)")
+	src=$(cd "$dir/../.." && go run ./redisgraph/internal/scripts/gen -print change)
+	sha=$(redis-cli -u "$url" SCRIPT LOAD "$src")
 	# The outbox stream exists, as InitOutbox makes it (the script refuses
 	# to write without it).
 	redis-cli -u "$url" XADD "${prefix}outbox" MAXLEN 0 '*' created 1 >/dev/null

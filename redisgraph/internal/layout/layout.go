@@ -10,6 +10,7 @@
 package layout
 
 import (
+	"slices"
 	"strconv"
 
 	fg "github.com/followgraph/followgraph"
@@ -47,9 +48,12 @@ const (
 	Counters    Key = "h"  // the counters, clock, stamp, settings and state: a hash
 )
 
+// NumUserKeys is the number of a user's keys.
+const NumUserKeys = 17
+
 // UserKeys are a user's keys in the order the scripts take them (the
 // userKeys of lua/lib.lua).
-var UserKeys = [...]Key{Out, OutVersions, In, InVersions, BlockOut, BlockOutV, BlockIn, BlockInV,
+var UserKeys = [NumUserKeys]Key{Out, OutVersions, In, InVersions, BlockOut, BlockOutV, BlockIn, BlockInV,
 	MuteOut, MuteOutV, MuteExpiry, ReqOut, ReqOutV, ReqIn, ReqInV, Flags, Counters}
 
 // A Group is keys of a user split into chunks together, by the same rule,
@@ -59,7 +63,7 @@ var UserKeys = [...]Key{Out, OutVersions, In, InVersions, BlockOut, BlockOutV, B
 // <key>:<j> (ChunkKey), in the same slot. The group's field of Counters
 // holds its number of chunks (none: 1), and GenField counts every split of
 // any of the user's groups, so that a read that assumed a number of
-// chunks can check that it still holds (redisgraph's chunks.go).
+// chunks can check that it still holds (package lists).
 //
 // A member m of a group of n chunks is in chunk ChunkOf(MemberHash(m), n):
 // linear hashing, so that a split moves the entries of one chunk only.
@@ -143,6 +147,7 @@ func ChunkKey(k Key, j int) string {
 
 // Side is the edges of one kind one way, as a user keeps them.
 type Side struct {
+	Name     string  // as reports name it: the list's ("following", "followers", …)
 	Code     string  // the scripts' name of the side: the kind's letter, then o (out) or i (in)
 	Kind     fg.Kind // its edges' kind
 	In       bool    // the edges x → user (false: user → x)
@@ -167,14 +172,41 @@ func (s Side) Other() string {
 // Sides are the sides of a user's edges; mutes are kept on the muter's
 // side only.
 var Sides = [...]Side{
-	{Code: "fo", Kind: fg.KindFollow, Set: Out, Versions: OutVersions, Counter: "nout", Empty: "e"},
-	{Code: "fi", Kind: fg.KindFollow, In: true, Set: In, Versions: InVersions, Counter: "nin"},
-	{Code: "bo", Kind: fg.KindBlock, Set: BlockOut, Versions: BlockOutV, Counter: "nbo", Flag: FlagBlocking},
-	{Code: "bi", Kind: fg.KindBlock, In: true, Set: BlockIn, Versions: BlockInV, Counter: "nbi", Flag: FlagBlockedBy},
-	{Code: "mo", Kind: fg.KindMute, Set: MuteOut, Versions: MuteOutV, Counter: "nmo", Flag: FlagMuting},
-	{Code: "ro", Kind: fg.KindRequest, Set: ReqOut, Versions: ReqOutV, Counter: "nro", Flag: FlagRequested},
-	{Code: "ri", Kind: fg.KindRequest, In: true, Set: ReqIn, Versions: ReqInV, Counter: "nri", Flag: FlagRequestedBy},
+	{Name: fg.ListFollowing, Code: "fo", Kind: fg.KindFollow, Set: Out, Versions: OutVersions, Counter: "nout", Empty: FieldEmpty},
+	{Name: fg.ListFollowers, Code: "fi", Kind: fg.KindFollow, In: true, Set: In, Versions: InVersions, Counter: "nin"},
+	{Name: fg.ListBlocks, Code: "bo", Kind: fg.KindBlock, Set: BlockOut, Versions: BlockOutV, Counter: "nbo", Flag: FlagBlocking},
+	{Name: "blocked_by", Code: "bi", Kind: fg.KindBlock, In: true, Set: BlockIn, Versions: BlockInV, Counter: "nbi", Flag: FlagBlockedBy},
+	{Name: fg.ListMutes, Code: "mo", Kind: fg.KindMute, Set: MuteOut, Versions: MuteOutV, Counter: "nmo", Flag: FlagMuting},
+	{Name: "requests", Code: "ro", Kind: fg.KindRequest, Set: ReqOut, Versions: ReqOutV, Counter: "nro", Flag: FlagRequested},
+	{Name: fg.ListFollowRequests, Code: "ri", Kind: fg.KindRequest, In: true, Set: ReqIn, Versions: ReqInV, Counter: "nri", Flag: FlagRequestedBy},
 }
+
+// The sides by name, as Go code names them.
+var (
+	Following  = side(fg.KindFollow, false)  // whom the user follows: out, ov, nout
+	Followers  = side(fg.KindFollow, true)   // who follows the user: in, iv, nin
+	Blocks     = side(fg.KindBlock, false)   // whom the user blocks: bo, bov, nbo
+	BlockedBy  = side(fg.KindBlock, true)    // who blocks the user: bi, biv, nbi
+	Mutes      = side(fg.KindMute, false)    // whom the user mutes: mo, mov (and mx), nmo
+	Requests   = side(fg.KindRequest, false) // the user's pending follow requests: ro, rov, nro
+	RequestsIn = side(fg.KindRequest, true)  // the pending follow requests to the user: ri, riv, nri
+)
+
+// Private is the user's private setting (fields p and pv of Counters)
+// where the scripts take a side code (PrivateCode): no set of its own.
+var Private = Side{Name: "private", Code: PrivateCode, Kind: fg.KindPrivate}
+
+// side returns the side of kind, into the user when in.
+func side(kind fg.Kind, in bool) Side {
+	s, ok := SideOfKind(kind, in)
+	if !ok {
+		panic("layout: no side of " + kind.String())
+	}
+	return s
+}
+
+// String returns the side's name.
+func (s Side) String() string { return s.Name }
 
 // SideOf returns the side of code, and whether there is one.
 func SideOf(code string) (Side, bool) {
@@ -269,3 +301,18 @@ const (
 	StepShow = "show" // an active user's hidden edges back, with their versions
 	StepDrop = "drop" // a deleted user's hidden edges ended, both sides
 )
+
+// GroupOf returns the group of key k, and whether it has one (Counters
+// has none).
+func GroupOf(k Key) (Group, bool) {
+	for _, g := range Groups {
+		if slices.Contains(g.Keys, k) {
+			return g, true
+		}
+	}
+	return Group{}, false
+}
+
+// Opposite returns the side that holds the same edges at their other end
+// (fi for fo), and whether there is one (mutes have none).
+func (s Side) Opposite() (Side, bool) { return SideOf(s.Other()) }

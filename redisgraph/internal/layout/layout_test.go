@@ -66,17 +66,38 @@ func TestSides(t *testing.T) {
 	}
 }
 
-// TestLua: the generated declarations hold every status, side and flag.
+// TestLua: the generated tables hold every side; the scalars hold every
+// status, each name once; and the fields of the counters hash, and those
+// of an outbox event, are each one name's.
 func TestLua(t *testing.T) {
 	lua := Lua()
-	for _, s := range Statuses {
-		if !strings.Contains(LuaStatuses(), s.Name) {
-			t.Errorf("status.lua lacks status %s", s.Name)
-		}
-	}
 	for _, s := range Sides {
 		if !strings.Contains(lua, "  "+s.Code+" = {") {
 			t.Errorf("layout.lua lacks side %s", s.Code)
+		}
+	}
+	names := map[string]string{}
+	for _, s := range Scalars() {
+		if v, ok := names[s.Name]; ok {
+			t.Errorf("scalar %s is %s and %s", s.Name, v, s.Value)
+		}
+		names[s.Name] = s.Value
+	}
+	for _, s := range Statuses {
+		if names[s.Name] == "" {
+			t.Errorf("the scalars lack status %s", s.Name)
+		}
+	}
+	for _, prefix := range []string{"H_", "E_"} {
+		field := map[string]string{}
+		for n, v := range names {
+			if !strings.HasPrefix(n, prefix) {
+				continue
+			}
+			if other, ok := field[v]; ok {
+				t.Errorf("field %s is both %s and %s", v, n, other)
+			}
+			field[v] = n
 		}
 	}
 }

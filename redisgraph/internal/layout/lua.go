@@ -7,30 +7,16 @@ import (
 
 const generated = "-- Code generated from redisgraph/internal/layout by go generate; DO NOT EDIT.\n"
 
-// LuaStatuses returns lua/status.lua: the statuses a write script returns
-// first, the first part of every script.
-func LuaStatuses() string {
-	var b strings.Builder
-	b.WriteString(generated)
-	b.WriteString("-- The statuses a write script returns first (layout.Status).\n")
-	names, values := make([]string, len(Statuses)), make([]string, len(Statuses))
-	for i, s := range Statuses {
-		names[i], values[i] = s.Name, fmt.Sprint(int64(s.Status))
-	}
-	fmt.Fprintf(&b, "local %s = %s\n", strings.Join(names, ", "), strings.Join(values, ", "))
-	return b.String()
-}
-
-// Lua returns lua/layout.lua: the rest of this package's declarations as
-// the scripts read them, in the scripts that read them. Its tables are made
-// again at every call of a script (Redis keeps nothing of a script's
-// between calls), so the scripts that need none (the plain follow's, the
-// read guard) go without it.
+// Lua returns lua/layout.lua: this package's tables as the scripts read
+// them, in the scripts that read them (the scalars, Scalars, each script
+// declares for itself). Its tables are made again at every call of a
+// script (Redis keeps nothing of a script's between calls), so the scripts
+// that need none (the plain follow's, the read guard) go without it.
 func Lua() string {
 	var b strings.Builder
 	b.WriteString(generated)
-	b.WriteString("-- The layout's keys, sides, flags and answers, as the scripts that use\n")
-	b.WriteString("-- them read them (lua/status.lua has the statuses).\n\n")
+	b.WriteString("-- The layout's keys, sides, flags and groups, as the scripts that use\n")
+	b.WriteString("-- them read them.\n\n")
 	b.WriteString("-- A user's keys, in the order the scripts take them (layout.UserKeys).\n")
 	fmt.Fprintf(&b, "local NKEYS = %d\n", len(UserKeys))
 	quoted := make([]string, len(UserKeys))
@@ -69,7 +55,7 @@ func Lua() string {
 
 	b.WriteString("-- The groups of keys split into chunks together (layout.Groups): by\n")
 	b.WriteString("-- group, its keys and the field of h holding its number of chunks; by key,\n")
-	b.WriteString("-- its group; the keys that are hashes; the field every split increments.\n")
+	b.WriteString("-- its group; the keys that are hashes.\n")
 	b.WriteString("local groups = {\n")
 	for _, g := range Groups {
 		keys := make([]string, len(g.Keys))
@@ -90,13 +76,6 @@ func Lua() string {
 	}
 	fmt.Fprintf(&b, "local groupOf = {%s}\n", strings.Join(of, ", "))
 	fmt.Fprintf(&b, "local isHash = {%s}\n", strings.Join(hashes, ", "))
-	fmt.Fprintf(&b, "local GEN = '%s'\n\n", GenField)
-
-	b.WriteString("-- The modes of effects.lua (layout.Refuse).\n")
-	fmt.Fprintf(&b, "local REFUSE_NOTHING, REFUSE_BLOCKS, REFUSE_INACTIVE = '%s', '%s', '%s'\n\n", RefuseNothing, RefuseBlocks, RefuseInactive)
-
-	b.WriteString("-- What pairside.lua answers (layout.PairAnswer).\n")
-	fmt.Fprintf(&b, "local NEWER, DONE, WAIT, ENDED = %d, %d, %d, %d\n", PairNewer, PairDone, PairWait, PairEnded)
 	return b.String()
 }
 
