@@ -1,0 +1,393 @@
+package main
+
+import (
+	"encoding/json"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/followgraph/followgraph/internal/testenv"
+)
+
+// The recipes of the README and of docs/DEPLOY.md, run as written, so that
+// the docs cannot drift from the product. A recipe is the ```sh block
+// that follows an HTML comment <!-- recipe: NAME --> in the markdown
+// (invisible to a reader). A test takes it from the file and runs it with
+// bash, in a folder of its own holding ./followgraph (the binary
+// TestMain built) as the recipe's "folder of the binary", with free ports
+// in the variables the recipe reads (each has a default a reader may
+// override the same way), and TMPDIR a folder of the test's, so that
+// whatever the recipe's mktemp makes is the test's to check and remove.
+
+// repoRoot is the top of the tree, from this package's folder.
+const repoRoot = "../.."
+
+// docRecipe returns the sh block after <!-- recipe: name --> in the
+// markdown file at path (from the top of the tree).
+func docRecipe(tb testing.TB, path, name string) string {
+	tb.Helper()
+	data, err := os.ReadFile(filepath.Join(repoRoot, path))
+	if err != nil {
+		tb.Fatal(err)
+	}
+	marker := "<!-- recipe: " + name + " -->"
+	lines := strings.Split(string(data), "\n")
+	at := -1
+	for i, l := range lines {
+		if strings.TrimSpace(l) == marker {
+			if at >= 0 {
+				tb.Fatalf("%s has %s twice", path, marker)
+			}
+			at = i
+		}
+	}
+	if at < 0 {
+		tb.Fatalf("%s has no %s", path, marker)
+	}
+	if at+1 >= len(lines) || strings.TrimSpace(lines[at+1]) != "```sh" {
+		tb.Fatalf("%s: %s is not followed by a ```sh block", path, marker)
+	}
+	var b strings.Builder
+	for _, l := range lines[at+2:] {
+		if strings.TrimSpace(l) == "```" {
+			return b.String()
+		}
+		b.WriteString(l + "\n")
+	}
+	tb.Fatalf("%s: the block after %s does not end", path, marker)
+	return ""
+}
+
+// recipePrelude comes before every recipe. bash stops at the first
+// command that fails, naming it. curl is a function that runs curl with
+// the recipe's arguments, silent but for errors, prints the answer's body
+// as curl would, and keeps each answer in a folder of FGTEST_ANSWERS
+// numbered in order (args, code, body), for the test to check.
+const recipePrelude = `set -eEuo pipefail
+trap 'echo "recipe: exit status $? from: $BASH_COMMAND" >&2' ERR
+curl() {
+	local n d
+	n=$(cat "$FGTEST_ANSWERS/count" 2>/dev/null || echo 0)
+	n=$((n + 1))
+	echo "$n" >"$FGTEST_ANSWERS/count"
+	d=$(printf '%s/%04d' "$FGTEST_ANSWERS" "$n")
+	mkdir "$d"
+	printf '%s\n' "$@" >"$d/args"
+	command curl -sS -o "$d/body" -w '%{http_code}' "$@" >"$d/code"
+	cat "$d/body"
+}
+`
+
+// recipeRun is a recipe running in bash, in its own process group.
+type recipeRun struct {
+	cmd     *exec.Cmd
+	out     *syncBuffer // its stdout and stderr: those of what it runs in the foreground
+	answers string      // the folder of its curl answers
+	done    chan struct{}
+}
+
+// recipeAnswer is one answer to a curl of a recipe.
+type recipeAnswer struct {
+	args []string // curl's arguments as the recipe gave them
+	code int      // the HTTP status
+	body string
+	at   time.Time // when it was answered
+}
+
+func (a recipeAnswer) String() string { return "curl " + strings.Join(a.args, " ") }
+
+// startRecipe runs script after recipePrelude with bash in dir, env added
+// to the test's environment. The test's end kills whatever of it is left.
+func startRecipe(tb testing.TB, dir string, env []string, script string) *recipeRun {
+	tb.Helper()
+	r := &recipeRun{out: &syncBuffer{}, answers: tb.TempDir(), done: make(chan struct{})}
+	r.cmd = exec.Command("bash", "-c", recipePrelude+script)
+	r.cmd.Dir = dir
+	r.cmd.Env = append(append(os.Environ(), env...), "FGTEST_ANSWERS="+r.answers)
+	r.cmd.Stdout, r.cmd.Stderr = r.out, r.out
+	r.cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	if err := r.cmd.Start(); err != nil {
+		tb.Fatal(err)
+	}
+	go func() { r.cmd.Wait(); close(r.done) }()
+	tb.Cleanup(func() {
+		syscall.Kill(-r.cmd.Process.Pid, syscall.SIGKILL)
+		<-r.done
+	})
+	return r
+}
+
+// wait waits for the recipe to end within d, and fails tb, with its
+// output, unless it ended with status 0.
+func (r *recipeRun) wait(tb testing.TB, d time.Duration) {
+	tb.Helper()
+	select {
+	case <-r.done:
+	case <-time.After(d):
+		syscall.Kill(-r.cmd.Process.Pid, syscall.SIGKILL)
+		<-r.done
+		tb.Fatalf("the recipe did not end within %s:\n%s", d, r.out)
+	}
+	if code := r.cmd.ProcessState.ExitCode(); code != 0 {
+		tb.Fatalf("the recipe ended with status %d:\n%s", code, r.out)
+	}
+}
+
+// waitReady waits until the serve of the recipe answers base's /readyz
+// with 200, within a minute, failing tb if the recipe ends first.
+func (r *recipeRun) waitReady(tb testing.TB, base string) {
+	tb.Helper()
+	hc := &http.Client{Timeout: 2 * time.Second}
+	for deadline := time.Now().Add(time.Minute); ; {
+		if resp, err := hc.Get(base + "/readyz"); err == nil {
+			resp.Body.Close()
+			if resp.StatusCode == http.StatusOK {
+				return
+			}
+		}
+		select {
+		case <-r.done:
+			tb.Fatalf("the recipe ended (status %d) before %s was ready:\n%s", r.cmd.ProcessState.ExitCode(), base, r.out)
+		default:
+		}
+		if time.Now().After(deadline) {
+			tb.Fatalf("%s not ready after a minute:\n%s", base, r.out)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+}
+
+// interrupt does what Ctrl-C does in the recipe's terminal: it sends
+// SIGINT to the serve the recipe runs in the foreground, and waits until
+// it has exited (the recipe's set -e then fails it unless serve exited
+// with 0).
+func (r *recipeRun) interrupt(tb testing.TB) {
+	tb.Helper()
+	pids := descendants(r.cmd.Process.Pid, "followgraph")
+	if len(pids) != 1 {
+		tb.Fatalf("the recipe runs %d followgraph processes (%v), not one serve:\n%s", len(pids), pids, r.out)
+	}
+	if err := syscall.Kill(pids[0], syscall.SIGINT); err != nil {
+		tb.Fatal(err)
+	}
+	for deadline := time.Now().Add(time.Minute); slices.Contains(descendants(r.cmd.Process.Pid, "followgraph"), pids[0]); {
+		if time.Now().After(deadline) {
+			tb.Fatalf("serve did not stop within a minute of SIGINT:\n%s", r.out)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+}
+
+// recorded returns the recipe's curl answers so far, in order.
+func (r *recipeRun) recorded(tb testing.TB) []recipeAnswer {
+	tb.Helper()
+	entries, err := os.ReadDir(r.answers)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	var as []recipeAnswer
+	for _, e := range entries {
+		if !e.IsDir() {
+			continue
+		}
+		d := filepath.Join(r.answers, e.Name())
+		args, err1 := os.ReadFile(filepath.Join(d, "args"))
+		code, err2 := os.ReadFile(filepath.Join(d, "code"))
+		body, err3 := os.ReadFile(filepath.Join(d, "body"))
+		info, err4 := os.Stat(filepath.Join(d, "code"))
+		if err := firstErr(err1, err2, err3, err4); err != nil {
+			tb.Fatalf("answer %s: %v", e.Name(), err)
+		}
+		n, err := strconv.Atoi(string(code))
+		if err != nil {
+			tb.Fatalf("answer %s: status %q", e.Name(), code)
+		}
+		as = append(as, recipeAnswer{args: strings.Split(strings.TrimSuffix(string(args), "\n"), "\n"),
+			code: n, body: string(body), at: info.ModTime()})
+	}
+	return as
+}
+
+// firstErr returns the first error of errs that is not nil.
+func firstErr(errs ...error) error {
+	for _, err := range errs {
+		if err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// descendants returns the processes below pid (its children, theirs, and
+// so on) whose command name is comm.
+func descendants(pid int, comm string) []int {
+	entries, _ := os.ReadDir("/proc")
+	parent, name := map[int]int{}, map[int]string{}
+	for _, e := range entries {
+		p, err := strconv.Atoi(e.Name())
+		if err != nil {
+			continue
+		}
+		stat, err := os.ReadFile(filepath.Join("/proc", e.Name(), "stat"))
+		if err != nil {
+			continue // gone meanwhile
+		}
+		// pid (comm) state ppid ...: comm may hold spaces and parentheses.
+		open, closing := strings.IndexByte(string(stat), '('), strings.LastIndexByte(string(stat), ')')
+		if open < 0 || closing < open {
+			continue
+		}
+		fields := strings.Fields(string(stat[closing+1:]))
+		if len(fields) < 2 || fields[0] == "Z" {
+			continue // a zombie has exited
+		}
+		pp, _ := strconv.Atoi(fields[1])
+		parent[p], name[p] = pp, string(stat[open+1:closing])
+	}
+	var found []int
+	for p := range parent {
+		for q := parent[p]; q > 1; q = parent[q] {
+			if q == pid {
+				if name[p] == comm {
+					found = append(found, p)
+				}
+				break
+			}
+		}
+	}
+	slices.Sort(found)
+	return found
+}
+
+// recipeDir returns a folder for a recipe to run in, holding ./followgraph.
+func recipeDir(tb testing.TB) string {
+	tb.Helper()
+	dir := tb.TempDir()
+	if err := os.Symlink(binary, filepath.Join(dir, "followgraph")); err != nil {
+		tb.Fatal(err)
+	}
+	return dir
+}
+
+// needCommands skips tb (fails it in CI) unless every command is on the
+// PATH.
+func needCommands(tb testing.TB, commands ...string) {
+	tb.Helper()
+	var missing []string
+	for _, c := range commands {
+		if _, err := exec.LookPath(c); err != nil {
+			missing = append(missing, c)
+		}
+	}
+	if len(missing) > 0 {
+		testenv.Skip(tb, "the recipes need "+strings.Join(missing, ", ")+" on the PATH (apt-get install bash curl redis-server redis-tools nats-server postgresql-client)")
+	}
+}
+
+// errorLines returns the log lines of level ERROR in logs.
+func errorLines(logs string) []string {
+	var lines []string
+	for l := range strings.Lines(logs) {
+		if strings.Contains(l, `"level":"ERROR"`) {
+			lines = append(lines, strings.TrimSpace(l))
+		}
+	}
+	return lines
+}
+
+// curlCount returns how many curl commands script runs, one a line.
+func curlCount(script string) int {
+	n := 0
+	for l := range strings.Lines(script) {
+		if strings.HasPrefix(strings.TrimSpace(l), "curl ") {
+			n++
+		}
+	}
+	return n
+}
+
+// checkTour checks the answers of the README's tour: one per curl of
+// tour, each a 2xx with a body, and no list in a JSON answer empty (each
+// set question of the tour has an answer with the tour's own data).
+func checkTour(tb testing.TB, tour string, as []recipeAnswer) {
+	tb.Helper()
+	if want := curlCount(tour); len(as) != want {
+		tb.Fatalf("the tour has %d curl commands, %d answered: %v", want, len(as), as)
+	}
+	for _, a := range as {
+		if a.code < 200 || a.code > 299 {
+			tb.Errorf("%s: answered %d %s", a, a.code, a.body)
+			continue
+		}
+		if strings.TrimSpace(a.body) == "" {
+			tb.Errorf("%s: answered %d with nothing", a, a.code)
+			continue
+		}
+		var obj map[string]json.RawMessage
+		if json.Unmarshal([]byte(a.body), &obj) != nil {
+			if !slices.Contains(a.args, "-I") {
+				tb.Errorf("%s: answered %d with no JSON object: %s", a, a.code, a.body)
+			}
+			continue
+		}
+		for k, v := range obj {
+			var list []json.RawMessage
+			if strings.HasPrefix(string(v), "[") && json.Unmarshal(v, &list) == nil && len(list) == 0 {
+				tb.Errorf("%s: %q is an empty list: %s", a, k, a.body)
+			}
+		}
+	}
+}
+
+// TestRecipe_Tour runs the README's Getting started command (the binary
+// for `go run ./cmd/followgraph`), on a free port given as
+// FOLLOWGRAPH_ADDR, and the README's tour against it, as written: every
+// answer is a 2xx and no list in it is empty; the start logs no ERROR
+// line, and Ctrl-C stops serve with status 0. It also checks that the
+// README's test command is the one CI runs.
+func TestRecipe_Tour(t *testing.T) {
+	needCommands(t, "bash", "curl")
+	started := docRecipe(t, "README.md", "getting-started")
+	var commands []string
+	for l := range strings.Lines(started) {
+		if c, _, _ := strings.Cut(l, "#"); strings.TrimSpace(c) != "" {
+			commands = append(commands, strings.TrimSpace(c))
+		}
+	}
+	if len(commands) != 2 || !strings.HasPrefix(commands[0], "go run ./cmd/followgraph serve") || !strings.HasPrefix(commands[1], "go test ") {
+		t.Fatalf("Getting started is not the two commands, serve then the tests:\n%s", started)
+	}
+	ci, err := os.ReadFile(filepath.Join(repoRoot, ".ci/run"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !slices.Contains(strings.Split(string(ci), "\n"), commands[1]) {
+		t.Errorf(".ci/run does not run the README's test command %q", commands[1])
+	}
+
+	dir := recipeDir(t)
+	addr := freeAddr(t)
+	env := []string{"FOLLOWGRAPH_ADDR=" + addr}
+	serve := startRecipe(t, dir, env, strings.Replace(commands[0], "go run ./cmd/followgraph", "./followgraph", 1)+"\n")
+	serve.waitReady(t, "http://"+addr)
+	tour := docRecipe(t, "README.md", "tour")
+	run := startRecipe(t, dir, env, tour)
+	run.wait(t, time.Minute)
+	checkTour(t, tour, run.recorded(t))
+	serve.interrupt(t)
+	serve.wait(t, 10*time.Second)
+	logs := serve.out.String()
+	if !strings.Contains(logs, `"msg":"followgraph ready"`) {
+		t.Errorf("serve did not log followgraph ready:\n%s", logs)
+	}
+	if lines := errorLines(logs); len(lines) > 0 {
+		t.Errorf("a start on one machine logged %d ERROR lines:\n%s", len(lines), strings.Join(lines, "\n"))
+	}
+}
