@@ -1,8 +1,14 @@
 package main
 
 import (
+	"context"
 	"encoding/json"
+	"fmt"
+	"io"
+	"math/rand/v2"
+	"net"
 	"net/http"
+	"net/url"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -12,6 +18,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/jackc/pgx/v5"
 
 	"github.com/followgraph/followgraph/internal/testenv"
 )
@@ -291,6 +299,25 @@ func needCommands(tb testing.TB, commands ...string) {
 	}
 }
 
+// freePort returns a loopback port nothing listened on a moment ago.
+func freePort(tb testing.TB) string {
+	tb.Helper()
+	_, port, _ := net.SplitHostPort(freeAddr(tb))
+	return port
+}
+
+// listening returns the loopback ports of ports that something listens on.
+func listening(ports ...string) []string {
+	var open []string
+	for _, p := range ports {
+		if c, err := net.DialTimeout("tcp", "127.0.0.1:"+p, time.Second); err == nil {
+			c.Close()
+			open = append(open, p)
+		}
+	}
+	return open
+}
+
 // errorLines returns the log lines of level ERROR in logs.
 func errorLines(logs string) []string {
 	var lines []string
@@ -346,6 +373,99 @@ func checkTour(tb testing.TB, tour string, as []recipeAnswer) {
 	}
 }
 
+// postgresBase returns the URL of the PostgreSQL server of admin (a
+// database's URL), without a database: the recipes' $postgres.
+func postgresBase(tb testing.TB, admin string) string {
+	tb.Helper()
+	u, err := url.Parse(admin)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	u.Path, u.RawQuery = "", ""
+	return u.String()
+}
+
+// recipeDatabase returns the name of a database for a recipe to create
+// and drop, which the test's end drops if the recipe did not.
+func recipeDatabase(tb testing.TB, admin string) string {
+	tb.Helper()
+	name := fmt.Sprintf("fgtest_recipe_%x", rand.Uint64())
+	tb.Cleanup(func() {
+		ctx := context.Background()
+		if conn, err := pgx.Connect(ctx, admin); err == nil {
+			conn.Exec(ctx, "DROP DATABASE IF EXISTS "+name+" WITH (FORCE)")
+			conn.Close(ctx)
+		}
+	})
+	return name
+}
+
+// databaseExists reports whether the server of admin has a database name.
+func databaseExists(tb testing.TB, admin, name string) bool {
+	tb.Helper()
+	ctx := context.Background()
+	conn, err := pgx.Connect(ctx, admin)
+	if err != nil {
+		tb.Fatalf("postgres %s: %v", admin, err)
+	}
+	defer conn.Close(ctx)
+	var n int
+	if err := conn.QueryRow(ctx, "SELECT count(*) FROM pg_database WHERE datname = $1", name).Scan(&n); err != nil {
+		tb.Fatal(err)
+	}
+	return n > 0
+}
+
+// shutdownRedisAtEnd shuts down, at the test's end, any Redis a recipe
+// left on ports (redis-server --daemonize leaves the recipe's process
+// group).
+func shutdownRedisAtEnd(tb testing.TB, ports ...string) {
+	tb.Cleanup(func() {
+		for _, p := range listening(ports...) {
+			exec.Command("redis-cli", "-p", p, "shutdown", "nosave").Run()
+		}
+	})
+}
+
+// checkLeftNothing fails tb when the recipe left a server listening on
+// one of ports, a file in tmp (its TMPDIR) or in dir (its folder) beyond
+// keep, or the database db.
+func checkLeftNothing(tb testing.TB, ports []string, tmp, dir string, keep []string, admin, db string) {
+	tb.Helper()
+	if open := listening(ports...); len(open) > 0 {
+		tb.Errorf("after its clean-up, something still listens on the recipe's ports %v", open)
+	}
+	for _, d := range []string{tmp, dir} {
+		entries, err := os.ReadDir(d)
+		if err != nil {
+			tb.Fatal(err)
+		}
+		for _, e := range entries {
+			if d != dir || !slices.Contains(keep, e.Name()) {
+				tb.Errorf("after its clean-up, the recipe left %s", filepath.Join(d, e.Name()))
+			}
+		}
+	}
+	if databaseExists(tb, admin, db) {
+		tb.Errorf("after its clean-up, the database %s is still there", db)
+	}
+}
+
+// get returns the status and body of a GET of u.
+func get(tb testing.TB, u string) (int, string) {
+	tb.Helper()
+	resp, err := (&http.Client{Timeout: 10 * time.Second}).Get(u)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	defer resp.Body.Close()
+	body, err := io.ReadAll(resp.Body)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	return resp.StatusCode, string(body)
+}
+
 // TestRecipe_Tour runs the README's Getting started command (the binary
 // for `go run ./cmd/followgraph`), on a free port given as
 // FOLLOWGRAPH_ADDR, and the README's tour against it, as written: every
@@ -390,4 +510,63 @@ func TestRecipe_Tour(t *testing.T) {
 	if lines := errorLines(logs); len(lines) > 0 {
 		t.Errorf("a start on one machine logged %d ERROR lines:\n%s", len(lines), strings.Join(lines, "\n"))
 	}
+}
+
+// TestRecipe_Production runs the README's production recipe as written,
+// on free ports and a database of its own: Redis and NATS on loopback
+// with their files in a temporary folder, serve on them and PostgreSQL,
+// with the tour against it. Then, in the same shell, the Redis Cluster
+// recipe, whose serve rebuilds the graph from the database, and both
+// clean-ups, which leave no server, file or database behind. Neither
+// serve logs an ERROR line.
+func TestRecipe_Production(t *testing.T) {
+	admin := testenv.Server(t, testenv.Postgres, testenv.PostgresHint)
+	needCommands(t, "bash", "curl", "redis-server", "redis-cli", "nats-server", "createdb", "dropdb")
+	db := recipeDatabase(t, admin)
+	redisPort, natsPort := freePort(t), freePort(t)
+	var clusterPorts []string
+	for range 6 {
+		clusterPorts = append(clusterPorts, clusterPort(t)) // its bus port, +10000, free too
+	}
+	ports := append([]string{redisPort, natsPort}, clusterPorts...)
+	shutdownRedisAtEnd(t, ports...)
+	dir, tmp, addr := recipeDir(t), t.TempDir(), freeAddr(t)
+	env := []string{"redis_port=" + redisPort, "nats_port=" + natsPort, "FOLLOWGRAPH_ADDR=" + addr,
+		"postgres=" + postgresBase(t, admin), "db=" + db, "cluster_ports=" + strings.Join(clusterPorts, " "), "TMPDIR=" + tmp}
+	script := docRecipe(t, "README.md", "production") + docRecipe(t, "README.md", "redis-cluster") +
+		docRecipe(t, "README.md", "redis-cluster-stop") + docRecipe(t, "README.md", "production-stop")
+	begin := time.Now()
+	run := startRecipe(t, dir, env, script)
+	run.waitReady(t, "http://"+addr)
+	t.Logf("RECIPE | production | ready in %.1f s", time.Since(begin).Seconds())
+	tour := docRecipe(t, "README.md", "tour")
+	tourRun := startRecipe(t, dir, env, tour)
+	tourRun.wait(t, time.Minute)
+	checkTour(t, tour, tourRun.recorded(t))
+	code, counts := get(t, "http://"+addr+"/v1/users/2")
+	if code != http.StatusOK {
+		t.Fatalf("GET /v1/users/2: %d %s", code, counts)
+	}
+	run.interrupt(t)
+
+	begin = time.Now()
+	run.waitReady(t, "http://"+addr)
+	t.Logf("RECIPE | redis-cluster | ready in %.1f s", time.Since(begin).Seconds())
+	if code, again := get(t, "http://"+addr+"/v1/users/2"); code != http.StatusOK || again != counts {
+		t.Errorf("on the Redis Cluster, GET /v1/users/2 answered %d %s, on Redis %s", code, again, counts)
+	}
+	run.interrupt(t)
+	run.wait(t, time.Minute)
+
+	logs := run.out.String()
+	if n := strings.Count(logs, `"msg":"followgraph ready"`); n != 2 {
+		t.Errorf("%d followgraph ready lines, want 2 (Redis, then the Cluster):\n%s", n, logs)
+	}
+	if !strings.Contains(logs, `"msg":"rebuilding the graph in Redis`) {
+		t.Errorf("the serve on the new Redis Cluster did not say it rebuilt the graph:\n%s", logs)
+	}
+	if lines := errorLines(logs); len(lines) > 0 {
+		t.Errorf("the production recipe's serves logged %d ERROR lines:\n%s", len(lines), strings.Join(lines, "\n"))
+	}
+	checkLeftNothing(t, ports, tmp, dir, []string{"followgraph"}, admin, db)
 }
