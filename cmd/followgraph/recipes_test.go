@@ -570,3 +570,93 @@ func TestRecipe_Production(t *testing.T) {
 	}
 	checkLeftNothing(t, ports, tmp, dir, []string{"followgraph"}, admin, db)
 }
+
+// knownHAErrors are the ERROR lines that a normal start of the highly
+// available topology logs today: each node's embedded NATS server says
+// so while it tries the routes of the nodes not up yet.
+var knownHAErrors = []string{"Error trying to connect to route"}
+
+// TestRecipe_HA runs docs/DEPLOY.md's highly available topology on
+// binaries as written, on free ports and a database of its own: three
+// serve nodes running the event log among them, a Redis master and its
+// replica, PostgreSQL. A write reads back through every node; with a node
+// killed, the other two take a write, and the node started again rejoins
+// and reads it; the clean-up leaves no server, file or database behind.
+func TestRecipe_HA(t *testing.T) {
+	admin := testenv.Server(t, testenv.Postgres, testenv.PostgresHint)
+	needCommands(t, "bash", "curl", "redis-server", "redis-cli", "createdb", "dropdb")
+	db := recipeDatabase(t, admin)
+	var api, route []string
+	for range 3 {
+		api, route = append(api, freePort(t)), append(route, freePort(t))
+	}
+	redisPort, replicaPort := freePort(t), freePort(t)
+	ports := append(append([]string{redisPort, replicaPort}, api...), route...)
+	shutdownRedisAtEnd(t, redisPort, replicaPort)
+	dir, tmp, logs := recipeDir(t), t.TempDir(), t.TempDir()
+	env := []string{"api_ports=" + strings.Join(api, " "), "route_ports=" + strings.Join(route, " "),
+		"redis_port=" + redisPort, "replica_port=" + replicaPort, "postgres=" + postgresBase(t, admin), "db=" + db,
+		"TMPDIR=" + tmp, "FGTEST_LOGS=" + logs}
+	check, kill := docRecipe(t, "docs/DEPLOY.md", "ha-check"), docRecipe(t, "docs/DEPLOY.md", "ha-kill")
+	script := docRecipe(t, "docs/DEPLOY.md", "ha") + check + kill +
+		// The test's own line: the nodes' logs and the routes' password, kept
+		// from the clean-up.
+		`cp "$ha"/node*.log "$ha/route-password" "$FGTEST_LOGS"/` + "\n" +
+		docRecipe(t, "docs/DEPLOY.md", "ha-stop")
+	begin := time.Now()
+	run := startRecipe(t, dir, env, script)
+	run.wait(t, 3*time.Minute)
+	t.Logf("RECIPE | ha | ran in %.1f s", time.Since(begin).Seconds())
+
+	as := run.recorded(t)
+	// ha-check's write, then its loop's read through each node; ha-kill's two.
+	if want := curlCount(check) + len(api) + curlCount(kill); len(as) != want {
+		t.Fatalf("%d answers, want %d: %v\n%s", len(as), want, as, run.out)
+	}
+	for i, a := range as {
+		if a.code != http.StatusOK {
+			t.Errorf("%s: answered %d %s", a, a.code, a.body)
+			continue
+		}
+		var edge struct{ Following bool }
+		if err := json.Unmarshal([]byte(a.body), &edge); err != nil || !edge.Following {
+			t.Errorf("answer %d, %s: %s, want following true", i+1, a, a.body)
+		}
+	}
+	for i, node := range api {
+		if !slices.ContainsFunc(as[1:4], func(a recipeAnswer) bool { return strings.Contains(a.args[0], ":"+node+"/") }) {
+			t.Errorf("node %d (:%s) was not read back: %v", i, node, as[1:4])
+		}
+	}
+	t.Logf("RECIPE | ha | a killed node started again answered %.1f s after the others took a write without it", as[5].at.Sub(as[4].at).Seconds())
+
+	password, err := os.ReadFile(filepath.Join(logs, "route-password"))
+	if err != nil || len(password) < 16 {
+		t.Fatalf("the routes' password: %q, %v", password, err)
+	}
+	for i := range 3 {
+		data, err := os.ReadFile(filepath.Join(logs, fmt.Sprintf("node%d.log", i)))
+		if err != nil {
+			t.Fatal(err)
+		}
+		log := string(data)
+		want := 1 // node 0 twice: it was started again
+		if i == 0 {
+			want = 2
+		}
+		if n := strings.Count(log, `"msg":"followgraph ready"`); n != want {
+			t.Errorf("node %d logged followgraph ready %d times, want %d:\n%s", i, n, want, log)
+		}
+		if strings.Contains(log, string(password)) {
+			t.Errorf("node %d logged the routes' password", i)
+		}
+		errs := errorLines(log)
+		for _, l := range errs {
+			if !slices.ContainsFunc(knownHAErrors, func(known string) bool { return strings.Contains(l, known) }) {
+				t.Errorf("node %d logged an ERROR line: %s", i, l)
+			}
+		}
+		t.Logf("RECIPE | ha | node %d logged %d ERROR lines", i, len(errs))
+	}
+	checkLeftNothing(t, ports, tmp, dir, []string{"followgraph"}, admin, db)
+}
