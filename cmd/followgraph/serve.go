@@ -229,7 +229,8 @@ func serve(ctx context.Context, cfg Config, scrub *secret.Scrubber) error {
 }
 
 // Main is the serve command's program. Run opens the parts in order (the
-// data folder's lock when the folder keeps the embedded store or log, the
+// listen addresses and the TLS and token files, the data folder's lock
+// when the folder keeps the embedded store or log, the
 // durable store, the event log, the engine, the HTTP server, then the
 // graph's recovery, the persister, the relay, the engine's keeper and its
 // account-state jobs) and starts them; Close stops taking requests,
@@ -240,7 +241,10 @@ type Main struct {
 	scrub  *secret.Scrubber
 	logger *slog.Logger
 
-	hup     chan os.Signal // SIGHUP
+	hup     chan os.Signal      // SIGHUP
+	ln      net.Listener        // the API's, bound by bind (TLS on it with --tls-cert)
+	adminLn net.Listener        // the operator port's (--admin-addr), or nil
+	tokens  *auth.Authenticator // nil: no authentication
 	http    *http.Server
 	served  chan error              // the HTTP server's end
 	closers []func(context.Context) // what Run opened, for Close, in the order opened
@@ -275,6 +279,9 @@ func (m *Main) Run(ctx context.Context) (err error) {
 	m.opened(func(context.Context) { signal.Stop(m.hup) })
 	if limit, _ := parseBytes(cfg.MemoryLimit); limit > 0 {
 		debug.SetMemoryLimit(limit)
+	}
+	if err := m.bind(); err != nil {
+		return err
 	}
 	if cfg.embedded() {
 		unlock, err := cfg.lockData()
@@ -365,6 +372,60 @@ func (m *Main) Run(ctx context.Context) (err error) {
 	return nil
 }
 
+// bind listens on --addr and --admin-addr, and reads the TLS and token
+// files, before any backend is touched or the data folder made: an
+// address in use or a file that cannot be read is refused with nothing
+// made. A connection that comes before the HTTP server serves waits for
+// it (in the listen backlog).
+func (m *Main) bind() error {
+	cfg := m.cfg
+	ln, err := listenOn("--addr", cfg.Addr)
+	if err != nil {
+		return err
+	}
+	m.opened(func(context.Context) { ln.Close() })
+	if cfg.TLSCert != "" {
+		tlsCfg, err := tlsfiles.Server(cfg.TLSCert, cfg.TLSKey, cfg.TLSClientCA, func(err error) {
+			m.logger.Error("the renewed TLS certificate could not be loaded; serving the last good one", "err", err)
+		})
+		if err != nil {
+			return err
+		}
+		// Below the framing check and the connection limit, so that both
+		// see the requests in clear.
+		ln = tls.NewListener(ln, tlsCfg)
+	}
+	m.ln = ln
+	if cfg.AdminAddr != "" {
+		if m.adminLn, err = listenOn("--admin-addr", cfg.AdminAddr); err != nil {
+			return err
+		}
+		m.opened(func(context.Context) { m.adminLn.Close() })
+	}
+	if cfg.authenticated() {
+		if m.tokens, err = auth.New(cfg.Auth); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// listenOn listens on addr, the value of flag, or says why it cannot.
+func listenOn(flag, addr string) (net.Listener, error) {
+	ln, err := net.Listen("tcp", addr)
+	if err == nil {
+		return ln, nil
+	}
+	var op *net.OpError
+	if errors.As(err, &op) {
+		err = op.Err
+	}
+	if errors.Is(err, syscall.EADDRINUSE) {
+		return nil, fmt.Errorf("%s %s: %w: another process listens there; stop it, or give %s another port", flag, addr, err, flag)
+	}
+	return nil, fmt.Errorf("%s %s: %w", flag, addr, err)
+}
+
 // openLog opens the event log, refusing to start when the store and the
 // log no longer hold everything acknowledged (unless --accept-data-loss).
 func (m *Main) openLog(ctx context.Context, store durableStore) (*eventlog.Log, error) {
@@ -430,15 +491,10 @@ func (m *Main) listen(eng *engine, store durableStore, elog *eventlog.Log, reg *
 	if eng.ready != nil {
 		opts = append(opts, httpapi.WithReadiness("redis", eng.ready))
 	}
-	var tokens *auth.Authenticator // nil: no authentication
-	if cfg.authenticated() {
-		var err error
-		if tokens, err = auth.New(cfg.Auth); err != nil {
-			return "", err
-		}
-		opts = append(opts, httpapi.WithAuth(tokens))
+	if m.tokens != nil {
+		opts = append(opts, httpapi.WithAuth(m.tokens))
 	}
-	m.started(func(ctx context.Context) { m.reloadOnHangup(ctx, tokens) })
+	m.started(func(ctx context.Context) { m.reloadOnHangup(ctx, m.tokens) })
 	if cfg.AdminAddr != "" {
 		opts = append(opts, httpapi.WithOperatorPort())
 	}
@@ -457,26 +513,10 @@ func (m *Main) listen(eng *engine, store durableStore, elog *eventlog.Log, reg *
 		}
 		handler = console.Mount(handler)
 	}
-	ln, err := net.Listen("tcp", cfg.Addr)
-	if err != nil {
-		return "", err
-	}
-	if cfg.TLSCert != "" {
-		tlsCfg, err := tlsfiles.Server(cfg.TLSCert, cfg.TLSKey, cfg.TLSClientCA, func(err error) {
-			m.logger.Error("the renewed TLS certificate could not be loaded; serving the last good one", "err", err)
-		})
-		if err != nil {
-			ln.Close()
-			return "", err
-		}
-		// Below the framing check and the connection limit, so that both
-		// see the requests in clear.
-		ln = tls.NewListener(ln, tlsCfg)
-	}
 	m.http = api.HTTPServer(handler)
 	m.served = make(chan error, 1)
-	go func() { m.served <- m.http.Serve(api.Listen(ln)) }()
-	return ln.Addr().String(), nil
+	go func() { m.served <- m.http.Serve(api.Listen(m.ln)) }()
+	return m.ln.Addr().String(), nil
 }
 
 // withPprof serves /debug/pprof/ beside h.
@@ -496,10 +536,7 @@ func withPprof(h http.Handler) http.Handler {
 // network only operators reach. It closes last, so that the metrics
 // answer while the service drains.
 func (m *Main) serveOperators(api *httpapi.Server) error {
-	ln, err := net.Listen("tcp", m.cfg.AdminAddr)
-	if err != nil {
-		return fmt.Errorf("--admin-addr: %w", err)
-	}
+	ln := m.adminLn
 	var h http.Handler = api.OperatorHandler()
 	if m.cfg.Pprof {
 		h = withPprof(h)

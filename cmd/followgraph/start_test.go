@@ -5,7 +5,9 @@ import (
 	"encoding/json"
 	"errors"
 	"io/fs"
+	"net"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -116,5 +118,41 @@ func (s *server) waitLogged(t *testing.T, msg string, d time.Duration) {
 			t.Fatalf("followgraph did not log %q within %s:\n%s", msg, d, s.logs)
 		}
 		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+// TestServe_AddressTaken: an --addr or --admin-addr another process
+// listens on is refused before anything is made: no data folder, no
+// embedded log or store in it.
+func TestServe_AddressTaken(t *testing.T) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	taken := ln.Addr().String()
+	for _, tt := range []struct {
+		name string
+		args []string
+		flag string
+	}{
+		{"API", []string{"--addr", taken}, "--addr"},
+		{"Operator", []string{"--addr", freeAddr(t), "--admin-addr", taken}, "--admin-addr"},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			data := filepath.Join(t.TempDir(), "data")
+			cmd := exec.Command(binary, append([]string{"serve", "--data", data}, tt.args...)...)
+			out, err := cmd.CombinedOutput()
+			if err == nil {
+				t.Fatalf("serve on a taken address did not fail:\n%s", out)
+			}
+			if !strings.Contains(string(out), tt.flag+" "+taken) || !strings.Contains(string(out), "already in use") {
+				t.Errorf("the error does not name %s %s as in use:\n%s", tt.flag, taken, out)
+			}
+			if _, err := os.Stat(data); !errors.Is(err, fs.ErrNotExist) {
+				entries, _ := os.ReadDir(data)
+				t.Errorf("the data folder was made (%v, holding %v) although serve could not listen", err, entries)
+			}
+		})
 	}
 }
