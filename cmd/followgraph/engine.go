@@ -83,6 +83,11 @@ func redisEngine(ctx context.Context, cfg Config, store durableStore, elog *even
 		default:
 		}
 	}
+	if err := waitBackend(ctx, logger, "Redis", cfg.StartTimeout, redisTransient, func(ctx context.Context) error {
+		return probeRedis(ctx, cfg.Redis, cfg.RedisReplicas)
+	}); err != nil {
+		return nil, err
+	}
 	replicas, closeReplicas, err := replicaReads(cfg.Redis, cfg.RedisReplicas)
 	if err != nil {
 		return nil, err

@@ -290,7 +290,12 @@ func (m *Main) Run(ctx context.Context) (err error) {
 		}
 		m.opened(func(context.Context) { unlock() })
 	}
-	store, storeDesc, err := openStore(ctx, cfg.DB, cfg.Data)
+	var store durableStore
+	var storeDesc string
+	err = waitBackend(ctx, m.logger, "the durable store", cfg.StartTimeout, storeTransient, func(ctx context.Context) (err error) {
+		store, storeDesc, err = openStore(ctx, cfg.DB, cfg.Data)
+		return err
+	})
 	if err != nil {
 		return err
 	}

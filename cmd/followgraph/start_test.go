@@ -121,6 +121,51 @@ func (s *server) waitLogged(t *testing.T, msg string, d time.Duration) {
 	}
 }
 
+// TestServe_WaitsForBackends: a Redis or a database that does not answer
+// yet when serve starts is tried again, logging each try, for up to
+// --start-timeout, as the event log is; serve becomes ready once it
+// answers.
+func TestServe_WaitsForBackends(t *testing.T) {
+	for _, tt := range []struct {
+		name string
+		// down returns the flags of a backend that is not up, and what
+		// starts it.
+		down func(t *testing.T) (args []string, up func())
+		warn string
+	}{
+		{"Redis", func(t *testing.T) ([]string, func()) {
+			r := startRedis(t)
+			r.kill()
+			return []string{"--redis", r.url(), "--redis-prefix", "fgtest-wait"}, r.start
+		}, "Redis is unavailable; trying again"},
+		{"Postgres", func(t *testing.T) ([]string, func()) {
+			p := startPostgres(t)
+			db := newDatabase(t, p.admin)
+			p.stop()
+			return []string{"--db", db}, p.start
+		}, "the durable store is unavailable; trying again"},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			args, up := tt.down(t)
+			s := spawn(t, t.TempDir(), launchOptions{args: append(args, "--start-timeout", "60s")})
+			time.Sleep(3 * time.Second)
+			select {
+			case <-s.done:
+				t.Fatalf("serve gave up on a backend that was down for 3 s, with --start-timeout 60s:\n%s", s.logs)
+			default:
+			}
+			up()
+			if err := s.waitReady(60 * time.Second); err != nil {
+				t.Fatal(err)
+			}
+			if !strings.Contains(s.logs.String(), tt.warn) {
+				t.Errorf("serve did not log %q while it waited:\n%s", tt.warn, s.logs)
+			}
+			s.stop(t)
+		})
+	}
+}
+
 // TestServe_AddressTaken: an --addr or --admin-addr another process
 // listens on is refused before anything is made: no data folder, no
 // embedded log or store in it.
