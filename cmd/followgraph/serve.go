@@ -444,9 +444,17 @@ func (m *Main) openLog(ctx context.Context, store durableStore) (*eventlog.Log, 
 		Cluster: cfg.natsCluster(), StartWait: cfg.StartTimeout,
 		Stream: cfg.NATSStream, Subject: natsSubject(cfg.NATSStream), Sync: sync, Logger: m.logger, DiskReserve: reserve,
 		KeepApplied: cfg.Redis != ""}, cfg.AcceptDataLoss, m.logger)
+	var other *recovery.OtherStream
+	if errors.As(err, &other) {
+		return nil, fmt.Errorf("refusing to start: %w.\nGive --nats-stream %s, the store's log (a store is fed by one log: a new stream needs a new store)", err, other.Fed)
+	}
 	var damage *recovery.Damage
 	if errors.As(err, &damage) {
-		return nil, fmt.Errorf("refusing to start: %w.\nRestore the missing data from a backup, or start with --accept-data-loss to go on without it", err)
+		hint := ""
+		if damage.Replaced {
+			hint = "; if --nats, --nats-stream or --data changed since the last start, give the ones the store was fed from"
+		}
+		return nil, fmt.Errorf("refusing to start: %w.\nRestore the missing data from a backup, or start with --accept-data-loss to go on without it%s", err, hint)
 	}
 	if fg.ErrorCode(err) == fg.EUnavailable {
 		return nil, fmt.Errorf("the event log is still unavailable after --start-timeout %s: %w", cfg.StartTimeout, err)
