@@ -45,7 +45,8 @@ func complaints(tb testing.TB, logs string) []string {
 // folder, a Redis key prefix never used, a new NATS stream and PostgreSQL
 // database) starts, takes a write and stops without logging a WARN or an
 // ERROR line: nothing is wrong, and a warning on every first start
-// teaches operators to ignore warnings.
+// teaches operators to ignore warnings. On Redis it says, at INFO, that
+// the deployment is new, not that Redis lost the graph.
 func TestServe_FreshStartQuiet(t *testing.T) {
 	for _, tt := range []struct {
 		name string
@@ -69,6 +70,14 @@ func TestServe_FreshStartQuiet(t *testing.T) {
 			s.stop(t)
 			for _, line := range complaints(t, s.logs.String()) {
 				t.Errorf("a fresh deployment logged: %s", line)
+			}
+			for _, e := range logEntries(t, s.logs.String()) {
+				if msg, _ := e["msg"].(string); strings.Contains(msg, "503") || strings.Contains(msg, "does not hold") {
+					t.Errorf("a fresh deployment logged as if something were lost: %s", toJSON(e))
+				}
+			}
+			if tt.name != "Embedded" && !strings.Contains(s.logs.String(), "a new deployment") {
+				t.Errorf("a fresh deployment on Redis did not say it is one:\n%s", s.logs)
 			}
 		})
 	}
