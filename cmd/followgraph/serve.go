@@ -283,6 +283,7 @@ func (m *Main) Run(ctx context.Context) (err error) {
 	if err := m.bind(); err != nil {
 		return err
 	}
+	m.logStart()
 	if cfg.embedded() {
 		unlock, err := cfg.lockData()
 		if err != nil {
@@ -291,9 +292,8 @@ func (m *Main) Run(ctx context.Context) (err error) {
 		m.opened(func(context.Context) { unlock() })
 	}
 	var store durableStore
-	var storeDesc string
 	err = waitBackend(ctx, m.logger, "the durable store", cfg.StartTimeout, storeTransient, func(ctx context.Context) (err error) {
-		store, storeDesc, err = openStore(ctx, cfg.DB, cfg.Data)
+		store, err = openStore(ctx, cfg.DB, cfg.Data)
 		return err
 	})
 	if err != nil {
@@ -327,25 +327,16 @@ func (m *Main) Run(ctx context.Context) (err error) {
 	}
 
 	var loaded atomic.Bool
-	addr, err := m.listen(eng, store, elog, reg, &loaded)
-	if err != nil {
+	if err := m.listen(eng, store, elog, reg, &loaded); err != nil {
 		return err
 	}
-	natsDesc := "embedded at " + filepath.Join(cfg.Data, "nats")
-	if cfg.NATS != "" {
-		natsDesc = secret.Redact(cfg.NATS)
-	} else if cfg.NATSCluster != "" {
-		natsDesc = "embedded cluster node at " + filepath.Join(cfg.Data, "nats") + ", routes " + secret.Redact(cfg.NATSCluster)
-	}
-	m.logger.Info("followgraph serving", "addr", addr, "engine", eng.desc,
-		"eventlog", "nats jetstream "+natsDesc, "store", storeDesc, "fsync", cfg.Fsync, "version", version())
 
 	// Recovery: the record, then the log's tail after what the record has.
 	start := time.Now()
 	if err := eng.recover(ctx); err != nil {
 		return err
 	}
-	ready := append([]any{"recovery", time.Since(start).String()}, eng.stats()...)
+	ready := append([]any{"recovery", time.Since(start).String(), "console", m.consoleURL()}, eng.stats()...)
 	if _, _, below := elog.BelowReserve(); below {
 		// Reads are served; writes wait for space, and so does /readyz.
 		m.logger.Warn("followgraph ready", append(ready, "writes",
@@ -375,6 +366,42 @@ func (m *Main) Run(ctx context.Context) (err error) {
 	}
 	loaded.Store(true)
 	return nil
+}
+
+// logStart logs serve's first line: the addresses it listens on, each
+// backend (every secret masked), the sync policy and the version.
+func (m *Main) logStart() {
+	cfg := m.cfg
+	natsDesc := "embedded at " + filepath.Join(cfg.Data, "nats")
+	if cfg.NATS != "" {
+		natsDesc = secret.Redact(cfg.NATS)
+	} else if cfg.NATSCluster != "" {
+		natsDesc = "embedded cluster node at " + filepath.Join(cfg.Data, "nats") + ", routes " + secret.Redact(cfg.NATSCluster)
+	}
+	attrs := []any{"addr", m.ln.Addr().String()}
+	if m.adminLn != nil {
+		attrs = append(attrs, "admin_addr", m.adminLn.Addr().String())
+	}
+	m.logger.Info("followgraph starting", append(attrs, "engine", engineDesc(cfg), "eventlog", "nats jetstream "+natsDesc,
+		"store", storeDesc(cfg.DB, cfg.Data), "fsync", cfg.Fsync, "version", version())...)
+}
+
+// consoleURL is the console's URL: on the operator port with
+// --admin-addr, else on the API's (HTTPS with --tls-cert). An address
+// on every interface is given as localhost, which reaches it from the
+// machine itself.
+func (m *Main) consoleURL() string {
+	scheme, ln := "http", m.ln
+	if m.adminLn != nil {
+		ln = m.adminLn
+	} else if m.cfg.TLSCert != "" {
+		scheme = "https"
+	}
+	host, port, _ := net.SplitHostPort(ln.Addr().String())
+	if ip := net.ParseIP(host); ip != nil && ip.IsUnspecified() {
+		host = "localhost"
+	}
+	return scheme + "://" + net.JoinHostPort(host, port) + "/console/"
 }
 
 // bind listens on --addr and --admin-addr, and reads the TLS and token
@@ -473,10 +500,10 @@ func (m *Main) engine(ctx context.Context, store durableStore, elog *eventlog.Lo
 // errLoading answers API requests until the graph is loaded.
 var errLoading = &fg.Error{Code: fg.EUnavailable, Message: "the graph is still loading"}
 
-// listen starts the HTTP server: health, readiness and metrics at once,
-// the API once loaded is set; and the operator port, with --admin-addr. It
-// returns the address the API listens on.
-func (m *Main) listen(eng *engine, store durableStore, elog *eventlog.Log, reg *prometheus.Registry, loaded *atomic.Bool) (string, error) {
+// listen starts the HTTP server on the address bind took: health,
+// readiness and metrics at once, the API once loaded is set; and the
+// operator port, with --admin-addr.
+func (m *Main) listen(eng *engine, store durableStore, elog *eventlog.Log, reg *prometheus.Registry, loaded *atomic.Bool) error {
 	cfg := m.cfg
 	opts := []httpapi.Option{
 		httpapi.WithLimits(cfg.Limits),
@@ -518,7 +545,7 @@ func (m *Main) listen(eng *engine, store durableStore, elog *eventlog.Log, reg *
 	var handler http.Handler = api
 	if cfg.AdminAddr != "" {
 		if err := m.serveOperators(api); err != nil {
-			return "", err
+			return err
 		}
 	} else {
 		if cfg.Pprof {
@@ -529,7 +556,7 @@ func (m *Main) listen(eng *engine, store durableStore, elog *eventlog.Log, reg *
 	m.http = api.HTTPServer(handler)
 	m.served = make(chan error, 1)
 	go func() { m.served <- m.http.Serve(api.Listen(m.ln)) }()
-	return m.ln.Addr().String(), nil
+	return nil
 }
 
 // withPprof serves /debug/pprof/ beside h.

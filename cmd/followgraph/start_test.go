@@ -210,3 +210,38 @@ func TestServe_AddressTaken(t *testing.T) {
 		})
 	}
 }
+
+// TestServe_StartLines: serve's first log line is `followgraph starting`,
+// naming the address and each backend, before any backend's line; and
+// `followgraph ready` gives the console's URL, on the operator port when
+// there is one.
+func TestServe_StartLines(t *testing.T) {
+	admin := freeAddr(t)
+	for _, tt := range []struct {
+		name    string
+		args    []string
+		console func(s *server) string
+	}{
+		{"API port", nil, func(s *server) string { return s.url + "/console/" }},
+		{"Operator port", []string{"--admin-addr", admin}, func(*server) string { return "http://" + admin + "/console/" }},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			s := start(t, t.TempDir(), tt.args...)
+			s.stop(t)
+			entries := logEntries(t, s.logs.String())
+			first := entries[0]
+			if first["msg"] != "followgraph starting" || first["addr"] != s.addr() || first["store"] == nil || first["eventlog"] == nil || first["engine"] == nil {
+				t.Errorf("the first line is not `followgraph starting` with the address and the backends: %s", toJSON(first))
+			}
+			var ready map[string]any
+			for _, e := range entries {
+				if e["msg"] == "followgraph ready" {
+					ready = e
+				}
+			}
+			if ready == nil || ready["console"] != tt.console(s) {
+				t.Errorf("the ready line does not give the console at %s: %s", tt.console(s), toJSON(ready))
+			}
+		})
+	}
+}
