@@ -197,10 +197,19 @@ func (s *Server) handle(pattern string, f apiFunc) { s.route(pattern, f, true, a
 func (s *Server) handleOps(pattern string, f apiFunc) { s.route(pattern, f, false, accessOpen) }
 
 // route routes pattern to f, behind WithGate's gate when gated, and, with
-// WithAuth, behind a check of the request's token for need.
+// WithAuth, behind a check of the request's token for need. A route that
+// changes the graph (an API route that is not a GET, nor a read such as
+// handleRead's) has the deadline of a write.
 func (s *Server) route(pattern string, f apiFunc, gated bool, need access) {
+	write := gated && need != accessRead && !strings.HasPrefix(pattern, http.MethodGet+" ")
 	s.mux.HandleFunc(pattern, func(w http.ResponseWriter, r *http.Request) {
 		markMatched(w)
+		if sw, ok := w.(*statusWriter); ok && write {
+			// Before anything has waited on the context, which fixes its
+			// deadline.
+			sw.ctx.deadline = sw.ctx.deadline.Add(s.limits.WriteRequestTimeout - sw.timeout)
+			sw.timeout = s.limits.WriteRequestTimeout
+		}
 		ctx := requestContext(w, r)
 		if need != accessOpen && s.auth != nil {
 			if err := s.authorize(r, need); err != nil {
@@ -265,8 +274,10 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	start := time.Now()
 	// Every request's work has a deadline: the handlers pass the context
 	// that the writer keeps to the graph, whose backend calls end by then
-	// (writeError answers 503).
-	sw := &statusWriter{ResponseWriter: w, ctx: deadlineCtx{Context: r.Context(), deadline: start.Add(s.limits.RequestTimeout)}}
+	// (writeError answers 503). A write's route moves it to its own
+	// (route).
+	sw := &statusWriter{ResponseWriter: w, timeout: s.limits.RequestTimeout,
+		ctx: deadlineCtx{Context: r.Context(), deadline: start.Add(s.limits.RequestTimeout)}}
 	defer sw.ctx.cancel()
 	defer func() {
 		route := r.Pattern
@@ -429,7 +440,8 @@ type statusWriter struct {
 	wroteHeader bool
 	matched     bool
 	heldCode    int
-	ctx         deadlineCtx // the request's context, with its deadline
+	ctx         deadlineCtx   // the request's context, with its deadline
+	timeout     time.Duration // the deadline's distance from the request's start
 }
 
 func (w *statusWriter) WriteHeader(code int) {

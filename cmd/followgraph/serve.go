@@ -120,7 +120,8 @@ func (c Config) Validate() error {
 		return err
 	}
 	if err := c.Limits.Validate(); err != nil {
-		return fmt.Errorf("--write-timeout %s, --request-timeout %s: %w", c.Limits.WriteTimeout, c.Limits.RequestTimeout, err)
+		return fmt.Errorf("--write-timeout %s, --request-timeout %s, --write-request-timeout %s: %w",
+			c.Limits.WriteTimeout, c.Limits.RequestTimeout, c.Limits.WriteRequestTimeout, err)
 	}
 	if _, err := parseBytes(c.MemoryLimit); err != nil {
 		return fmt.Errorf("--memory-limit: %w", err)
@@ -185,9 +186,10 @@ func newServe() *cobra.Command {
 	f.IntVar(&cfg.WriteBurst, "write-burst", 20, "burst of writes per user over --write-rate")
 	f.IntVar(&cfg.JobsRate, "jobs-rate", defaultJobsRate, "edges per second that the jobs of account states (hiding, restoring, deleting a user's edges) change, over all jobs (0: as fast as the engine allows)")
 	d := httpapi.DefaultLimits
-	f.DurationVar(&cfg.Limits.RequestTimeout, "request-timeout", d.RequestTimeout, "deadline of each request: its backend calls end by then, and it answers 503")
+	f.DurationVar(&cfg.Limits.RequestTimeout, "request-timeout", d.RequestTimeout, "deadline of each read: its backend calls end by then, and it answers 503")
+	f.DurationVar(&cfg.Limits.WriteRequestTimeout, "write-request-timeout", d.WriteRequestTimeout, "deadline of each write, as --request-timeout is a read's: long enough to wait out the election of a new leader of the event log's stream on a NATS cluster (4 to 9 s), or a Redis failover")
 	f.DurationVar(&cfg.Limits.ReadTimeout, "read-timeout", d.ReadTimeout, "longest a client may take to send a request, head and body")
-	f.DurationVar(&cfg.Limits.WriteTimeout, "write-timeout", d.WriteTimeout, "longest from the end of a request's head to the end of its answer (more than --request-timeout)")
+	f.DurationVar(&cfg.Limits.WriteTimeout, "write-timeout", d.WriteTimeout, "longest from the end of a request's head to the end of its answer (more than --request-timeout and --write-request-timeout)")
 	f.DurationVar(&cfg.Limits.IdleTimeout, "idle-timeout", d.IdleTimeout, "longest a keep-alive connection may wait for its next request")
 	f.IntVar(&cfg.Limits.MaxConns, "max-connections", defaultMaxConns(), "most connections served at once; beyond, a new one is answered 503 (200 on /healthz) and closed")
 	f.StringVar(&cfg.MemoryLimit, "memory-limit", "", "soft memory limit of the Go runtime, such as 2GiB (default: GOMEMLIMIT, or none)")
