@@ -320,7 +320,8 @@ func TestSecrets_NATSList(t *testing.T) {
 }
 
 // TestServe_ElectionWrites: three serve --nats-cluster nodes with the
-// default flags; writers on the two nodes that do not lead the stream
+// default flags, started together, log no ERROR line (nor a warning of
+// their NATS servers) in their normal start; writers on the two nodes that do not lead the stream
 // write one change at a time (their clients wait 30 s), and the node
 // that leads the stream is killed with SIGKILL. No write may fail: a
 // write waits out the stream's leader election (4 to 9 s) within its
@@ -341,6 +342,13 @@ func TestServe_ElectionWrites(t *testing.T) {
 	}
 	for _, err := range waitAllReady(c.nodes, 90*time.Second) {
 		t.Fatal(err)
+	}
+	for i, n := range c.nodes {
+		for _, e := range logEntries(t, n.logs.String()) {
+			if e["level"] == "ERROR" || e["level"] == "WARN" && e["component"] == "nats-server" {
+				t.Errorf("node %d, a normal start, logged: %s", i, toJSON(e))
+			}
+		}
 	}
 	type result struct {
 		at, took time.Duration // from the kill; the write's time
