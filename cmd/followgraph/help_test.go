@@ -93,3 +93,78 @@ func TestHelp_EnvNames(t *testing.T) {
 		t.Errorf("FOLLOWGRAPH_DISK_RESERVE=1GiB set --disk-reserve to %q", got)
 	}
 }
+
+// run runs the command line args on a new root, and returns what it
+// printed and its error.
+func run(args ...string) (string, error) {
+	root := newRoot()
+	var out bytes.Buffer
+	root.SetOut(&out)
+	root.SetErr(&out)
+	root.SetArgs(args)
+	err := root.Execute()
+	return out.String(), err
+}
+
+// TestHelp_ServeGrouped: serve's help lists its flags under headings, in
+// the order backends, security, limits, tuning, operations, every flag
+// under one; it has an example for one machine and one for production,
+// and points to the docs.
+func TestHelp_ServeGrouped(t *testing.T) {
+	help, err := run("serve", "--help")
+	if err != nil {
+		t.Fatal(err)
+	}
+	headings := []string{"Backends", "Security", "Limits", "Tuning", "Operations"}
+	at := make([]int, len(headings))
+	for i, h := range headings {
+		at[i] = strings.Index(help, "\n"+h)
+		if at[i] < 0 || i > 0 && at[i] < at[i-1] {
+			t.Fatalf("serve --help has no heading %q after %q:\n%s", h, headings[max(i-1, 0)], help)
+		}
+	}
+	group := func(flag string) string {
+		i := strings.Index(help, "\n  --"+flag+" ")
+		if i < 0 {
+			i = strings.Index(help, "\n  --"+flag+"\n")
+		}
+		if i < 0 {
+			return ""
+		}
+		g := ""
+		for j, h := range headings {
+			if at[j] < i {
+				g = h
+			}
+		}
+		return g
+	}
+	for flag, want := range map[string]string{"redis": "Backends", "nats-cluster": "Backends", "db": "Backends",
+		"auth-tokens": "Security", "tls-cert": "Security", "request-timeout": "Limits", "max-connections": "Limits",
+		"persist-batch": "Tuning", "jobs-rate": "Tuning", "log-level": "Operations", "addr": "Operations"} {
+		if got := group(flag); got != want {
+			t.Errorf("--%s is under %q, want %q", flag, got, want)
+		}
+	}
+	serve, _, _ := newRoot().Find([]string{"serve"})
+	serve.LocalFlags().VisitAll(func(f *pflag.Flag) {
+		if f.Name != "help" && group(f.Name) == "" {
+			t.Errorf("--%s is under no heading", f.Name)
+		}
+	})
+	for _, want := range []string{"Examples:", "followgraph serve\n", "--redis redis://", "--db postgres://", "docs/OPERATIONS.md", "/console/"} {
+		if !strings.Contains(help, want) {
+			t.Errorf("serve --help does not have %q:\n%s", want, help)
+		}
+	}
+	example := help[strings.Index(help, "Examples:"):strings.Index(help, "Flags, each")]
+	flags := serveFlags(t)
+	for _, command := range strings.Split(strings.ReplaceAll(example, "\\\n", " "), "\n") {
+		if args, ok := strings.CutPrefix(strings.TrimSpace(command), "followgraph serve"); ok {
+			checkArgs(t, "serve --help's example", flags, strings.Fields(args))
+		}
+	}
+	if line := regexp.MustCompile(`(?s)  --nats-cluster string.*?\n  --`).FindString(help); !strings.Contains(line, "--redis") || !strings.Contains(line, "--db") {
+		t.Errorf("the help of --nats-cluster does not say it needs --redis and --db:\n%s", line)
+	}
+}

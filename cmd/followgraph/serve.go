@@ -155,7 +155,25 @@ func newServe() *cobra.Command {
 	cmd := readsEnv(&cobra.Command{
 		Use:   "serve",
 		Short: "Serve the HTTP API (no flags: everything embedded, under ./data)",
-		Args:  cobra.NoArgs,
+		Long: `Serve the HTTP API (docs/API.md) and, at /console/, the operator's console.
+With no flags everything is embedded under ./data and the API listens on
+127.0.0.1:8080; --redis, --nats and --db put the graph, the event log and
+the durable store on servers, which several serve nodes share. Its log is JSON
+lines on stderr: "followgraph ready" says where the console is.
+
+Docs, in the source: README.md (the topologies), docs/OPERATIONS.md (the log,
+the console, what to do when something goes wrong), docs/DEPLOY.md
+(production, HA), docs/SECURITY.md (tokens, TLS).`,
+		Example: `  # One machine: everything embedded under ./data, on 127.0.0.1:8080
+	followgraph serve
+  # Production: Redis, a NATS cluster and PostgreSQL; every client needs a token
+  followgraph serve --addr 0.0.0.0:8080 --admin-addr 10.0.0.5:9090 \
+    --auth-tokens /etc/followgraph/tokens \
+    --redis redis://redis:6379 --redis-password-file /etc/followgraph/redis.pw \
+    --nats nats://nats1:4222,nats://nats2:4222,nats://nats3:4222 \
+    --nats-replicas 3 --db postgres://followgraph@db:5432/followgraph \
+    --db-password-file /etc/followgraph/db.pw`,
+		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			if err := envDefaults(cmd.Flags()); err != nil {
 				return err
@@ -207,6 +225,20 @@ func newServe() *cobra.Command {
 	f.StringVar(&cfg.AdminAddr, "admin-addr", "", "the operator port: /metrics, /debug/pprof/ (with --pprof), /healthz, /readyz and the console (/console/, with the API's reads), which the API port then does not serve (metrics, profiles, console); default: on the API port")
 	f.BoolVar(&cfg.Pprof, "pprof", false, "serve /debug/pprof/ (profiles shorter than --write-timeout)")
 	f.StringVar(&cfg.LogLevel, "log-level", "info", "debug, info, warn or error")
+	group(f, 0, "Backends: where the graph, the event log and the durable store live (each password can come from a file instead of the URL)",
+		"data", "redis", "redis-prefix", "redis-replicas", "redis-max-key-members", "redis-password-file",
+		"nats", "nats-stream", "nats-replicas", "nats-password-file", "fsync",
+		"nats-cluster", "nats-cluster-listen", "nats-cluster-password-file", "nats-node-name",
+		"db", "db-password-file")
+	group(f, 1, "Security: who may call the API, over what (docs/SECURITY.md)",
+		"auth-tokens", "auth-jwt-keys", "auth-jwt-issuer", "auth-jwt-audience", "tls-cert", "tls-key", "tls-client-ca", "insecure-no-auth")
+	group(f, 2, "Limits: what clients and users may hold of the service",
+		"request-timeout", "write-request-timeout", "read-timeout", "write-timeout", "idle-timeout", "max-connections",
+		"max-following", "write-rate", "write-burst", "memory-limit", "disk-reserve")
+	group(f, 3, "Tuning: the work in the background",
+		"persist-rate", "persist-batch", "persist-wait", "jobs-rate")
+	group(f, 4, "Operations: the ports, the log, starting and stopping (docs/OPERATIONS.md)",
+		"addr", "admin-addr", "log-level", "pprof", "start-timeout", "shutdown-timeout", "accept-data-loss")
 	return cmd
 }
 
