@@ -2,6 +2,7 @@ package main
 
 import (
 	"bytes"
+	"os"
 	"regexp"
 	"strings"
 	"testing"
@@ -94,15 +95,15 @@ func TestHelp_EnvNames(t *testing.T) {
 	}
 }
 
-// run runs the command line args on a new root, and returns what it
-// printed and its error.
+// run runs the command line args on a new root, as main does, and
+// returns what it printed and the error main prints.
 func run(args ...string) (string, error) {
 	root := newRoot()
 	var out bytes.Buffer
 	root.SetOut(&out)
 	root.SetErr(&out)
 	root.SetArgs(args)
-	err := root.Execute()
+	err := execute(root)
 	return out.String(), err
 }
 
@@ -166,5 +167,48 @@ func TestHelp_ServeGrouped(t *testing.T) {
 	}
 	if line := regexp.MustCompile(`(?s)  --nats-cluster string.*?\n  --`).FindString(help); !strings.Contains(line, "--redis") || !strings.Contains(line, "--db") {
 		t.Errorf("the help of --nats-cluster does not say it needs --redis and --db:\n%s", line)
+	}
+}
+
+// TestHelp_UnknownFlag: a flag that does not exist gets the nearest that
+// does.
+func TestHelp_UnknownFlag(t *testing.T) {
+	for _, tt := range []struct{ args []string }{
+		{[]string{"serve", "--adr", "x"}},
+		{[]string{"serve", "--adrr=x"}},
+		{[]string{"serve", "--nats-clustr", "x"}},
+		{[]string{"rebuild", "--rediss", "x"}},
+		{[]string{"serve", "--zzzzzz"}},
+	} {
+		_, err := run(tt.args...)
+		if err == nil {
+			t.Fatalf("%v: no error", tt.args)
+		}
+		want := map[string]string{"--adr": "--addr", "--adrr=x": "--addr", "--nats-clustr": "--nats-cluster", "--rediss": "--redis"}[tt.args[1]]
+		if want == "" {
+			if strings.Contains(err.Error(), "did you mean") {
+				t.Errorf("%v: %v, with nothing near", tt.args, err)
+			}
+			continue
+		}
+		if !strings.Contains(err.Error(), "did you mean "+want+"?") {
+			t.Errorf("%v: %v, want a suggestion of %s", tt.args, err, want)
+		}
+	}
+}
+
+// TestHelp_EnvError: a setting that is not valid, given in the
+// environment, is named as the variable that set it.
+func TestHelp_EnvError(t *testing.T) {
+	t.Setenv("FOLLOWGRAPH_FSYNC", "nope")
+	_, err := run("serve", "--data", t.TempDir())
+	if err == nil || !strings.Contains(err.Error(), "FOLLOWGRAPH_FSYNC") {
+		t.Errorf("FOLLOWGRAPH_FSYNC=nope: %v, want the variable named", err)
+	}
+	t.Setenv("FOLLOWGRAPH_FSYNC", "")
+	os.Unsetenv("FOLLOWGRAPH_FSYNC")
+	_, err = run("serve", "--data", t.TempDir(), "--fsync", "nope")
+	if err == nil || strings.Contains(err.Error(), "FOLLOWGRAPH_FSYNC") || !strings.Contains(err.Error(), "--fsync") {
+		t.Errorf("--fsync nope: %v, want the flag named and no variable", err)
 	}
 }
