@@ -55,6 +55,14 @@ type Server struct {
 	// operatorPort: /metrics is served by OperatorHandler, not the API
 	operatorPort bool
 	auth         *auth.Authenticator // nil: requests are not authenticated
+	history      metricsHistory      // its path "": none served
+}
+
+// metricsHistory is a history of metrics served beside them
+// (WithMetricsHistory).
+type metricsHistory struct {
+	path string
+	h    http.Handler
 }
 
 // readiness is a backend's check, for /readyz and the backend's up gauge.
@@ -110,11 +118,23 @@ func WithDegradable(name string, check func(ctx context.Context) error) Option {
 // port of its own that only operators reach (it asks for no token).
 func WithOperatorPort() Option { return func(s *Server) { s.operatorPort = true } }
 
-// OperatorHandler serves /metrics, /healthz and /readyz, for an operator
-// port (WithOperatorPort); everything else is 404.
+// WithMetricsHistory serves h, a recent history of the metrics (the
+// console's), at GET path, with the access of /metrics: a service token
+// with scope admin when authentication is on, and on the operator port
+// (OperatorHandler) with WithOperatorPort.
+func WithMetricsHistory(path string, h http.Handler) Option {
+	return func(s *Server) { s.history = metricsHistory{path: path, h: h} }
+}
+
+// OperatorHandler serves /metrics, /healthz and /readyz (and the metrics'
+// history, with WithMetricsHistory), for an operator port
+// (WithOperatorPort); everything else is 404.
 func (s *Server) OperatorHandler() http.Handler {
 	mux := http.NewServeMux()
 	mux.Handle("GET /metrics", promhttp.HandlerFor(s.reg, promhttp.HandlerOpts{}))
+	if s.history.path != "" {
+		mux.Handle("GET "+s.history.path, s.history.h)
+	}
 	mux.Handle("GET /healthz", s)
 	mux.Handle("GET /readyz", s)
 	return mux
@@ -171,8 +191,17 @@ func (s *Server) routes() {
 	if s.operatorPort {
 		return
 	}
-	metrics := promhttp.HandlerFor(s.reg, promhttp.HandlerOpts{})
-	s.mux.HandleFunc("GET /metrics", func(w http.ResponseWriter, r *http.Request) {
+	s.handleAdmin("GET /metrics", promhttp.HandlerFor(s.reg, promhttp.HandlerOpts{}))
+	if s.history.path != "" {
+		s.handleAdmin("GET "+s.history.path, s.history.h)
+	}
+}
+
+// handleAdmin routes pattern, an operator's route that is not JSON of
+// the API's, to h behind a check of a token with scope admin (with
+// WithAuth).
+func (s *Server) handleAdmin(pattern string, h http.Handler) {
+	s.mux.HandleFunc(pattern, func(w http.ResponseWriter, r *http.Request) {
 		markMatched(w)
 		if s.auth != nil {
 			if err := s.authorize(r, accessAdmin); err != nil {
@@ -180,7 +209,7 @@ func (s *Server) routes() {
 				return
 			}
 		}
-		metrics.ServeHTTP(w, r)
+		h.ServeHTTP(w, r)
 	})
 }
 

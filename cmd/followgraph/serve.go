@@ -572,6 +572,10 @@ func (m *Main) listen(eng *engine, store durableStore, elog *eventlog.Log, reg *
 	if cfg.AdminAddr != "" {
 		opts = append(opts, httpapi.WithOperatorPort())
 	}
+	// The console's charts open with the last minutes of these samples.
+	history := console.NewHistory(reg)
+	m.started(history.Run)
+	opts = append(opts, httpapi.WithMetricsHistory(console.HistoryPath, history))
 	api := httpapi.NewServer(eng.graph, opts...)
 	// The API routes itself; a mux in front only when pprof shares the
 	// port, so a request is not routed once more for nothing. The console
