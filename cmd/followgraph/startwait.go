@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
-	"math/rand/v2"
 	"net"
 	"strings"
 	"syscall"
@@ -15,31 +14,16 @@ import (
 	"github.com/redis/rueidis"
 
 	fg "github.com/followgraph/followgraph"
+	"github.com/followgraph/followgraph/eventlog"
 	"github.com/followgraph/followgraph/internal/secret"
 	"github.com/followgraph/followgraph/redisgraph"
 )
 
 // Start-up against backends that are not up yet: serve tries the
 // durable store and Redis again while they are unavailable, for up to
-// --start-timeout each, as the event log tries NATS (eventlog's retry),
-// so that nodes and their servers may start in any order.
-
-// The back-off between tries: startRetryBase, doubling up to
-// startRetryMax, with a random part so that nodes started together do
-// not try in step.
-const (
-	startRetryBase = 250 * time.Millisecond
-	startRetryMax  = 2 * time.Second
-)
-
-func startRetryDelay(tries int) time.Duration {
-	d := startRetryBase
-	for i := 1; i < tries && d < startRetryMax; i++ {
-		d *= 2
-	}
-	d = min(d, startRetryMax)
-	return d/2 + rand.N(d/2)
-}
+// --start-timeout each, as the event log tries NATS (eventlog's retry,
+// whose back-off it takes), so that nodes and their servers may start in
+// any order.
 
 // waitBackend calls open until it returns nil, or an error transient
 // does not call transient, or timeout has passed since the first try,
@@ -59,7 +43,7 @@ func waitBackend(ctx context.Context, logger *slog.Logger, what string, timeout 
 		if !transient(err) || ctx.Err() != nil {
 			return err
 		}
-		wait := min(startRetryDelay(tries), time.Until(until))
+		wait := min(eventlog.StartRetryDelay(tries), time.Until(until))
 		if wait <= 0 {
 			return fmt.Errorf("%s is still unavailable after --start-timeout %s (%d tries): %w", what, timeout, tries, err)
 		}
