@@ -21,7 +21,8 @@ func Example() {
 	srv := httptest.NewServer(httpapi.NewServer(memgraph.New()))
 	defer srv.Close()
 
-	c := client.New(srv.URL, client.WithHTTPClient(&http.Client{Timeout: 5 * time.Second}))
+	// A timeout longer than a write's deadline (15 s by default).
+	c := client.New(srv.URL, client.WithHTTPClient(&http.Client{Timeout: 20 * time.Second}))
 	ctx := context.Background()
 
 	res, err := c.Follow(ctx, 1, 2)

@@ -4,8 +4,9 @@
 // HTML, CSS and JavaScript, no build step); everything it shows, the
 // browser asks of the routes the server already serves (the /v1 API,
 // /metrics and /readyz), with the operator's token, which the server
-// checks as it checks any client's. Nothing of it runs in the server
-// while no page is open.
+// checks as it checks any client's, and the History of the metrics it
+// charts, which the server samples while it runs (history.go), so that
+// the page opens with the last minutes drawn.
 package console
 
 import (
@@ -41,12 +42,15 @@ var files = func() http.Handler {
 
 // Mount returns a handler that serves the console under Prefix (and
 // redirects the path without its last slash there) and passes every
-// other request to next unchanged. Its only cost for those is one
+// other request to next unchanged, HistoryPath included, which the
+// server routes with the access of /metrics. Its only cost for those is one
 // comparison of the path's start. The files need no token: they hold no
 // data, and the requests they make carry the operator's.
 func Mount(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		switch p := r.URL.Path; {
+		case p == HistoryPath: // the server's, with its token checks
+			next.ServeHTTP(w, r)
 		case strings.HasPrefix(p, Prefix):
 			files.ServeHTTP(w, r)
 		case p == Prefix[:len(Prefix)-1]:

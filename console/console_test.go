@@ -1,14 +1,20 @@
 package console_test
 
 import (
+	"encoding/json"
 	"io"
 	"io/fs"
+	"maps"
 	"net/http"
 	"net/http/httptest"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/followgraph/followgraph"
 	"github.com/followgraph/followgraph/console"
@@ -134,5 +140,75 @@ func TestFiles_SelfContained(t *testing.T) {
 	})
 	if err != nil {
 		t.Fatal(err)
+	}
+}
+
+// historyOf returns the JSON h answers.
+func historyOf(t *testing.T, h http.Handler) (answer struct {
+	IntervalSeconds float64 `json:"interval_seconds"`
+	Now             int64
+	Times           []int64
+	Series          []struct {
+		Name   string
+		Labels map[string]string
+		Values []*float64
+	}
+}) {
+	t.Helper()
+	resp := serve(t, h, http.MethodGet, console.HistoryPath)
+	if resp.StatusCode != http.StatusOK || resp.Header.Get("Content-Type") != "application/json" {
+		t.Fatalf("GET %s: %d %q, want 200 JSON", console.HistoryPath, resp.StatusCode, resp.Header.Get("Content-Type"))
+	}
+	if err := json.NewDecoder(resp.Body).Decode(&answer); err != nil {
+		t.Fatal(err)
+	}
+	return answer
+}
+
+// TestHistory: the History keeps the last window of samples of the
+// metrics the console charts, and of no other, a counter at 0 before it
+// was exported; the server serves it at HistoryPath, also through Mount
+// and on the operator port.
+func TestHistory(t *testing.T) {
+	reg := prometheus.NewRegistry()
+	requests := prometheus.NewCounterVec(prometheus.CounterOpts{Name: "followgraph_http_requests_total"}, []string{"route", "code"})
+	backlog := prometheus.NewGauge(prometheus.GaugeOpts{Name: "followgraph_persister_pending_events"})
+	other := prometheus.NewGauge(prometheus.GaugeOpts{Name: "followgraph_not_charted"})
+	reg.MustRegister(requests, backlog, other)
+	h := console.NewHistory(reg)
+	start := time.Unix(1_800_000_000, 0)
+	window := int(console.HistoryWindow / console.HistoryInterval)
+	for i := range window + 5 {
+		requests.WithLabelValues("GET /v1/users/{user}", "200").Add(1)
+		if i == window+2 {
+			requests.WithLabelValues("GET /v1/users/{user}", "503").Add(1)
+		}
+		backlog.Set(float64(i))
+		h.Sample(start.Add(time.Duration(i) * console.HistoryInterval))
+	}
+	server := httpapi.NewServer(memgraph.New(), httpapi.WithMetricsHistory(console.HistoryPath, h))
+	a := historyOf(t, console.Mount(server))
+	if len(a.Times) != window || a.Times[0] != start.Add(5*console.HistoryInterval).UnixMilli() || a.IntervalSeconds != console.HistoryInterval.Seconds() {
+		t.Fatalf("%d times from %d every %v s, want the last %d, from the 6th sample's", len(a.Times), a.Times[0], a.IntervalSeconds, window)
+	}
+	got := map[string][]*float64{}
+	for _, s := range a.Series {
+		if len(s.Values) != len(a.Times) {
+			t.Errorf("%s %v: %d values for %d times", s.Name, s.Labels, len(s.Values), len(a.Times))
+		}
+		got[s.Name+" "+s.Labels["code"]] = s.Values
+	}
+	if len(got) != 3 {
+		t.Fatalf("series %v, want the requests by code and the backlog, nothing else", slices.Collect(maps.Keys(got)))
+	}
+	if v := got["followgraph_persister_pending_events "]; *v[0] != 5 || *v[window-1] != float64(window+4) {
+		t.Errorf("the backlog's first and last kept values: %v, %v; want 5 and %d", *v[0], *v[window-1], window+4)
+	}
+	if v := got["followgraph_http_requests_total 503"]; v[window-4] == nil || *v[window-4] != 0 || *v[window-3] != 1 || *v[window-1] != 1 {
+		t.Errorf("the 503s, a counter that began at the third sample from the end: %v, want 0 before (a counter starts at 0)", v[window-4:])
+	}
+	op := httpapi.NewServer(memgraph.New(), httpapi.WithOperatorPort(), httpapi.WithMetricsHistory(console.HistoryPath, h))
+	if b := historyOf(t, console.OnOperatorPort(op.OperatorHandler(), op)); len(b.Times) != window {
+		t.Errorf("on the operator port: %d times, want %d", len(b.Times), window)
 	}
 }

@@ -142,7 +142,8 @@ func (l *Log) waitForCluster(ctx context.Context) error {
 	return l.retry(ctx, "JetStream cluster", func(ctx context.Context) error {
 		for {
 			if info, err := l.srv.Jsz(nil); err == nil && info.Meta != nil && info.Meta.Leader != "" {
-				l.log.Info("the JetStream cluster has a leader", "leader", info.Meta.Leader, "node", l.srv.Name())
+				l.log.Info("the JetStream cluster has a leader", "leader", info.Meta.Leader, "node", l.srv.Name(),
+					"nodes_connected", l.srv.NumRemotes()+1, "nodes", nodes)
 				return nil
 			}
 			select {

@@ -1,8 +1,11 @@
 package eventlog
 
 import (
+	"bytes"
 	"context"
+	"encoding/json"
 	"fmt"
+	"log/slog"
 	"slices"
 	"strings"
 	"sync"
@@ -307,4 +310,73 @@ func sameEvents(a, b []fg.Event) bool {
 		return out
 	}
 	return slices.Equal(ids(a), ids(b))
+}
+
+// lockedBuffer is a bytes.Buffer that several goroutines may write.
+type lockedBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (b *lockedBuffer) Write(p []byte) (int, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.b.Write(p)
+}
+
+func (b *lockedBuffer) String() string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.b.String()
+}
+
+// TestEmbeddedCluster_QuietStart: three embedded servers started a
+// moment apart, as the nodes of a deployment are, form their cluster
+// without an ERROR line (the first nodes' routes to the last fail until
+// it listens, which is the start, not a fault) and without a WARN line
+// of the servers'; and each line names its component once.
+func TestEmbeddedCluster_QuietStart(t *testing.T) {
+	cfgs := embeddedCluster(t, 3)
+	logs := make([]*lockedBuffer, len(cfgs))
+	for i := range cfgs {
+		logs[i] = &lockedBuffer{}
+		cfgs[i].Logger = slog.New(slog.NewJSONHandler(logs[i], &slog.HandlerOptions{Level: slog.LevelInfo}))
+	}
+	opened := make([]*Log, len(cfgs))
+	errs := make([]error, len(cfgs))
+	var wg sync.WaitGroup
+	for i, cfg := range cfgs {
+		wg.Go(func() {
+			if i == 2 {
+				time.Sleep(1500 * time.Millisecond) // after the others tried their routes to it
+			}
+			opened[i], errs[i] = Open(ctxTimeout(t, 2*time.Minute), cfg)
+		})
+	}
+	wg.Wait()
+	for i, l := range opened {
+		if l != nil {
+			t.Cleanup(func() { l.Close() })
+		}
+		if errs[i] != nil {
+			t.Fatalf("node %d: %v", i, errs[i])
+		}
+	}
+	for i, l := range opened {
+		publish(t, l, follow(fg.UserID(i+1), 100))
+	}
+	for i, buf := range logs {
+		for _, line := range strings.Split(strings.TrimSpace(buf.String()), "\n") {
+			var e struct{ Level, Component string }
+			if err := json.Unmarshal([]byte(line), &e); err != nil {
+				t.Fatalf("node %d logged a line that is not JSON: %q", i, line)
+			}
+			if n := strings.Count(line, `"component":`); n != 1 {
+				t.Errorf("node %d: a line names its component %d times: %s", i, n, line)
+			}
+			if e.Level == "ERROR" || e.Level == "WARN" && e.Component == "nats-server" {
+				t.Errorf("node %d, a normal start: %s", i, line)
+			}
+		}
+	}
 }

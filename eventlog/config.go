@@ -92,9 +92,11 @@ type Config struct {
 	// disk keeps: below it, publishes are refused at once (see disk.go).
 	// 0 means DefaultDiskReserve; a negative value, none.
 	DiskReserve int64
-	// MustExist makes Open fail with ErrNoStream rather than create the
-	// stream when it is missing: for a log that has stored events before
-	// (the durable store says so), a missing stream means they are lost.
+	// MustExist makes Open fail with a *NoStreamError (ErrNoStream)
+	// rather than create the stream when it is missing: for a log that has
+	// stored events before (the durable store says so), a missing stream
+	// means they are lost, or that the log is configured under another
+	// name than it has.
 	MustExist bool
 	// KeepApplied keeps the applied window (applied.go): the batches the
 	// persister applied, for AppliedWindow, for a hot copy that may come

@@ -29,10 +29,11 @@ const (
 	startRetryMax  = 2 * time.Second
 )
 
-// startRetryDelay is the wait after the tries-th failed try: with a
-// random part, so that nodes that started together do not go on trying
-// in step (two creating the stream at once, say).
-func startRetryDelay(tries int) time.Duration {
+// StartRetryDelay is the wait after the tries-th failed try of a step
+// of the start-up: with a random part, so that nodes that started
+// together do not go on trying in step (two creating the stream at once,
+// say). serve waits for its other backends with the same back-off.
+func StartRetryDelay(tries int) time.Duration {
 	d := startRetryBase
 	for i := 1; i < tries && d < startRetryMax; i++ {
 		d *= 2
@@ -110,7 +111,7 @@ func (l *Log) retry(ctx context.Context, what string, try func(ctx context.Conte
 		case !transient(err):
 			return fmt.Errorf("eventlog: %s: %w", what, err)
 		}
-		wait := min(startRetryDelay(tries), time.Until(l.waitUntil))
+		wait := min(StartRetryDelay(tries), time.Until(l.waitUntil))
 		if ctx.Err() != nil || wait <= 0 {
 			if tries > 1 {
 				err = fmt.Errorf("still failing after %d tries in %s: %w", tries, time.Since(l.opening).Round(time.Second), err)

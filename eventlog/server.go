@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"log/slog"
 	"os"
+	"slices"
 	"strings"
 	"time"
 
@@ -46,7 +47,9 @@ func (l *Log) startServer() error {
 	if err != nil {
 		return fmt.Errorf("eventlog: embedded server: %w", err)
 	}
-	srv.SetLoggerV2(serverLogger{l: l.log.With("component", "nats-server"), failed: func() { l.storeFailed.Store(true) }}, false, false, false)
+	srv.SetLoggerV2(serverLogger{l: l.cfg.Logger.With("component", "nats-server"),
+		starting: func() bool { return l.cfg.Cluster != nil && time.Now().Before(l.waitUntil) },
+		failed:   func() { l.storeFailed.Store(true) }}, false, false, false)
 	l.srv = srv
 	srv.Start()
 	if !srv.ReadyForConnections(startTimeout) {
@@ -68,9 +71,17 @@ func (l *Log) startServer() error {
 // but those of a cluster's leaders (elected, lost) are Info, so that a
 // leader change shows in the log. An error that says a write of the store
 // failed calls failed.
+//
+// While starting reports true (a cluster node, within Config.StartWait
+// of Open), what the node says while its peers come up is not a fault:
+// its errors connecting a route (a peer not listening yet) are Debug, and
+// its warnings of peers not there yet (startupWarnings) Info. A route
+// still failing after it is reported as an error again, as the server
+// repeats it (Cluster's ReconnectErrorReports).
 type serverLogger struct {
-	l      *slog.Logger
-	failed func()
+	l        *slog.Logger
+	starting func() bool
+	failed   func()
 }
 
 func (s serverLogger) Noticef(format string, v ...any) {
@@ -81,13 +92,34 @@ func (s serverLogger) Noticef(format string, v ...any) {
 	}
 	s.l.Debug(msg)
 }
-func (s serverLogger) Warnf(format string, v ...any)  { s.l.Warn(fmt.Sprintf(format, v...)) }
+
+// startupWarnings begin the warnings of a cluster node whose peers are
+// not all there yet, or not all answering yet.
+var startupWarnings = []string{
+	"Waiting for routing to be established",
+	"JetStream has not established contact with a meta leader",
+	"Did not receive all ", // stream or consumer info results
+}
+
+func (s serverLogger) Warnf(format string, v ...any) {
+	msg := fmt.Sprintf(format, v...)
+	if s.starting() && slices.ContainsFunc(startupWarnings, func(w string) bool { return strings.HasPrefix(msg, w) }) {
+		s.l.Info(msg)
+		return
+	}
+	s.l.Warn(msg)
+}
+
 func (s serverLogger) Fatalf(format string, v ...any) { s.error(fmt.Sprintf(format, v...)) }
 func (s serverLogger) Errorf(format string, v ...any) { s.error(fmt.Sprintf(format, v...)) }
 
 func (s serverLogger) error(msg string) {
 	if isWriteFailure(msg) {
 		s.failed()
+	}
+	if s.starting() && strings.HasPrefix(msg, "Error trying to connect to route") {
+		s.l.Debug(msg)
+		return
 	}
 	s.l.Error(msg)
 }

@@ -19,8 +19,36 @@ import (
 const createJitter = time.Second
 
 // ErrNoStream is Open's error when Config.MustExist is set and the stream
-// does not exist.
+// does not exist; the error is a *NoStreamError.
 var ErrNoStream = errors.New("eventlog: the stream does not exist")
+
+// NoStreamError is Open's error when Config.MustExist is set and the
+// stream does not exist. It names the server's other streams by identity
+// (see Identity), so that a caller can tell a log it knows by identity
+// that is there under another name from one that is gone.
+type NoStreamError struct {
+	Stream string
+	Others map[int64]string // the identity of each other stream: its name
+}
+
+func (e *NoStreamError) Error() string { return fmt.Sprintf("%v: %s", ErrNoStream, e.Stream) }
+
+// Is reports ErrNoStream as e.
+func (e *NoStreamError) Is(target error) bool { return target == ErrNoStream }
+
+// noStream returns the NoStreamError of the stream name, listing the
+// server's streams.
+func (l *Log) noStream(ctx context.Context, name string) error {
+	e := &NoStreamError{Stream: name, Others: map[int64]string{}}
+	list := l.js.ListStreams(ctx)
+	for info := range list.Info() {
+		e.Others[info.Created.UnixNano()] = info.Config.Name
+	}
+	if err := list.Err(); err != nil {
+		return err // tried again: the list is the point of the error
+	}
+	return final{e}
+}
 
 // streamConfig is the configuration Open creates the stream with.
 func (l *Log) streamConfig() jetstream.StreamConfig {
@@ -48,7 +76,7 @@ func (l *Log) ensureStream(ctx context.Context) error {
 	return l.retry(ctx, "stream "+want.Name, func(ctx context.Context) error {
 		s, err := l.js.Stream(ctx, want.Name)
 		if errors.Is(err, jetstream.ErrStreamNotFound) && l.cfg.MustExist {
-			return final{fmt.Errorf("%w: %s", ErrNoStream, want.Name)}
+			return l.noStream(ctx, want.Name)
 		}
 		if errors.Is(err, jetstream.ErrStreamNotFound) {
 			// Nodes that start together should not create the stream at

@@ -61,7 +61,11 @@ func (s *Server) writeError(ctx context.Context, w http.ResponseWriter, r *http.
 	case errors.Is(ctxErr, context.DeadlineExceeded) && (errors.Is(err, ctxErr) || code == followgraph.EUnavailable):
 		// The request's deadline passed: a backend is slow or gone.
 		status, code = http.StatusServiceUnavailable, followgraph.EUnavailable
-		msg = fmt.Sprintf("the request did not finish within its deadline of %s: a backend is slow or unreachable; retry later", s.limits.RequestTimeout)
+		timeout := s.limits.RequestTimeout
+		if sw, ok := w.(*statusWriter); ok {
+			timeout = sw.timeout
+		}
+		msg = fmt.Sprintf("the request did not finish within its deadline of %s: a backend is slow or unreachable; retry later", timeout)
 		s.log.Warn("httpapi: request deadline passed", "method", r.Method, "route", r.Pattern, "err", err)
 	case ctxErr != nil && errors.Is(err, ctxErr):
 		// The client went away: nobody reads the answer, and nothing is

@@ -479,3 +479,21 @@ func TestServer_BackendErrors(t *testing.T) {
 		})
 	}
 }
+
+// TestServer_ParamNamedInError: an id that is not valid in a query
+// parameter is refused naming the parameter (and, in a list, its place),
+// as in a body.
+func TestServer_ParamNamedInError(t *testing.T) {
+	f := newFixture(t, fixtureConfig{})
+	for target, want := range map[string]string{
+		"/v1/users/1/followers?viewer=abc": `viewer: invalid user id "abc"`,
+		"/v1/users/1/following?viewer=":    `viewer: invalid user id ""`,
+		"/v1/users?ids=1,x":                `ids[1]: invalid user id "x"`,
+		"/v1/users/1/relations?ids=0":      `ids[0]: invalid user id "0"`,
+	} {
+		a := f.get(target)
+		if a.status != http.StatusBadRequest || !strings.HasPrefix(a.errorMessage(), want) {
+			t.Errorf("GET %s: %d %q, want 400 with a message beginning %q", target, a.status, a.errorMessage(), want)
+		}
+	}
+}

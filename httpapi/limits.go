@@ -18,16 +18,22 @@ import (
 // Limits bound what clients can hold of a server: time, connections and
 // request bodies. Zero fields take the values of DefaultLimits.
 type Limits struct {
-	// RequestTimeout is the deadline of each request's work: every
-	// backend call it makes ends by then, and the request is answered
-	// 503 unavailable. A write whose deadline passes has an unknown
-	// outcome, as for any 503 on a write.
+	// RequestTimeout is the deadline of each read's work: every backend
+	// call it makes ends by then, and the request is answered 503
+	// unavailable.
 	RequestTimeout time.Duration
+	// WriteRequestTimeout is the deadline of each write's work (a route
+	// that changes the graph), as RequestTimeout is a read's. It is
+	// longer by default, so that a write waits out what briefly holds
+	// writes back (the election of a new leader of the event log's
+	// stream, 4 to 9 s) instead of failing. A write whose deadline passes
+	// has an unknown outcome, as for any 503 on a write.
+	WriteRequestTimeout time.Duration
 	// ReadTimeout bounds reading a request, head and body.
 	ReadTimeout time.Duration
 	// WriteTimeout bounds the time from the end of a request's head to the
 	// end of its answer, so that a client that does not read its answers
-	// is dropped. It must exceed RequestTimeout.
+	// is dropped. It must exceed RequestTimeout and WriteRequestTimeout.
 	WriteTimeout time.Duration
 	// IdleTimeout is how long a keep-alive connection may wait for its
 	// next request.
@@ -44,12 +50,13 @@ type Limits struct {
 
 // DefaultLimits are the limits of a server that is given none.
 var DefaultLimits = Limits{
-	RequestTimeout: 5 * time.Second,
-	ReadTimeout:    10 * time.Second,
-	WriteTimeout:   10 * time.Second,
-	IdleTimeout:    60 * time.Second,
-	MaxConns:       10_000,
-	MaxBodies:      16,
+	RequestTimeout:      5 * time.Second,
+	WriteRequestTimeout: 15 * time.Second,
+	ReadTimeout:         10 * time.Second,
+	WriteTimeout:        20 * time.Second,
+	IdleTimeout:         60 * time.Second,
+	MaxConns:            10_000,
+	MaxBodies:           16,
 }
 
 func (l Limits) withDefaults() Limits {
@@ -60,8 +67,11 @@ func (l Limits) withDefaults() Limits {
 	if l.ReadTimeout <= 0 {
 		l.ReadTimeout = d.ReadTimeout
 	}
+	if l.WriteRequestTimeout <= 0 {
+		l.WriteRequestTimeout = d.WriteRequestTimeout
+	}
 	if l.WriteTimeout <= 0 {
-		l.WriteTimeout = max(d.WriteTimeout, l.RequestTimeout+time.Second)
+		l.WriteTimeout = max(d.WriteTimeout, l.deadlines()+time.Second)
 	}
 	if l.IdleTimeout <= 0 {
 		l.IdleTimeout = d.IdleTimeout
@@ -78,11 +88,14 @@ func (l Limits) withDefaults() Limits {
 // Validate reports limits that cannot work together.
 func (l Limits) Validate() error {
 	l = l.withDefaults()
-	if l.WriteTimeout <= l.RequestTimeout {
-		return errors.New("the write timeout must exceed the request timeout, or an answer is cut off before its deadline")
+	if l.WriteTimeout <= l.deadlines() {
+		return errors.New("the write timeout must exceed the request timeouts, or an answer is cut off before its deadline")
 	}
 	return nil
 }
+
+// deadlines is the longer of the requests' deadlines.
+func (l Limits) deadlines() time.Duration { return max(l.RequestTimeout, l.WriteRequestTimeout) }
 
 // WithLimits sets the server's limits (see Limits; DefaultLimits without).
 func WithLimits(l Limits) Option { return func(s *Server) { s.limits = l.withDefaults() } }

@@ -6,6 +6,7 @@ import (
 	"io"
 	"net/http"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -286,5 +287,58 @@ func TestServer_Gate(t *testing.T) {
 	open.Store(true)
 	if a := f.do(request{method: http.MethodPut, target: "/v1/users/1/following/2"}); a.status != http.StatusOK {
 		t.Fatalf("follow once open: %d %s", a.status, a.body)
+	}
+}
+
+// deadlines is a graph that records the deadline each call's context
+// has, from the call's start.
+type deadlines struct {
+	fg.Graph
+	mu  sync.Mutex
+	got map[string]time.Duration
+}
+
+func (d *deadlines) note(call string, ctx context.Context) {
+	dl, _ := ctx.Deadline()
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	d.got[call] = time.Until(dl).Round(time.Second)
+}
+
+func (d *deadlines) Follow(ctx context.Context, user, target fg.UserID) (fg.FollowResult, error) {
+	d.note("Follow", ctx)
+	return d.Graph.Follow(ctx, user, target)
+}
+
+func (d *deadlines) IsFollowing(ctx context.Context, user, target fg.UserID) (fg.Edge, error) {
+	d.note("IsFollowing", ctx)
+	return d.Graph.IsFollowing(ctx, user, target)
+}
+
+func (d *deadlines) Relations(ctx context.Context, user fg.UserID, ids []fg.UserID) ([]fg.RelationInfo, error) {
+	d.note("Relations", ctx)
+	return d.Graph.Relations(ctx, user, ids)
+}
+
+// TestServer_WriteDeadline: a write has the deadline of a write, long
+// enough to wait out an election of the event log's leader, and a read,
+// a POST of ids included, the deadline of a read.
+func TestServer_WriteDeadline(t *testing.T) {
+	d := &deadlines{got: map[string]time.Duration{}}
+	f := newFixture(t, fixtureConfig{
+		wrap: func(g fg.Graph) fg.Graph { d.Graph = g; return d },
+		opts: []httpapi.Option{httpapi.WithLimits(httpapi.Limits{RequestTimeout: 3 * time.Second, WriteRequestTimeout: 12 * time.Second})},
+	})
+	f.do(request{method: http.MethodPut, target: "/v1/users/1/following/2"})
+	f.get("/v1/users/1/following/2")
+	f.do(request{method: http.MethodPost, target: "/v1/users/1/relations", body: []byte(`{"ids":["2"]}`)})
+	want := map[string]time.Duration{"Follow": 12 * time.Second, "IsFollowing": 3 * time.Second, "Relations": 3 * time.Second}
+	for call, dl := range want {
+		if got := d.got[call]; got != dl {
+			t.Errorf("%s: the request's deadline is %s away, want %s", call, got, dl)
+		}
+	}
+	if got := httpapi.DefaultLimits.WriteRequestTimeout; got < 10*time.Second {
+		t.Errorf("a write's default deadline is %s: shorter than a leader election of the log (up to 9 s, and a resend)", got)
 	}
 }

@@ -61,7 +61,7 @@ func queryIDs(q url.Values, max int) ([]followgraph.UserID, error) {
 	for i, p := range parts {
 		id, err := followgraph.ParseUserID(p)
 		if err != nil {
-			return nil, err
+			return nil, followgraph.Errorf(followgraph.EInvalidID, "ids[%d]: %s", i, followgraph.ErrorMessage(err))
 		}
 		ids[i] = id
 	}
@@ -69,14 +69,16 @@ func queryIDs(q url.Values, max int) ([]followgraph.UserID, error) {
 }
 
 // viewer returns the user id of parameter "viewer", and ok false when it
-// is absent. Present but empty is invalid_id.
+// is absent. Present but empty is invalid_id, the error naming viewer.
 func viewer(q url.Values) (id followgraph.UserID, ok bool, err error) {
 	vs, ok := q["viewer"]
 	if !ok {
 		return 0, false, nil
 	}
-	id, err = followgraph.ParseUserID(vs[0])
-	return id, err == nil, err
+	if id, err = followgraph.ParseUserID(vs[0]); err != nil {
+		return 0, false, followgraph.Errorf(followgraph.EInvalidID, "viewer: %s", followgraph.ErrorMessage(err))
+	}
+	return id, true, nil
 }
 
 // limit returns the value of parameter "limit": 0 (the default) when it

@@ -55,6 +55,14 @@ type Server struct {
 	// operatorPort: /metrics is served by OperatorHandler, not the API
 	operatorPort bool
 	auth         *auth.Authenticator // nil: requests are not authenticated
+	history      metricsHistory      // its path "": none served
+}
+
+// metricsHistory is a history of metrics served beside them
+// (WithMetricsHistory).
+type metricsHistory struct {
+	path string
+	h    http.Handler
 }
 
 // readiness is a backend's check, for /readyz and the backend's up gauge.
@@ -110,11 +118,23 @@ func WithDegradable(name string, check func(ctx context.Context) error) Option {
 // port of its own that only operators reach (it asks for no token).
 func WithOperatorPort() Option { return func(s *Server) { s.operatorPort = true } }
 
-// OperatorHandler serves /metrics, /healthz and /readyz, for an operator
-// port (WithOperatorPort); everything else is 404.
+// WithMetricsHistory serves h, a recent history of the metrics (the
+// console's), at GET path, with the access of /metrics: a service token
+// with scope admin when authentication is on, and on the operator port
+// (OperatorHandler) with WithOperatorPort.
+func WithMetricsHistory(path string, h http.Handler) Option {
+	return func(s *Server) { s.history = metricsHistory{path: path, h: h} }
+}
+
+// OperatorHandler serves /metrics, /healthz and /readyz (and the metrics'
+// history, with WithMetricsHistory), for an operator port
+// (WithOperatorPort); everything else is 404.
 func (s *Server) OperatorHandler() http.Handler {
 	mux := http.NewServeMux()
 	mux.Handle("GET /metrics", promhttp.HandlerFor(s.reg, promhttp.HandlerOpts{}))
+	if s.history.path != "" {
+		mux.Handle("GET "+s.history.path, s.history.h)
+	}
 	mux.Handle("GET /healthz", s)
 	mux.Handle("GET /readyz", s)
 	return mux
@@ -171,8 +191,17 @@ func (s *Server) routes() {
 	if s.operatorPort {
 		return
 	}
-	metrics := promhttp.HandlerFor(s.reg, promhttp.HandlerOpts{})
-	s.mux.HandleFunc("GET /metrics", func(w http.ResponseWriter, r *http.Request) {
+	s.handleAdmin("GET /metrics", promhttp.HandlerFor(s.reg, promhttp.HandlerOpts{}))
+	if s.history.path != "" {
+		s.handleAdmin("GET "+s.history.path, s.history.h)
+	}
+}
+
+// handleAdmin routes pattern, an operator's route that is not JSON of
+// the API's, to h behind a check of a token with scope admin (with
+// WithAuth).
+func (s *Server) handleAdmin(pattern string, h http.Handler) {
+	s.mux.HandleFunc(pattern, func(w http.ResponseWriter, r *http.Request) {
 		markMatched(w)
 		if s.auth != nil {
 			if err := s.authorize(r, accessAdmin); err != nil {
@@ -180,7 +209,7 @@ func (s *Server) routes() {
 				return
 			}
 		}
-		metrics.ServeHTTP(w, r)
+		h.ServeHTTP(w, r)
 	})
 }
 
@@ -197,10 +226,19 @@ func (s *Server) handle(pattern string, f apiFunc) { s.route(pattern, f, true, a
 func (s *Server) handleOps(pattern string, f apiFunc) { s.route(pattern, f, false, accessOpen) }
 
 // route routes pattern to f, behind WithGate's gate when gated, and, with
-// WithAuth, behind a check of the request's token for need.
+// WithAuth, behind a check of the request's token for need. A route that
+// changes the graph (an API route that is not a GET, nor a read such as
+// handleRead's) has the deadline of a write.
 func (s *Server) route(pattern string, f apiFunc, gated bool, need access) {
+	write := gated && need != accessRead && !strings.HasPrefix(pattern, http.MethodGet+" ")
 	s.mux.HandleFunc(pattern, func(w http.ResponseWriter, r *http.Request) {
 		markMatched(w)
+		if sw, ok := w.(*statusWriter); ok && write {
+			// Before anything has waited on the context, which fixes its
+			// deadline.
+			sw.ctx.deadline = sw.ctx.deadline.Add(s.limits.WriteRequestTimeout - sw.timeout)
+			sw.timeout = s.limits.WriteRequestTimeout
+		}
 		ctx := requestContext(w, r)
 		if need != accessOpen && s.auth != nil {
 			if err := s.authorize(r, need); err != nil {
@@ -265,8 +303,10 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	start := time.Now()
 	// Every request's work has a deadline: the handlers pass the context
 	// that the writer keeps to the graph, whose backend calls end by then
-	// (writeError answers 503).
-	sw := &statusWriter{ResponseWriter: w, ctx: deadlineCtx{Context: r.Context(), deadline: start.Add(s.limits.RequestTimeout)}}
+	// (writeError answers 503). A write's route moves it to its own
+	// (route).
+	sw := &statusWriter{ResponseWriter: w, timeout: s.limits.RequestTimeout,
+		ctx: deadlineCtx{Context: r.Context(), deadline: start.Add(s.limits.RequestTimeout)}}
 	defer sw.ctx.cancel()
 	defer func() {
 		route := r.Pattern
@@ -429,7 +469,8 @@ type statusWriter struct {
 	wroteHeader bool
 	matched     bool
 	heldCode    int
-	ctx         deadlineCtx // the request's context, with its deadline
+	ctx         deadlineCtx   // the request's context, with its deadline
+	timeout     time.Duration // the deadline's distance from the request's start
 }
 
 func (w *statusWriter) WriteHeader(code int) {

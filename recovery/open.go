@@ -20,6 +20,20 @@ type Store interface {
 	ResetLogPosition(ctx context.Context, p fg.LogPosition) error
 }
 
+// OtherStream is OpenLog's error when the stream cfg names does not
+// exist but the log the store was fed from does, under another name: the
+// log's configuration changed, and nothing is lost.
+type OtherStream struct {
+	Stream  string // the stream cfg names
+	Fed     string // the stream the store was fed from
+	Created int64  // its identity
+}
+
+func (e *OtherStream) Error() string {
+	return fmt.Sprintf("the durable store was fed from the event log's stream %s (created at %s), which NATS holds, and there is no stream %s",
+		e.Fed, stamp(e.Created), e.Stream)
+}
+
 // OpenLog opens the event log of cfg for store and checks that the two
 // still hold every event up to the last sequence the store knows of (see
 // Check). It returns a *Damage error (the log closed) when they do not,
@@ -44,11 +58,20 @@ func OpenLog(ctx context.Context, store Store, cfg eventlog.Config, accept bool,
 	}
 	cfg.MustExist = rec.Log != 0 && !accept
 	log, err := eventlog.Open(ctx, cfg)
-	if errors.Is(err, eventlog.ErrNoStream) {
+	var noStream *eventlog.NoStreamError
+	if errors.As(err, &noStream) {
+		if name, ok := noStream.Others[rec.Log]; ok {
+			return nil, &OtherStream{Stream: noStream.Stream, Fed: name, Created: rec.Log}
+		}
 		lost := sub(rec.Seen, rec.Applied)
-		return nil, &Damage{Lost: lost, Replaced: true, msg: fmt.Sprintf(
-			"the event log is gone (%v): the durable store was fed from a log created at %s, had applied it up to sequence %d and seen it reach %d, "+
-				"so at least %d acknowledged events not yet in the store are lost", err, stamp(rec.Log), rec.Applied, rec.Seen, lost)}
+		msg := fmt.Sprintf("the event log is gone (%v): the durable store was fed from a log created at %s, had applied it up to sequence %d and seen it reach %d, ",
+			err, stamp(rec.Log), rec.Applied, rec.Seen)
+		if lost > 0 {
+			msg += fmt.Sprintf("so at least %d acknowledged events not yet in the store are lost", lost)
+		} else {
+			msg += "so no acknowledged event is known to be lost (those acknowledged in the second before the log went may be)"
+		}
+		return nil, &Damage{Lost: lost, Replaced: true, msg: msg}
 	}
 	if err != nil {
 		return nil, err

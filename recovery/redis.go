@@ -149,12 +149,12 @@ func (r *Redis) pass(ctx context.Context) (waiting int, err error) {
 }
 
 // lossLevel is the level of the line that says Redis does not hold the
-// graph: a warning, but for a Redis that never held it (every stream
-// missing: a new deployment, or a total loss, which the rebuild's line
-// tells apart: a warning when the store and the log hold a graph).
+// graph: a warning when part of it is missing; Debug when all is (a new
+// deployment, or a total loss), which the line of the node that rebuilds
+// tells apart (rebuild).
 func lossLevel(missing, total int) slog.Level {
 	if missing == total {
-		return slog.LevelInfo
+		return slog.LevelDebug
 	}
 	return slog.LevelWarn
 }
@@ -307,14 +307,14 @@ func (r *Redis) rebuild(ctx context.Context) (bool, error) {
 	if err := Load(ctx, src, r.Store, r.Log); err != nil {
 		return false, err
 	}
-	st := src.Stats()
 	// A Redis without the graph over a store and log that hold one lost
 	// it (a warning); over empty ones it is a new deployment.
-	level := slog.LevelInfo
-	if st.Edges > 0 || st.Users > 0 {
-		level = slog.LevelWarn
+	if st := src.Stats(); st.Edges > 0 || st.Users > 0 {
+		r.Logger.Warn("rebuilding the graph in Redis from the durable store and the log: reads and writes answer 503 until it is done",
+			"edges", st.Edges, "users", st.Users)
+	} else {
+		r.Logger.Info("a new deployment: Redis holds no graph under this prefix, and the durable store and the log hold none; setting Redis up")
 	}
-	r.Logger.Log(ctx, level, "rebuilding the graph in Redis from the durable store and the log", "edges", st.Edges, "users", st.Users)
 	rs, err := r.Graph.Rebuild(ctx, src, redisgraph.RebuildOptions{})
 	if err != nil {
 		return false, fmt.Errorf("recovery: rebuild: %w", err)

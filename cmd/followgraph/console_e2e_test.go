@@ -15,6 +15,7 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	fg "github.com/followgraph/followgraph"
 	"github.com/followgraph/followgraph/internal/testenv"
@@ -70,9 +71,13 @@ type consoleRequest struct {
 
 // TestConsole_Browser: the console in headless Chromium against the real
 // server with authentication on. Without the token the page says the
-// metrics need scope admin; with it, a user's counts, first pages and
-// relations show as the API answers them, the backlog chart rises under
-// a write load, and every request the page made is one the server
+// metrics need scope admin; with it, its charts open with the server's
+// history (the requests made before the page opened), a user's counts,
+// first pages and relations show as the API answers them, with each time
+// on one line, the page's address names the user looked up, an address
+// naming a user opens it and a listed id opens its user, the requests
+// chart does not count the page's own polling, the backlog chart rises
+// under a write load, and every request the page made is one the server
 // serves. The screenshot is saved as console.png in artifacts(t).
 func TestConsole_Browser(t *testing.T) {
 	chromium, modules := browser(t)
@@ -83,7 +88,7 @@ func TestConsole_Browser(t *testing.T) {
 	// several of the page's polls.
 	// Slow jobs, so that the job of a user hidden below lasts while the
 	// page looks.
-	s := launch(t, t.TempDir(), launchOptions{token: token, args: []string{"--auth-tokens", tokens, "--persist-rate", "200", "--jobs-rate", "20"}})
+	s := launch(t, t.TempDir(), launchOptions{token: token, args: []string{"--auth-tokens", tokens, "--persist-rate", "200", "--jobs-rate", "10"}})
 	ctx := context.Background()
 	const user = 1
 	for i := range 30 {
@@ -92,7 +97,7 @@ func TestConsole_Browser(t *testing.T) {
 	for i := range 5 {
 		follow(t, s, fg.UserID(2+i), user)
 	}
-	const hidden = fg.UserID(500) // 300 followers at 20 edges a second: a job of 15 s
+	const hidden = fg.UserID(500) // 300 followers at 10 edges a second: a job of 30 s
 	for i := range 300 {
 		follow(t, s, fg.UserID(600+i), hidden)
 	}
@@ -101,11 +106,12 @@ func TestConsole_Browser(t *testing.T) {
 	}
 	relationIDs := []fg.UserID{2, 7, 40} // as RELATION_IDS below: mutual, following, none
 	account, settingsServed := settingsAnswer(t, s, token)
+	waitHistory(t, s, token, 4)
 
 	screenshot := filepath.Join(artifacts(t), "console.png")
 	cmd := exec.Command("node", filepath.Join("testdata", "console.cjs"))
 	cmd.Env = append(os.Environ(), "NODE_PATH="+modules, "CHROMIUM="+chromium, "CONSOLE_URL="+s.url, "TOKEN="+token,
-		"USER="+strconv.Itoa(user), "RELATION_IDS=2,7,40",
+		"USER="+strconv.Itoa(user), "RELATION_IDS=2,7,40", "LINKED=2",
 		"SCREENSHOT="+screenshot)
 	stdout, err := cmd.StdoutPipe()
 	if err != nil {
@@ -140,6 +146,12 @@ func TestConsole_Browser(t *testing.T) {
 		Following, Followers []string
 		Relations            [][2]string
 		Jobs                 [][]string
+		Opened               struct{ Samples, Max float64 }
+		Address              string
+		TimeLines            []int
+		IdleRequests         string
+		Linked               string
+		Clicked              struct{ ID, Address string }
 	}
 	next("shown", &shown)
 	// The load runs while the page watches: writes as fast as 8 clients
@@ -179,6 +191,23 @@ func TestConsole_Browser(t *testing.T) {
 		t.Errorf("sessionStorage holds %q, want the token entered", shown.Token)
 	}
 	checkShownUser(t, s, user, relationIDs, account, shown.Fields, shown.Following, shown.Followers, shown.Relations)
+	if shown.Opened.Samples < 2 || shown.Opened.Max <= 0 {
+		t.Errorf("at its first draw the requests chart had %v samples, highest %v: want the server's history, with the requests made before the page opened",
+			shown.Opened.Samples, shown.Opened.Max)
+	}
+	if shown.Address != "?user=1&relations=2,7,40" {
+		t.Errorf("after the look-up the page's address is %q, want ?user=1&relations=2,7,40", shown.Address)
+	}
+	if len(shown.TimeLines) == 0 || slices.ContainsFunc(shown.TimeLines, func(n int) bool { return n != 1 }) {
+		t.Errorf("the times shown take %v lines each, want 1", shown.TimeLines)
+	}
+	if shown.IdleRequests != "0 /s" {
+		t.Errorf("with no client sending requests, the requests chart shows %q, want 0 /s: the page's own polling counted", shown.IdleRequests)
+	}
+	if shown.Linked != "2" || shown.Clicked.ID != "1" || shown.Clicked.Address != "?user=1" {
+		t.Errorf("/console/?user=2 showed user %q; clicking the id %q in its following showed it with the address %q: want 2, then 1 at ?user=1",
+			shown.Linked, shown.Clicked.ID, shown.Clicked.Address)
+	}
 	if !slices.ContainsFunc(shown.Jobs, func(row []string) bool {
 		return len(row) == 3 && row[0] == "account states" && row[1] == "1 running" && strings.Contains(row[2], "edges left")
 	}) {
@@ -191,6 +220,28 @@ func TestConsole_Browser(t *testing.T) {
 		t.Errorf("the page threw: %q", done.Errors)
 	}
 	checkConsoleRequests(t, s, done.Requests, settingsServed)
+}
+
+// waitHistory waits until the server's history of its metrics, which
+// the console draws when it opens, holds n samples.
+func waitHistory(t *testing.T, s *server, token string, n int) {
+	t.Helper()
+	for deadline := time.Now().Add(30 * time.Second); ; {
+		req, _ := http.NewRequest(http.MethodGet, s.url+"/console/history", nil)
+		req.Header.Set("Authorization", "Bearer "+token)
+		var h struct{ Times []int64 }
+		if resp, err := http.DefaultClient.Do(req); err == nil {
+			json.NewDecoder(resp.Body).Decode(&h)
+			resp.Body.Close()
+		}
+		if len(h.Times) >= n {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the server's history holds %d samples after 30 s, want %d", len(h.Times), n)
+		}
+		time.Sleep(200 * time.Millisecond)
+	}
 }
 
 func follow(t *testing.T, s *server, user, target fg.UserID) {
@@ -320,7 +371,7 @@ func checkConsoleRequests(t *testing.T, s *server, requests []consoleRequest, se
 			t.Errorf("GET %s: %d, want the console's file", r.URL, r.Status)
 		}
 	}
-	for _, route := range []string{"/console/", "/console/console.js", "/console/console.css", "/metrics", "/readyz",
+	for _, route := range []string{"/console/", "/console/console.js", "/console/console.css", "/console/history", "/metrics", "/readyz",
 		"/v1/users/{user}", "/v1/users/{user}/settings", "/v1/users/{user}/following", "/v1/users/{user}/followers", "/v1/users/{user}/relations"} {
 		if !asked[route] {
 			t.Errorf("the page never asked %s; it asked %v", route, asked)

@@ -109,13 +109,13 @@ func TestDiskFull(t *testing.T) {
 		slowest time.Duration // the longest a refused write may take
 	}{
 		{"Reserve", "4MiB", 500 * time.Millisecond},
-		{"StoreFails", "0", 6 * time.Second}, // those in flight when the store fails wait for their deadline
+		{"StoreFails", "0", 6 * time.Second}, // those in flight when the store fails wait for their deadline, 5 s here
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			disk := smallDisk(t, 24)
 			data := filepath.Join(disk, "data")
 			ballast := filepath.Join(disk, "ballast")
-			s := startEnv(t, data, []string{"FOLLOWGRAPH_DISK_RESERVE=" + tt.reserve})
+			s := startEnv(t, data, []string{"FOLLOWGRAPH_DISK_RESERVE=" + tt.reserve, "FOLLOWGRAPH_WRITE_REQUEST_TIMEOUT=5s"})
 			fill(t, ballast, 16)
 			acked, slowest := writeUntilRefused(t, s, 1)
 			t.Logf("%d writes acknowledged before the disk was full; the slowest refusal took %v", len(acked), slowest.Round(time.Millisecond))

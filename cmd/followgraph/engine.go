@@ -27,7 +27,6 @@ import (
 // the in-process engine and Redis.
 type engine struct {
 	graph fg.Graph
-	desc  string // for the start-up log line
 	// recover brings the engine up to date before the service is ready.
 	recover func(ctx context.Context) error
 	stats   func() []any // for the ready log line
@@ -55,7 +54,6 @@ func memEngine(cfg Config, store durableStore, elog *eventlog.Log, reg prometheu
 	)
 	return &engine{
 		graph:   g,
-		desc:    "memgraph (in-process)",
 		recover: func(ctx context.Context) error { return recovery.Load(ctx, g, store, elog) },
 		stats: func() []any {
 			st := g.Stats()
@@ -82,6 +80,11 @@ func redisEngine(ctx context.Context, cfg Config, store durableStore, elog *even
 		case c <- struct{}{}:
 		default:
 		}
+	}
+	if err := waitBackend(ctx, logger, "Redis", cfg.StartTimeout, redisTransient, func(ctx context.Context) error {
+		return probeRedis(ctx, cfg.Redis, cfg.RedisReplicas)
+	}); err != nil {
+		return nil, err
 	}
 	replicas, closeReplicas, err := replicaReads(cfg.Redis, cfg.RedisReplicas)
 	if err != nil {
@@ -113,9 +116,8 @@ func redisEngine(ctx context.Context, cfg Config, store durableStore, elog *even
 		pipeline.WithRelayLogger(logger), pipeline.WithRelayIdle(5*time.Millisecond, maxIdle))
 	return &engine{
 		graph:   g,
-		desc:    fmt.Sprintf("redis %s (%s, prefix %q)", secret.Redact(cfg.Redis), mode, cfg.RedisPrefix),
 		recover: keeper.Recover,
-		stats:   func() []any { return nil },
+		stats:   func() []any { return []any{"redis_mode", mode} },
 		relay:   relay,
 		ready: func(ctx context.Context) error {
 			missing, total, err := g.OutboxMissing(ctx)
@@ -142,6 +144,15 @@ func redisEngine(ctx context.Context, cfg Config, store durableStore, elog *even
 			closeReplicas()
 		},
 	}, nil
+}
+
+// engineDesc describes the engine of cfg for the start-up log line, its
+// password masked.
+func engineDesc(cfg Config) string {
+	if cfg.Redis == "" {
+		return "memgraph (in-process)"
+	}
+	return fmt.Sprintf("redis %s (prefix %q)", secret.Redact(cfg.Redis), cfg.RedisPrefix)
 }
 
 // replicaReads returns the options of redisgraph that send reads to the

@@ -3,6 +3,7 @@ package main
 import (
 	"fmt"
 	"io"
+	"slices"
 	"strings"
 
 	"github.com/spf13/cobra"
@@ -94,16 +95,28 @@ func usage(c *cobra.Command) string {
 	}
 	if c.HasAvailableLocalFlags() {
 		env := c.Annotations[envAnnotation] != ""
-		if env {
+		rows, col := flagRows(c.LocalFlags(), env)
+		groups := groupsOf(rows)
+		switch {
+		case env && len(groups) > 1:
 			b.WriteString("\n\n" + wrapText("Flags, each also set by the environment variable on its line "+
-				"(FOLLOWGRAPH_ and the name, dashes as underscores); a flag given on the command line wins:", helpWidth) + "\n")
-		} else {
-			b.WriteString("\n\nFlags:\n")
+				"(FOLLOWGRAPH_ and the name, dashes as underscores); a flag given on the command line wins.", helpWidth))
+		case env:
+			b.WriteString("\n\n" + wrapText("Flags, each also set by the environment variable on its line "+
+				"(FOLLOWGRAPH_ and the name, dashes as underscores); a flag given on the command line wins:", helpWidth))
+		default:
+			b.WriteString("\n\nFlags:")
 		}
-		b.WriteString(strings.TrimSuffix(flagUsages(c.LocalFlags(), env), "\n"))
+		for _, g := range groups {
+			if len(groups) > 1 {
+				b.WriteString("\n\n" + wrapText(g.heading+":", helpWidth))
+			}
+			b.WriteString("\n" + strings.TrimSuffix(renderRows(g.rows, col), "\n"))
+		}
 	}
 	if c.HasAvailableInheritedFlags() {
-		b.WriteString("\n\nGlobal Flags:\n" + strings.TrimSuffix(flagUsages(c.InheritedFlags(), false), "\n"))
+		rows, col := flagRows(c.InheritedFlags(), false)
+		b.WriteString("\n\nGlobal Flags:\n" + strings.TrimSuffix(renderRows(rows, col), "\n"))
 	}
 	if c.HasAvailableSubCommands() {
 		b.WriteString("\n\n" + wrapText(fmt.Sprintf("Use \"%s [command] --help\" for more information about a command.", c.CommandPath()), helpWidth))
@@ -111,13 +124,39 @@ func usage(c *cobra.Command) string {
 	return strings.TrimRight(b.String(), "\n") + "\n"
 }
 
-// flagUsages lists the flags of fs: a line with the flag, its value's
-// type and, with env, the variable that sets it; then its help, with its
-// default, indented and wrapped.
-func flagUsages(fs *pflag.FlagSet, env bool) string {
-	type row struct{ head, env, help string }
-	var rows []row
-	col := 0 // where the variables begin: after the longest flag
+// groupAnnotation holds, on a flag, the heading it is listed under in
+// its command's help (group).
+const groupAnnotation = "followgraph/group"
+
+// group lists the flags names of fs under heading in their command's
+// help; the groups are listed in the order they are made (their number),
+// the flags of none last, under "Other".
+func group(fs *pflag.FlagSet, number int, heading string, names ...string) {
+	for _, name := range names {
+		if err := fs.SetAnnotation(name, groupAnnotation, []string{fmt.Sprint(number), heading}); err != nil {
+			panic(err) // a flag's name mistyped
+		}
+	}
+}
+
+// flagRow is a flag's entry in a help: its line, with the variable that
+// sets it, its help below, and its group.
+type flagRow struct {
+	head, env, help string
+	order           int // its group's number; -1 for none
+	heading         string
+}
+
+// flagGroup is the rows of one heading.
+type flagGroup struct {
+	heading string
+	rows    []flagRow
+}
+
+// flagRows lists the flags of fs: a line with the flag, its value's type
+// and, with env, the variable that sets it; then its help, with its
+// default. col is where the variables begin, after the longest flag.
+func flagRows(fs *pflag.FlagSet, env bool) (rows []flagRow, col int) {
 	fs.VisitAll(func(f *pflag.Flag) {
 		if f.Hidden {
 			return
@@ -141,13 +180,46 @@ func flagUsages(fs *pflag.FlagSet, env bool) string {
 		if f.Deprecated != "" {
 			help += fmt.Sprintf(" (deprecated: %s)", f.Deprecated)
 		}
-		r := row{head: head, help: help}
+		r := flagRow{head: head, help: help, order: -1}
+		if g := f.Annotations[groupAnnotation]; len(g) == 2 {
+			fmt.Sscan(g[0], &r.order)
+			r.heading = g[1]
+		}
 		if env && f.Name != "help" {
 			r.env = envName(f.Name)
 			col = max(col, len(head)+2)
 		}
 		rows = append(rows, r)
 	})
+	return rows, col
+}
+
+// groupsOf sorts rows into their groups, in the groups' order, the rows
+// of none last under "Other".
+func groupsOf(rows []flagRow) []flagGroup {
+	var groups []flagGroup
+	var other []flagRow
+	for _, r := range rows {
+		if r.order < 0 {
+			other = append(other, r)
+			continue
+		}
+		for len(groups) <= r.order {
+			groups = append(groups, flagGroup{})
+		}
+		groups[r.order].heading = r.heading
+		groups[r.order].rows = append(groups[r.order].rows, r)
+	}
+	if len(other) > 0 {
+		groups = append(groups, flagGroup{heading: "Other", rows: other})
+	}
+	return slices.DeleteFunc(groups, func(g flagGroup) bool { return len(g.rows) == 0 })
+}
+
+// renderRows writes rows as the help shows them, each flag's variable
+// at col (or after it, or on the next line, where col leaves no room),
+// its help below, indented and wrapped.
+func renderRows(rows []flagRow, col int) string {
 	var b strings.Builder
 	for _, r := range rows {
 		line := r.head

@@ -183,7 +183,7 @@ func TestHostile_IdleConnections(t *testing.T) {
 // server's write timeout cuts them off.
 func TestHostile_SlowReaders(t *testing.T) {
 	const conns, perConn = 50, 200
-	s := startEnv(t, t.TempDir(), []string{"FOLLOWGRAPH_REQUEST_TIMEOUT=1s", "FOLLOWGRAPH_WRITE_TIMEOUT=2s"})
+	s := startEnv(t, t.TempDir(), []string{"FOLLOWGRAPH_REQUEST_TIMEOUT=1s", "FOLLOWGRAPH_WRITE_REQUEST_TIMEOUT=1s", "FOLLOWGRAPH_WRITE_TIMEOUT=2s"})
 	baseline := metric(t, s, "go_goroutines")
 	var ids strings.Builder
 	for i := 1; i <= 1000; i++ {

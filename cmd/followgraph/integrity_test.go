@@ -165,3 +165,39 @@ func TestIntegrity_ExternalLogDeleted(t *testing.T) {
 		t.Fatalf("a node on a deleted stream: ready %v, output:\n%s", ready, out)
 	}
 }
+
+// TestIntegrity_StreamFlagChanged: a --nats-stream other than the one the
+// durable store was fed from is refused with what to do: give the
+// store's stream, which NATS still holds. Nothing is lost, so nothing is
+// said lost; and a log that is gone with nothing known lost says so
+// rather than "at least 0" lost.
+func TestIntegrity_StreamFlagChanged(t *testing.T) {
+	data := t.TempDir()
+	s := start(t, data)
+	if _, err := s.client.Follow(context.Background(), 1, 2); err != nil {
+		t.Fatal(err)
+	}
+	s.stop(t)
+	out, ready := serveOnce(t, data, "--nats-stream", "RENAMED")
+	if ready {
+		t.Fatalf("serve started on a stream the store was not fed from:\n%s", out)
+	}
+	if !strings.Contains(out, "refusing to start") || !strings.Contains(out, "--nats-stream FOLLOWGRAPH") ||
+		strings.Contains(out, "acknowledged events") || strings.Contains(out, "--accept-data-loss") {
+		t.Errorf("the refusal does not say to give --nats-stream FOLLOWGRAPH, or speaks of a loss:\n%s", out)
+	}
+	if out, ready := serveOnce(t, data); !ready {
+		t.Fatalf("the start with the store's stream is refused:\n%s", out)
+	}
+
+	if err := os.RemoveAll(filepath.Join(data, "nats")); err != nil {
+		t.Fatal(err)
+	}
+	out, ready = serveOnce(t, data)
+	if ready || !strings.Contains(out, "event log is gone") {
+		t.Fatalf("a log deleted after a clean stop: ready %v:\n%s", ready, out)
+	}
+	if strings.Contains(out, "at least 0") || !strings.Contains(out, "no acknowledged event is known to be lost") {
+		t.Errorf("a log deleted after everything was stored does not say that nothing is known lost:\n%s", out)
+	}
+}

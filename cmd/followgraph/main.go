@@ -15,7 +15,9 @@ import (
 func main() {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
-	if err := newRoot().ExecuteContext(ctx); err != nil {
+	root := newRoot()
+	root.SetContext(ctx)
+	if err := execute(root); err != nil {
 		fmt.Fprintln(os.Stderr, "followgraph:", err)
 		os.Exit(1)
 	}

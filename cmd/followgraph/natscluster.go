@@ -23,8 +23,8 @@ const defaultStartTimeout = time.Minute
 // clusterFlags registers serve's flags of the log's start-up and its
 // embedded cluster.
 func clusterFlags(f *pflag.FlagSet, s *servers, startTimeout *time.Duration) {
-	f.DurationVar(startTimeout, "start-timeout", defaultStartTimeout, "longest serve waits at start for an event log that is not available yet (NATS starting, no JetStream leader yet), logging each try")
-	f.StringVar(&s.NATSCluster, "nats-cluster", "", "route URLs of the nodes of an embedded NATS cluster, this one's included (nats-route://host:6222,...): each serve node runs one node")
+	f.DurationVar(startTimeout, "start-timeout", defaultStartTimeout, "longest serve waits at start for each backend that is not available yet (the database, NATS or Redis starting, no JetStream leader yet), logging each try")
+	f.StringVar(&s.NATSCluster, "nats-cluster", "", "route URLs of the nodes of an embedded NATS cluster, this one's included (nats-route://host:6222,...): each serve node runs one node, instead of --nats; needs --nats-cluster-listen, and --redis and --db, which the nodes share")
 	f.StringVar(&s.NATSClusterListen, "nats-cluster-listen", "", "host:port this node takes the other nodes' routes on (with --nats-cluster)")
 	f.StringVar(&s.NATSClusterPasswordFile, "nats-cluster-password-file", "", "file holding the password of the user of --nats-cluster's route URLs (instead of putting it in them)")
 	f.StringVar(&s.NATSNode, "nats-node-name", "", "this node's unique name in the NATS cluster (default: --nats-cluster-listen's host:port, or the host name and port)")

@@ -2,15 +2,20 @@ package main
 
 import (
 	"bufio"
+	"context"
 	"encoding/json"
 	"fmt"
+	"net/http"
 	"os"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
 	"testing"
 	"time"
 
+	fg "github.com/followgraph/followgraph"
+	"github.com/followgraph/followgraph/client"
 	"github.com/followgraph/followgraph/internal/testenv"
 )
 
@@ -312,4 +317,107 @@ func TestSecrets_NATSList(t *testing.T) {
 	if strings.Count(out, "fguser:xxxxx@") < 2 {
 		t.Errorf("the start-up line does not show both URLs masked:\n%s", out)
 	}
+}
+
+// TestServe_ElectionWrites: three serve --nats-cluster nodes with the
+// default flags, started together, log no ERROR line (nor a warning of
+// their NATS servers) in their normal start; writers on the two nodes that do not lead the stream
+// write one change at a time (their clients wait 30 s), and the node
+// that leads the stream is killed with SIGKILL. No write may fail: a
+// write waits out the stream's leader election (4 to 9 s) within its
+// deadline. FOLLOWGRAPH_TEST_ELECTIONS sets how many times the leader is
+// killed (1 by default; the node is started again between).
+func TestServe_ElectionWrites(t *testing.T) {
+	pg := testenv.Server(t, testenv.Postgres, testenv.PostgresHint)
+	rounds := 1
+	if v := os.Getenv("FOLLOWGRAPH_TEST_ELECTIONS"); v != "" {
+		var err error
+		if rounds, err = strconv.Atoi(v); err != nil || rounds < 1 {
+			t.Fatalf("FOLLOWGRAPH_TEST_ELECTIONS=%q: want a positive number", v)
+		}
+	}
+	c := newEmbeddedCluster(t, pg)
+	for i := range 3 {
+		c.start(i)
+	}
+	for _, err := range waitAllReady(c.nodes, 90*time.Second) {
+		t.Fatal(err)
+	}
+	for i, n := range c.nodes {
+		for _, e := range logEntries(t, n.logs.String()) {
+			if e["level"] == "ERROR" || e["level"] == "WARN" && e["component"] == "nats-server" {
+				t.Errorf("node %d, a normal start, logged: %s", i, toJSON(e))
+			}
+		}
+	}
+	type result struct {
+		at, took time.Duration // from the kill; the write's time
+		err      error
+	}
+	var longest []time.Duration
+	for round := range rounds {
+		victim := c.streamLeader()
+		if victim < 0 {
+			t.Fatal("no node says it leads the stream")
+		}
+		var (
+			mu      sync.Mutex
+			results []result
+			killed  time.Time
+			stop    = make(chan struct{})
+			wg      sync.WaitGroup
+		)
+		for i, n := range c.nodes {
+			if i == victim {
+				continue
+			}
+			cl := client.New(n.url, client.WithHTTPClient(&http.Client{Timeout: 30 * time.Second}))
+			for w := range 4 {
+				wg.Go(func() {
+					user := fg.UserID(1000*(round+1) + 100*i + w + 1)
+					for target := fg.UserID(1_000_000); ; target++ {
+						select {
+						case <-stop:
+							return
+						default:
+						}
+						begin := time.Now()
+						_, err := cl.Follow(context.Background(), user, target)
+						mu.Lock()
+						if !killed.IsZero() {
+							results = append(results, result{begin.Sub(killed), time.Since(begin), err})
+						}
+						mu.Unlock()
+					}
+				})
+			}
+		}
+		time.Sleep(time.Second)
+		mu.Lock()
+		killed = time.Now()
+		mu.Unlock()
+		c.nodes[victim].kill()
+		time.Sleep(15 * time.Second)
+		close(stop)
+		wg.Wait()
+		var most time.Duration
+		failed := 0
+		for _, r := range results {
+			most = max(most, r.took)
+			if r.err != nil {
+				failed++
+				if failed <= 5 {
+					t.Errorf("round %d: a write sent %.2f s after the kill failed after %.2f s: %v", round, r.at.Seconds(), r.took.Seconds(), r.err)
+				}
+			}
+		}
+		longest = append(longest, most)
+		t.Logf("round %d: killed node %d, the stream's leader; %d writes in the 15 s after, %d failed; the longest took %.2f s",
+			round, victim, len(results), failed, most.Seconds())
+		if err := c.start(victim).waitReady(90 * time.Second); err != nil {
+			t.Fatalf("node %d started again: %v", victim, err)
+		}
+	}
+	slices.Sort(longest)
+	t.Logf("ELECTION | %d kills of the stream leader | longest write %.2f to %.2f s |", rounds, longest[0].Seconds(), longest[len(longest)-1].Seconds())
 }

@@ -120,7 +120,8 @@ func (c Config) Validate() error {
 		return err
 	}
 	if err := c.Limits.Validate(); err != nil {
-		return fmt.Errorf("--write-timeout %s, --request-timeout %s: %w", c.Limits.WriteTimeout, c.Limits.RequestTimeout, err)
+		return fmt.Errorf("--write-timeout %s, --request-timeout %s, --write-request-timeout %s: %w",
+			c.Limits.WriteTimeout, c.Limits.RequestTimeout, c.Limits.WriteRequestTimeout, err)
 	}
 	if _, err := parseBytes(c.MemoryLimit); err != nil {
 		return fmt.Errorf("--memory-limit: %w", err)
@@ -154,7 +155,25 @@ func newServe() *cobra.Command {
 	cmd := readsEnv(&cobra.Command{
 		Use:   "serve",
 		Short: "Serve the HTTP API (no flags: everything embedded, under ./data)",
-		Args:  cobra.NoArgs,
+		Long: `Serve the HTTP API (docs/API.md) and, at /console/, the operator's console.
+With no flags everything is embedded under ./data and the API listens on
+127.0.0.1:8080; --redis, --nats and --db put the graph, the event log and
+the durable store on servers, which several serve nodes share. Its log is JSON
+lines on stderr: "followgraph ready" says where the console is.
+
+Docs, in the source: README.md (the topologies), docs/OPERATIONS.md (the log,
+the console, what to do when something goes wrong), docs/DEPLOY.md
+(production, HA), docs/SECURITY.md (tokens, TLS).`,
+		Example: `  # One machine: everything embedded under ./data, on 127.0.0.1:8080
+	followgraph serve
+  # Production: Redis, a NATS cluster and PostgreSQL; every client needs a token
+  followgraph serve --addr 0.0.0.0:8080 --admin-addr 10.0.0.5:9090 \
+    --auth-tokens /etc/followgraph/tokens \
+    --redis redis://redis:6379 --redis-password-file /etc/followgraph/redis.pw \
+    --nats nats://nats1:4222,nats://nats2:4222,nats://nats3:4222 \
+    --nats-replicas 3 --db postgres://followgraph@db:5432/followgraph \
+    --db-password-file /etc/followgraph/db.pw`,
+		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			if err := envDefaults(cmd.Flags()); err != nil {
 				return err
@@ -185,9 +204,10 @@ func newServe() *cobra.Command {
 	f.IntVar(&cfg.WriteBurst, "write-burst", 20, "burst of writes per user over --write-rate")
 	f.IntVar(&cfg.JobsRate, "jobs-rate", defaultJobsRate, "edges per second that the jobs of account states (hiding, restoring, deleting a user's edges) change, over all jobs (0: as fast as the engine allows)")
 	d := httpapi.DefaultLimits
-	f.DurationVar(&cfg.Limits.RequestTimeout, "request-timeout", d.RequestTimeout, "deadline of each request: its backend calls end by then, and it answers 503")
+	f.DurationVar(&cfg.Limits.RequestTimeout, "request-timeout", d.RequestTimeout, "deadline of each read: its backend calls end by then, and it answers 503")
+	f.DurationVar(&cfg.Limits.WriteRequestTimeout, "write-request-timeout", d.WriteRequestTimeout, "deadline of each write, as --request-timeout is a read's: long enough to wait out the election of a new leader of the event log's stream on a NATS cluster (4 to 9 s), or a Redis failover")
 	f.DurationVar(&cfg.Limits.ReadTimeout, "read-timeout", d.ReadTimeout, "longest a client may take to send a request, head and body")
-	f.DurationVar(&cfg.Limits.WriteTimeout, "write-timeout", d.WriteTimeout, "longest from the end of a request's head to the end of its answer (more than --request-timeout)")
+	f.DurationVar(&cfg.Limits.WriteTimeout, "write-timeout", d.WriteTimeout, "longest from the end of a request's head to the end of its answer (more than --request-timeout and --write-request-timeout)")
 	f.DurationVar(&cfg.Limits.IdleTimeout, "idle-timeout", d.IdleTimeout, "longest a keep-alive connection may wait for its next request")
 	f.IntVar(&cfg.Limits.MaxConns, "max-connections", defaultMaxConns(), "most connections served at once; beyond, a new one is answered 503 (200 on /healthz) and closed")
 	f.StringVar(&cfg.MemoryLimit, "memory-limit", "", "soft memory limit of the Go runtime, such as 2GiB (default: GOMEMLIMIT, or none)")
@@ -205,6 +225,20 @@ func newServe() *cobra.Command {
 	f.StringVar(&cfg.AdminAddr, "admin-addr", "", "the operator port: /metrics, /debug/pprof/ (with --pprof), /healthz, /readyz and the console (/console/, with the API's reads), which the API port then does not serve (metrics, profiles, console); default: on the API port")
 	f.BoolVar(&cfg.Pprof, "pprof", false, "serve /debug/pprof/ (profiles shorter than --write-timeout)")
 	f.StringVar(&cfg.LogLevel, "log-level", "info", "debug, info, warn or error")
+	group(f, 0, "Backends: where the graph, the event log and the durable store live (each password can come from a file instead of the URL)",
+		"data", "redis", "redis-prefix", "redis-replicas", "redis-max-key-members", "redis-password-file",
+		"nats", "nats-stream", "nats-replicas", "nats-password-file", "fsync",
+		"nats-cluster", "nats-cluster-listen", "nats-cluster-password-file", "nats-node-name",
+		"db", "db-password-file")
+	group(f, 1, "Security: who may call the API, over what (docs/SECURITY.md)",
+		"auth-tokens", "auth-jwt-keys", "auth-jwt-issuer", "auth-jwt-audience", "tls-cert", "tls-key", "tls-client-ca", "insecure-no-auth")
+	group(f, 2, "Limits: what clients and users may hold of the service",
+		"request-timeout", "write-request-timeout", "read-timeout", "write-timeout", "idle-timeout", "max-connections",
+		"max-following", "write-rate", "write-burst", "memory-limit", "disk-reserve")
+	group(f, 3, "Tuning: the work in the background",
+		"persist-rate", "persist-batch", "persist-wait", "jobs-rate")
+	group(f, 4, "Operations: the ports, the log, starting and stopping (docs/OPERATIONS.md)",
+		"addr", "admin-addr", "log-level", "pprof", "start-timeout", "shutdown-timeout", "accept-data-loss")
 	return cmd
 }
 
@@ -229,7 +263,8 @@ func serve(ctx context.Context, cfg Config, scrub *secret.Scrubber) error {
 }
 
 // Main is the serve command's program. Run opens the parts in order (the
-// data folder's lock when the folder keeps the embedded store or log, the
+// listen addresses and the TLS and token files, the data folder's lock
+// when the folder keeps the embedded store or log, the
 // durable store, the event log, the engine, the HTTP server, then the
 // graph's recovery, the persister, the relay, the engine's keeper and its
 // account-state jobs) and starts them; Close stops taking requests,
@@ -240,7 +275,10 @@ type Main struct {
 	scrub  *secret.Scrubber
 	logger *slog.Logger
 
-	hup     chan os.Signal // SIGHUP
+	hup     chan os.Signal      // SIGHUP
+	ln      net.Listener        // the API's, bound by bind (TLS on it with --tls-cert)
+	adminLn net.Listener        // the operator port's (--admin-addr), or nil
+	tokens  *auth.Authenticator // nil: no authentication
 	http    *http.Server
 	served  chan error              // the HTTP server's end
 	closers []func(context.Context) // what Run opened, for Close, in the order opened
@@ -276,6 +314,10 @@ func (m *Main) Run(ctx context.Context) (err error) {
 	if limit, _ := parseBytes(cfg.MemoryLimit); limit > 0 {
 		debug.SetMemoryLimit(limit)
 	}
+	if err := m.bind(); err != nil {
+		return err
+	}
+	m.logStart()
 	if cfg.embedded() {
 		unlock, err := cfg.lockData()
 		if err != nil {
@@ -283,7 +325,11 @@ func (m *Main) Run(ctx context.Context) (err error) {
 		}
 		m.opened(func(context.Context) { unlock() })
 	}
-	store, storeDesc, err := openStore(ctx, cfg.DB, cfg.Data)
+	var store durableStore
+	err = waitBackend(ctx, m.logger, "the durable store", cfg.StartTimeout, storeTransient, func(ctx context.Context) (err error) {
+		store, err = openStore(ctx, cfg.DB, cfg.Data)
+		return err
+	})
 	if err != nil {
 		return err
 	}
@@ -315,25 +361,16 @@ func (m *Main) Run(ctx context.Context) (err error) {
 	}
 
 	var loaded atomic.Bool
-	addr, err := m.listen(eng, store, elog, reg, &loaded)
-	if err != nil {
+	if err := m.listen(eng, store, elog, reg, &loaded); err != nil {
 		return err
 	}
-	natsDesc := "embedded at " + filepath.Join(cfg.Data, "nats")
-	if cfg.NATS != "" {
-		natsDesc = secret.Redact(cfg.NATS)
-	} else if cfg.NATSCluster != "" {
-		natsDesc = "embedded cluster node at " + filepath.Join(cfg.Data, "nats") + ", routes " + secret.Redact(cfg.NATSCluster)
-	}
-	m.logger.Info("followgraph serving", "addr", addr, "engine", eng.desc,
-		"eventlog", "nats jetstream "+natsDesc, "store", storeDesc, "fsync", cfg.Fsync, "version", version())
 
 	// Recovery: the record, then the log's tail after what the record has.
 	start := time.Now()
 	if err := eng.recover(ctx); err != nil {
 		return err
 	}
-	ready := append([]any{"recovery", time.Since(start).String()}, eng.stats()...)
+	ready := append([]any{"recovery", time.Since(start).String(), "console", m.consoleURL()}, eng.stats()...)
 	if _, _, below := elog.BelowReserve(); below {
 		// Reads are served; writes wait for space, and so does /readyz.
 		m.logger.Warn("followgraph ready", append(ready, "writes",
@@ -365,6 +402,96 @@ func (m *Main) Run(ctx context.Context) (err error) {
 	return nil
 }
 
+// logStart logs serve's first line: the addresses it listens on, each
+// backend (every secret masked), the sync policy and the version.
+func (m *Main) logStart() {
+	cfg := m.cfg
+	natsDesc := "embedded at " + filepath.Join(cfg.Data, "nats")
+	if cfg.NATS != "" {
+		natsDesc = secret.Redact(cfg.NATS)
+	} else if cfg.NATSCluster != "" {
+		natsDesc = "embedded cluster node at " + filepath.Join(cfg.Data, "nats") + ", routes " + secret.Redact(cfg.NATSCluster)
+	}
+	attrs := []any{"addr", m.ln.Addr().String()}
+	if m.adminLn != nil {
+		attrs = append(attrs, "admin_addr", m.adminLn.Addr().String())
+	}
+	m.logger.Info("followgraph starting", append(attrs, "engine", engineDesc(cfg), "eventlog", "nats jetstream "+natsDesc,
+		"store", storeDesc(cfg.DB, cfg.Data), "fsync", cfg.Fsync, "version", version())...)
+}
+
+// consoleURL is the console's URL: on the operator port with
+// --admin-addr, else on the API's (HTTPS with --tls-cert). An address
+// on every interface is given as localhost, which reaches it from the
+// machine itself.
+func (m *Main) consoleURL() string {
+	scheme, ln := "http", m.ln
+	if m.adminLn != nil {
+		ln = m.adminLn
+	} else if m.cfg.TLSCert != "" {
+		scheme = "https"
+	}
+	host, port, _ := net.SplitHostPort(ln.Addr().String())
+	if ip := net.ParseIP(host); ip != nil && ip.IsUnspecified() {
+		host = "localhost"
+	}
+	return scheme + "://" + net.JoinHostPort(host, port) + "/console/"
+}
+
+// bind listens on --addr and --admin-addr, and reads the TLS and token
+// files, before any backend is touched or the data folder made: an
+// address in use or a file that cannot be read is refused with nothing
+// made. A connection that comes before the HTTP server serves waits for
+// it (in the listen backlog).
+func (m *Main) bind() error {
+	cfg := m.cfg
+	ln, err := listenOn("--addr", cfg.Addr)
+	if err != nil {
+		return err
+	}
+	m.opened(func(context.Context) { ln.Close() })
+	if cfg.TLSCert != "" {
+		tlsCfg, err := tlsfiles.Server(cfg.TLSCert, cfg.TLSKey, cfg.TLSClientCA, func(err error) {
+			m.logger.Error("the renewed TLS certificate could not be loaded; serving the last good one", "err", err)
+		})
+		if err != nil {
+			return err
+		}
+		// Below the framing check and the connection limit, so that both
+		// see the requests in clear.
+		ln = tls.NewListener(ln, tlsCfg)
+	}
+	m.ln = ln
+	if cfg.AdminAddr != "" {
+		if m.adminLn, err = listenOn("--admin-addr", cfg.AdminAddr); err != nil {
+			return err
+		}
+		m.opened(func(context.Context) { m.adminLn.Close() })
+	}
+	if cfg.authenticated() {
+		if m.tokens, err = auth.New(cfg.Auth); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// listenOn listens on addr, the value of flag, or says why it cannot.
+func listenOn(flag, addr string) (net.Listener, error) {
+	ln, err := net.Listen("tcp", addr)
+	if err == nil {
+		return ln, nil
+	}
+	var op *net.OpError
+	if errors.As(err, &op) {
+		err = op.Err
+	}
+	if errors.Is(err, syscall.EADDRINUSE) {
+		return nil, fmt.Errorf("%s %s: %w: another process listens there; stop it, or give %s another port", flag, addr, err, flag)
+	}
+	return nil, fmt.Errorf("%s %s: %w", flag, addr, err)
+}
+
 // openLog opens the event log, refusing to start when the store and the
 // log no longer hold everything acknowledged (unless --accept-data-loss).
 func (m *Main) openLog(ctx context.Context, store durableStore) (*eventlog.Log, error) {
@@ -378,9 +505,17 @@ func (m *Main) openLog(ctx context.Context, store durableStore) (*eventlog.Log, 
 		Cluster: cfg.natsCluster(), StartWait: cfg.StartTimeout,
 		Stream: cfg.NATSStream, Subject: natsSubject(cfg.NATSStream), Sync: sync, Logger: m.logger, DiskReserve: reserve,
 		KeepApplied: cfg.Redis != ""}, cfg.AcceptDataLoss, m.logger)
+	var other *recovery.OtherStream
+	if errors.As(err, &other) {
+		return nil, fmt.Errorf("refusing to start: %w.\nGive --nats-stream %s, the store's log (a store is fed by one log: a new stream needs a new store)", err, other.Fed)
+	}
 	var damage *recovery.Damage
 	if errors.As(err, &damage) {
-		return nil, fmt.Errorf("refusing to start: %w.\nRestore the missing data from a backup, or start with --accept-data-loss to go on without it", err)
+		hint := ""
+		if damage.Replaced {
+			hint = "; if --nats, --nats-stream or --data changed since the last start, give the ones the store was fed from"
+		}
+		return nil, fmt.Errorf("refusing to start: %w.\nRestore the missing data from a backup, or start with --accept-data-loss to go on without it%s", err, hint)
 	}
 	if fg.ErrorCode(err) == fg.EUnavailable {
 		return nil, fmt.Errorf("the event log is still unavailable after --start-timeout %s: %w", cfg.StartTimeout, err)
@@ -399,10 +534,10 @@ func (m *Main) engine(ctx context.Context, store durableStore, elog *eventlog.Lo
 // errLoading answers API requests until the graph is loaded.
 var errLoading = &fg.Error{Code: fg.EUnavailable, Message: "the graph is still loading"}
 
-// listen starts the HTTP server: health, readiness and metrics at once,
-// the API once loaded is set; and the operator port, with --admin-addr. It
-// returns the address the API listens on.
-func (m *Main) listen(eng *engine, store durableStore, elog *eventlog.Log, reg *prometheus.Registry, loaded *atomic.Bool) (string, error) {
+// listen starts the HTTP server on the address bind took: health,
+// readiness and metrics at once, the API once loaded is set; and the
+// operator port, with --admin-addr.
+func (m *Main) listen(eng *engine, store durableStore, elog *eventlog.Log, reg *prometheus.Registry, loaded *atomic.Bool) error {
 	cfg := m.cfg
 	opts := []httpapi.Option{
 		httpapi.WithLimits(cfg.Limits),
@@ -430,18 +565,17 @@ func (m *Main) listen(eng *engine, store durableStore, elog *eventlog.Log, reg *
 	if eng.ready != nil {
 		opts = append(opts, httpapi.WithReadiness("redis", eng.ready))
 	}
-	var tokens *auth.Authenticator // nil: no authentication
-	if cfg.authenticated() {
-		var err error
-		if tokens, err = auth.New(cfg.Auth); err != nil {
-			return "", err
-		}
-		opts = append(opts, httpapi.WithAuth(tokens))
+	if m.tokens != nil {
+		opts = append(opts, httpapi.WithAuth(m.tokens))
 	}
-	m.started(func(ctx context.Context) { m.reloadOnHangup(ctx, tokens) })
+	m.started(func(ctx context.Context) { m.reloadOnHangup(ctx, m.tokens) })
 	if cfg.AdminAddr != "" {
 		opts = append(opts, httpapi.WithOperatorPort())
 	}
+	// The console's charts open with the last minutes of these samples.
+	history := console.NewHistory(reg)
+	m.started(history.Run)
+	opts = append(opts, httpapi.WithMetricsHistory(console.HistoryPath, history))
 	api := httpapi.NewServer(eng.graph, opts...)
 	// The API routes itself; a mux in front only when pprof shares the
 	// port, so a request is not routed once more for nothing. The console
@@ -449,7 +583,7 @@ func (m *Main) listen(eng *engine, store durableStore, elog *eventlog.Log, reg *
 	var handler http.Handler = api
 	if cfg.AdminAddr != "" {
 		if err := m.serveOperators(api); err != nil {
-			return "", err
+			return err
 		}
 	} else {
 		if cfg.Pprof {
@@ -457,26 +591,10 @@ func (m *Main) listen(eng *engine, store durableStore, elog *eventlog.Log, reg *
 		}
 		handler = console.Mount(handler)
 	}
-	ln, err := net.Listen("tcp", cfg.Addr)
-	if err != nil {
-		return "", err
-	}
-	if cfg.TLSCert != "" {
-		tlsCfg, err := tlsfiles.Server(cfg.TLSCert, cfg.TLSKey, cfg.TLSClientCA, func(err error) {
-			m.logger.Error("the renewed TLS certificate could not be loaded; serving the last good one", "err", err)
-		})
-		if err != nil {
-			ln.Close()
-			return "", err
-		}
-		// Below the framing check and the connection limit, so that both
-		// see the requests in clear.
-		ln = tls.NewListener(ln, tlsCfg)
-	}
 	m.http = api.HTTPServer(handler)
 	m.served = make(chan error, 1)
-	go func() { m.served <- m.http.Serve(api.Listen(ln)) }()
-	return ln.Addr().String(), nil
+	go func() { m.served <- m.http.Serve(api.Listen(m.ln)) }()
+	return nil
 }
 
 // withPprof serves /debug/pprof/ beside h.
@@ -496,10 +614,7 @@ func withPprof(h http.Handler) http.Handler {
 // network only operators reach. It closes last, so that the metrics
 // answer while the service drains.
 func (m *Main) serveOperators(api *httpapi.Server) error {
-	ln, err := net.Listen("tcp", m.cfg.AdminAddr)
-	if err != nil {
-		return fmt.Errorf("--admin-addr: %w", err)
-	}
+	ln := m.adminLn
 	var h http.Handler = api.OperatorHandler()
 	if m.cfg.Pprof {
 		h = withPprof(h)

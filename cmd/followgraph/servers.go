@@ -3,7 +3,9 @@ package main
 import (
 	"errors"
 	"fmt"
+	"net"
 	"os"
+	"strconv"
 	"strings"
 
 	"github.com/spf13/pflag"
@@ -64,9 +66,14 @@ func (s *servers) check() error {
 	if s.RedisReplicas != "" && s.Redis == "" {
 		return errors.New("--redis-replicas needs --redis")
 	}
+	if s.Redis != "" {
+		if err := checkRedisURL(s.Redis); err != nil {
+			return fmt.Errorf("--redis: %w", err)
+		}
+	}
 	if s.RedisReplicas != "" && s.RedisReplicas != "cluster" {
 		for _, u := range strings.Split(s.RedisReplicas, ",") {
-			if _, err := redisgraph.ParseURL(u); err != nil {
+			if err := checkRedisURL(u); err != nil {
 				return fmt.Errorf("--redis-replicas: %w", err)
 			}
 		}
@@ -79,6 +86,23 @@ func (s *servers) check() error {
 	}
 	if s.DB != "" {
 		return checkDB(s.DB)
+	}
+	return nil
+}
+
+// checkRedisURL reports a Redis URL that cannot name a server: one
+// redisgraph.ParseURL refuses, or an address whose port is not a number
+// from 1 to 65535, which would otherwise be found out only by dialling.
+func checkRedisURL(u string) error {
+	opt, err := redisgraph.ParseURL(u)
+	if err != nil {
+		return err
+	}
+	for _, addr := range opt.InitAddress {
+		_, port, err := net.SplitHostPort(addr)
+		if n, perr := strconv.Atoi(port); err != nil || perr != nil || n < 1 || n > 65535 {
+			return fmt.Errorf("address %q: want host:port, the port a number from 1 to 65535", addr)
+		}
 	}
 	return nil
 }

@@ -41,31 +41,40 @@ func checkDB(db string) error {
 }
 
 // openStore opens the store db names, or with db empty the SQLite file in
-// the data folder, and describes it for the start-up log line.
-func openStore(ctx context.Context, db, data string) (durableStore, string, error) {
+// the data folder.
+func openStore(ctx context.Context, db, data string) (durableStore, error) {
 	if db == "" {
 		if err := os.MkdirAll(data, 0o755); err != nil {
-			return nil, "", err
+			return nil, err
 		}
-		path := filepath.Join(data, "followgraph.db")
-		return opened(sqlite.Open(ctx, path))("sqlite " + path)
+		return opened(sqlite.Open(ctx, filepath.Join(data, "followgraph.db")))
 	}
 	if err := checkDB(db); err != nil {
-		return nil, "", err
+		return nil, err
 	}
 	if strings.HasPrefix(db, "mysql://") {
-		return opened(mysql.Open(ctx, db))("mysql " + secret.Redact(db))
+		return opened(mysql.Open(ctx, db))
 	}
-	return opened(postgres.Open(ctx, db))("postgres " + secret.Redact(db))
+	return opened(postgres.Open(ctx, db))
 }
 
-// opened returns openStore's results for a store opened with err, so that
-// a failed open returns a nil interface, not one holding a nil pointer.
-func opened[S durableStore](s S, err error) func(desc string) (durableStore, string, error) {
-	return func(desc string) (durableStore, string, error) {
-		if err != nil {
-			return nil, "", err
-		}
-		return s, desc, nil
+// storeDesc describes the store openStore opens, for the start-up log
+// line, its password masked.
+func storeDesc(db, data string) string {
+	switch {
+	case db == "":
+		return "sqlite " + filepath.Join(data, "followgraph.db")
+	case strings.HasPrefix(db, "mysql://"):
+		return "mysql " + secret.Redact(db)
 	}
+	return "postgres " + secret.Redact(db)
+}
+
+// opened returns a store opened with err as openStore does: a failed open
+// returns a nil interface, not one holding a nil pointer.
+func opened[S durableStore](s S, err error) (durableStore, error) {
+	if err != nil {
+		return nil, err
+	}
+	return s, nil
 }

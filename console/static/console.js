@@ -1,7 +1,10 @@
-// The followgraph console: reads /metrics, /readyz and the /v1 API of the
-// server that serves it, with the operator's token, and shows them. It
-// writes nothing. The samples live in this page only: closing it stops
-// every request.
+// The followgraph console: reads /metrics, /readyz, the server's history
+// of the metrics it charts (/console/history: the last minutes, so that
+// the charts open drawn) and the /v1 API of the server that serves it,
+// with the operator's token, and shows them. It writes nothing; closing
+// it stops every request. ?user=ID (and &relations=2,3) in its address
+// looks a user up, and a look-up puts them there, so that it can be
+// linked.
 "use strict";
 
 const POLL_SECONDS = 2;
@@ -65,10 +68,17 @@ function sum(metrics, name, keep = () => true) {
 
 // --- charts -----------------------------------------------------------
 
+// apiRoute reports whether the labels of a request's metric are of the
+// API's routes (or of none: a 404), not the operators' (/metrics,
+// /readyz, /healthz, /console/history), which this page polls itself:
+// the request charts count the clients' traffic, not this page's.
+const apiRoute = l => /^[A-Z]+ \/v1\//.test(l.route || "") || l.route === "unmatched";
+
 // Each chart is one series of the last minutes. value reads a gauge;
 // rate is the per-second rate of a counter between two polls. A chart
 // whose metric the server does not export (the relay's without Redis) is
-// not shown.
+// not shown. The server keeps the same samples (Go's
+// console.HistoryMetrics names the metrics), which the page draws first.
 const charts = [
   { id: "backlog", title: "Log backlog", unit: "events", value: m => sum(m, "followgraph_persister_pending_events") },
   { id: "backlog-age", title: "Oldest unstored event", unit: "s", value: m => sum(m, "followgraph_persister_pending_seconds") },
@@ -78,8 +88,8 @@ const charts = [
   { id: "relay-rate", title: "Relay rate (outbox to log)", unit: "events/s", rate: m => sum(m, "followgraph_relay_events_total") },
   { id: "relay-lag", title: "Relay lag", unit: "s", value: m => sum(m, "followgraph_relay_lag_seconds") },
   { id: "second-steps", title: "Deferred Cluster second steps", unit: "total", value: m => sum(m, "followgraph_redis_second_steps_deferred_total") },
-  { id: "requests", title: "Requests", unit: "/s", rate: m => sum(m, "followgraph_http_requests_total") },
-  { id: "errors", title: "5xx answers", unit: "/s", rate: m => sum(m, "followgraph_http_requests_total", l => (l.code || "").startsWith("5")) },
+  { id: "requests", title: "API requests", unit: "/s", rate: m => sum(m, "followgraph_http_requests_total", apiRoute) },
+  { id: "errors", title: "API 5xx answers", unit: "/s", rate: m => sum(m, "followgraph_http_requests_total", l => apiRoute(l) && (l.code || "").startsWith("5")) },
 ];
 
 const series = new Map(charts.map(c => [c.id, []])); // chart id → values, oldest first
@@ -212,14 +222,62 @@ function drawJobs(metrics) {
   if (jobs.length === 0) rows.append(row(["none running", "", ""]));
 }
 
+// row makes a table row of cells: a string, or a node (a link).
 function row(cells) {
   const tr = document.createElement("tr");
   for (const c of cells) {
     const td = document.createElement("td");
-    td.textContent = c;
+    td.append(c);
     tr.append(td);
   }
   return tr;
+}
+
+// userLink is a link that looks id up.
+function userLink(id) {
+  const a = document.createElement("a");
+  a.href = "?user=" + id;
+  a.textContent = id;
+  a.addEventListener("click", ev => {
+    ev.preventDefault();
+    lookUp(id, []);
+  });
+  return a;
+}
+
+// time is a cell's time: an API time, kept on one line.
+function time(t) {
+  const s = document.createElement("span");
+  s.className = "time";
+  s.textContent = t || "";
+  return s;
+}
+
+// --- the server's history ---------------------------------------------
+
+let historyLoaded = false;
+let clockOffset = 0; // the server's clock less this page's, in ms
+
+// loadHistory draws the samples the server kept before the page opened,
+// once: each as the metrics of a poll at the server's time of it. The
+// page's own samples then go on in the server's time too (clockOffset),
+// so that the first rate after the history is right.
+async function loadHistory() {
+  const r = await getJSON("/console/history");
+  if (r.status === 401 || r.status === 403) return; // tried again with a token
+  historyLoaded = true;
+  if (r.status !== 200 || !r.body) return; // an older server: the charts start now
+  clockOffset = r.body.now - Date.now();
+  const { times, series: kept } = r.body;
+  for (let i = 0; i < times.length; i++) {
+    const metrics = new Map();
+    for (const s of kept) {
+      if (s.values[i] === null) continue;
+      if (!metrics.has(s.name)) metrics.set(s.name, []);
+      metrics.get(s.name).push({ labels: s.labels, value: s.values[i] });
+    }
+    sample(metrics, times[i] / 1000);
+  }
 }
 
 // --- polling ----------------------------------------------------------
@@ -239,10 +297,12 @@ async function poll() {
       access.textContent = `/metrics answered HTTP ${resp.status}`;
     } else {
       access.textContent = "";
-      const metrics = parseMetrics(await resp.text());
+      const text = await resp.text();
+      if (!historyLoaded) await loadHistory();
+      const metrics = parseMetrics(text);
       const build = (metrics.get("followgraph_build_info") || [])[0];
       document.getElementById("version").textContent = build ? build.labels.version : "";
-      sample(metrics, performance.now() / 1000);
+      sample(metrics, (Date.now() + clockOffset) / 1000);
       drawCharts();
       drawBackends(metrics, ready);
       drawJobs(metrics);
@@ -271,12 +331,18 @@ document.addEventListener("visibilitychange", () => {
 
 const ID = /^[1-9][0-9]{0,18}$/;
 
+// lookUp shows user, and their relations to others; the page's address
+// then names them (?user=1&relations=2,3), so that it can be linked.
 async function lookUp(user, others) {
   const out = document.getElementById("user");
   out.replaceChildren();
+  document.getElementById("user-id").value = user;
+  document.getElementById("relation-ids").value = others.join(",");
   if (!ID.test(user)) { out.append(error("an id is a positive decimal integer")); return; }
   const bad = others.find(id => !ID.test(id));
   if (bad !== undefined) { out.append(error(`relations: ${JSON.stringify(bad)} is not an id`)); return; }
+  const address = "?user=" + user + (others.length ? "&relations=" + others.join(",") : "");
+  if (location.search !== address) history.pushState(null, "", address);
   const base = "/v1/users/" + user;
   const [counts, settings, following, followers, relations] = await Promise.all([
     getJSON(base),
@@ -338,7 +404,7 @@ function listPart(id, title, page) {
   if (page.status !== 200) { div.append(error(failure(page))); return div; }
   const table = document.createElement("table");
   table.append(row(["id", "since"]));
-  for (const u of page.body.users) table.append(row([u.id, u.since]));
+  for (const u of page.body.users) table.append(row([userLink(u.id), time(u.since)]));
   div.append(table);
   if (page.body.next_cursor) div.append(`first ${page.body.users.length} shown; there are more`);
   if (page.body.users.length === 0) div.append("none");
@@ -356,7 +422,7 @@ function relationsPart(r) {
   const table = document.createElement("table");
   table.append(row(["id", "relation", "following since", "followed by since", "also"]));
   for (const e of r.body.relations) {
-    table.append(row([e.id, e.relation, e.following_since || "", e.followed_by_since || "",
+    table.append(row([userLink(e.id), e.relation, time(e.following_since), time(e.followed_by_since),
       flags.filter(f => e[f]).join(", ")]));
   }
   div.append(table);
@@ -381,8 +447,18 @@ document.getElementById("token-forget").addEventListener("click", () => {
 });
 document.getElementById("user-form").addEventListener("submit", ev => {
   ev.preventDefault();
-  const others = document.getElementById("relation-ids").value.split(",").map(s => s.trim()).filter(s => s !== "");
-  lookUp(document.getElementById("user-id").value.trim(), others);
+  lookUp(document.getElementById("user-id").value.trim(), idList(document.getElementById("relation-ids").value));
 });
 
+function idList(s) { return (s || "").split(",").map(s => s.trim()).filter(s => s !== ""); }
+
+// lookUpAddress looks up the user the page's address names, if any.
+function lookUpAddress() {
+  const q = new URLSearchParams(location.search);
+  if (q.has("user")) lookUp(q.get("user").trim(), idList(q.get("relations")));
+  else document.getElementById("user").replaceChildren();
+}
+window.addEventListener("popstate", lookUpAddress);
+
 poll();
+lookUpAddress();

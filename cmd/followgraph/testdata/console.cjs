@@ -1,7 +1,8 @@
 // console.cjs: drives the operator console in headless Chromium for
 // TestConsole_Browser, which starts the server and reads what this prints:
 // one JSON object a line. Environment: CONSOLE_URL (the server), TOKEN,
-// USER and RELATION_IDS (what to look up), SCREENSHOT (the PNG to write),
+// USER and RELATION_IDS (what to look up), LINKED (a user to open by the
+// page's address), SCREENSHOT (the PNG to write),
 // CHROMIUM (the browser, default /usr/bin/chromium); playwright-core is
 // found through NODE_PATH.
 "use strict";
@@ -30,11 +31,26 @@ const say = obj => process.stdout.write(JSON.stringify(obj) + "\n");
     await page.fill("#token", env.TOKEN);
     await page.click("#token-form button[type=submit]");
     await page.waitForSelector("#backends li");
+    // The first poll with the token drew the server's history: the
+    // requests the test made before the page opened are on the chart.
+    const opened = await page.$eval("#chart-requests", f => ({ samples: Number(f.dataset.samples || 0), max: Number(f.dataset.max || 0) }));
     await page.fill("#user-id", env.USER);
     await page.fill("#relation-ids", env.RELATION_IDS);
     await page.click("#user-form button[type=submit]");
     await page.waitForSelector("#counts");
     await page.waitForSelector("#list-following table");
+    await page.waitForSelector("#relations table");
+    const address = await page.evaluate(() => location.search);
+    // A time is on one line: the line boxes of each.
+    const timeLines = await page.$$eval("#user .time", spans => spans.filter(s => s.textContent).map(s => {
+      const r = document.createRange();
+      r.selectNodeContents(s);
+      return new Set([...r.getClientRects()].map(rect => Math.round(rect.top))).size;
+    }));
+    // Two polls later, with no client writing, the requests chart shows
+    // none: the page's own polling is not counted.
+    await page.waitForTimeout(4500);
+    const idleRequests = await page.$eval("#chart-requests b", b => b.textContent);
     // The test started a slow account-state job: the jobs table shows it.
     await page.waitForFunction(() => document.querySelector("#job-rows").textContent.includes("account states"), null, { timeout: 15000 })
       .catch(() => {});
@@ -46,7 +62,18 @@ const say = obj => process.stdout.write(JSON.stringify(obj) + "\n");
       const jobs = [...document.querySelectorAll("#job-rows tr")].map(tr => [...tr.cells].map(td => td.textContent));
       return { fields, following: ids("#list-following"), followers: ids("#list-followers"), relations, jobs };
     });
-    say({ event: "shown", refused, token: await page.evaluate(() => sessionStorage.getItem("followgraph.console.token")), ...shown });
+    // A user is linked by the page's address, and a listed id links to
+    // its user.
+    await page.goto(env.CONSOLE_URL + "/console/?user=" + env.LINKED);
+    await page.waitForSelector("#counts");
+    const linked = await page.$eval('#counts dd[data-field="id"]', dd => dd.textContent);
+    await page.waitForSelector("#list-following a");
+    const target = await page.$eval("#list-following a", a => a.textContent);
+    await page.click("#list-following a");
+    await page.waitForFunction(id => (document.querySelector('#counts dd[data-field="id"]') || {}).textContent === id, target);
+    const clicked = { id: target, address: await page.evaluate(() => location.search) };
+    say({ event: "shown", refused, token: await page.evaluate(() => sessionStorage.getItem("followgraph.console.token")), ...shown,
+      opened, address, timeLines, idleRequests, linked, clicked });
 
     // The test now writes; the backlog chart must rise from its samples.
     const backlog = [];
