@@ -195,8 +195,8 @@ var (
 // are affected - overwritten.
 //
 // It does in one pass of the primary key what reading the stored versions
-// first and writing only the changed rows did in two; docs/BENCHMARKS.md
-// has the figures, and what limits the rate with InnoDB's default buffer
+// first and writing only the changed rows does in two (docs/design/stores.md);
+// docs/BENCHMARKS.md says what limits the rate with InnoDB's default buffer
 // pool.
 func upsert[R any](ctx context.Context, tx *sql.Tx, t table, rows []R, bind func([]any, R) []any) (int, error) {
 	if _, err := tx.ExecContext(ctx, resetCounter); err != nil {

@@ -44,8 +44,8 @@ func columnsOf(edges []row.Edge) columns {
 //
 // unnest yields the rows in array order, which is key order (see row.Dedupe).
 //
-// docs/BENCHMARKS.md has the alternatives measured against it (none did
-// better) and where its time goes.
+// docs/design/stores.md lists the forms measured against it (none does
+// better); docs/BENCHMARKS.md says where its time goes.
 const upsertSQL = `INSERT INTO edges AS e (follower, followee, following, since_ms, version)
 SELECT * FROM unnest($1::bigint[], $2::bigint[], $3::boolean[], $4::bigint[], $5::bigint[])
 ON CONFLICT (follower, followee) DO UPDATE
