@@ -77,7 +77,8 @@ func (l *Log) startServer() error {
 // its errors connecting a route (a peer not listening yet) are Debug, and
 // its warnings of peers not there yet (startupWarnings) Info. A route
 // still failing after it is reported as an error again, as the server
-// repeats it (Cluster's ReconnectErrorReports).
+// repeats it (Cluster's ReconnectErrorReports). A connection whose other
+// end went away mid-write (peerGone) is a warning.
 type serverLogger struct {
 	l        *slog.Logger
 	starting func() bool
@@ -116,12 +117,25 @@ func (s serverLogger) Errorf(format string, v ...any) { s.error(fmt.Sprintf(form
 func (s serverLogger) error(msg string) {
 	if isWriteFailure(msg) {
 		s.failed()
+		s.l.Error(msg)
+		return
 	}
 	if s.starting() && strings.HasPrefix(msg, "Error trying to connect to route") {
 		s.l.Debug(msg)
 		return
 	}
+	if slices.ContainsFunc(peerGone, func(p string) bool { return strings.Contains(msg, p) }) {
+		s.l.Warn(msg)
+		return
+	}
 	s.l.Error(msg)
 }
+
+// peerGone are in the errors the server logs when the other end of one of
+// its connections went away mid-write (a peer killed, a client gone): the
+// server drops that connection and goes on, a cluster elects around a lost
+// peer, so they are warnings. A peer that stays away shows as its route's
+// connect errors.
+var peerGone = []string{"broken pipe", "connection reset by peer"}
 func (s serverLogger) Debugf(format string, v ...any) { s.l.Debug(fmt.Sprintf(format, v...)) }
 func (s serverLogger) Tracef(format string, v ...any) { s.l.Debug(fmt.Sprintf(format, v...)) }
