@@ -137,5 +137,6 @@ func (s serverLogger) error(msg string) {
 // peer, so they are warnings. A peer that stays away shows as its route's
 // connect errors.
 var peerGone = []string{"broken pipe", "connection reset by peer"}
+
 func (s serverLogger) Debugf(format string, v ...any) { s.l.Debug(fmt.Sprintf(format, v...)) }
 func (s serverLogger) Tracef(format string, v ...any) { s.l.Debug(fmt.Sprintf(format, v...)) }
