@@ -16,8 +16,7 @@ import (
 // used by one worker at a time. It writes each request with one system
 // call and reads the answer with a buffered reader, so that the
 // generator, which shares the machine with the server, takes as little of
-// it as it can (about a fifth less CPU per request than net/http's client:
-// docs/BENCHMARKS.md). It speaks just what a followgraph server answers: a status
+// it as it can. It speaks just what a followgraph server answers: a status
 // line, headers, and a body of a given Content-Length or chunked.
 type conn struct {
 	addr   string      // host:port
