@@ -50,8 +50,14 @@ type Option func(*Store)
 
 // WithRefused sets what Apply calls, once its batch is committed, with
 // each change it refused for being older than the tombstone horizon (see
-// Apply); by default nothing.
-func WithRefused(f func(fg.Refusal)) Option { return func(s *Store) { s.refused = f } }
+// Apply); by default, and with nil, nothing.
+func WithRefused(f func(fg.Refusal)) Option {
+	return func(s *Store) {
+		if f != nil {
+			s.refused = f
+		}
+	}
+}
 
 // Open connects to the database at url (postgres://user:password@host:port/
 // database?…; pgx's parameters, such as pool_max_conns, are accepted) and

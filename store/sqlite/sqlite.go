@@ -54,8 +54,14 @@ type Option func(*Store)
 
 // WithRefused sets what Apply calls, once its batch is committed, with
 // each change it refused for being older than the tombstone horizon (see
-// Apply); by default nothing.
-func WithRefused(f func(fg.Refusal)) Option { return func(s *Store) { s.refused = f } }
+// Apply); by default, and with nil, nothing.
+func WithRefused(f func(fg.Refusal)) Option {
+	return func(s *Store) {
+		if f != nil {
+			s.refused = f
+		}
+	}
+}
 
 // busyTimeout is how long a statement waits for a lock held by another
 // connection or process (a second process on the same file, a checkpoint)
