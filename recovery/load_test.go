@@ -4,6 +4,7 @@ import (
 	"context"
 	"log/slog"
 	"path/filepath"
+	"slices"
 	"testing"
 	"time"
 
@@ -235,5 +236,46 @@ func TestLoad_EveryKind(t *testing.T) {
 	}
 	if len(kept) != 1 || kept[0].Op != fg.OpFollow || kept[0].Target != 8 {
 		t.Errorf("OutEdges(7) while suspended = %v, want its follow of 8, stored", kept)
+	}
+}
+
+// TestLoad_Horizon: the graph takes the store's tombstone horizon, so an
+// event of the log's tail older than a tombstone the store removed is
+// refused, as the store refuses it, and the edge stays off.
+func TestLoad_Horizon(t *testing.T) {
+	ctx := context.Background()
+	store, log := openParts(t)
+	v := fg.VersionAt(time.Now().Add(-time.Hour).UnixMilli())
+	if _, err := store.Apply(ctx, []fg.Event{
+		fg.NewEvent(1, 2, fg.OpFollow, v), fg.NewEvent(1, 2, fg.OpUnfollow, v+1), fg.NewEvent(1, 3, fg.OpFollow, v+2),
+	}, 1); err != nil {
+		t.Fatal(err)
+	}
+	storetest.Purge(t, store, v+fg.VersionAt(1000), 10)
+	h := v + 2 // just above the tombstone removed
+	if got := storetest.Horizon(t, store); got != h {
+		t.Fatalf("the store's tombstone horizon is %d, want %d", got, h)
+	}
+	for _, e := range []fg.Event{fg.NewEvent(1, 2, fg.OpFollow, v), fg.NewEvent(1, 4, fg.OpFollow, h)} {
+		if err := log.Publish(ctx, e); err != nil {
+			t.Fatal(err)
+		}
+	}
+	var refused []fg.Refusal
+	g := memgraph.New(memgraph.WithRefused(func(r fg.Refusal) { refused = append(refused, r) }))
+	if err := Load(ctx, g, store, log); err != nil {
+		t.Fatal(err)
+	}
+	if got := storetest.Horizon(t, g); got != h {
+		t.Errorf("the graph's tombstone horizon is %d, want the store's %d", got, h)
+	}
+	for x, want := range map[fg.UserID]bool{2: false, 3: true, 4: true} {
+		if e, err := g.IsFollowing(ctx, 1, x); err != nil || e.Following != want {
+			t.Errorf("IsFollowing(1, %d) = %v, %v; want %v", x, e.Following, err, want)
+		}
+	}
+	want := []fg.Refusal{{Effect: fg.Effect{Kind: fg.KindFollow, User: 1, Target: 2, On: true}, Version: v, Horizon: h}}
+	if !slices.Equal(refused, want) {
+		t.Errorf("refused %v, want %v", refused, want)
 	}
 }
