@@ -2,9 +2,11 @@ package recovery
 
 import (
 	"context"
+	"errors"
 	"log/slog"
 	"path/filepath"
 	"slices"
+	"strings"
 	"testing"
 	"time"
 
@@ -277,5 +279,30 @@ func TestLoad_Horizon(t *testing.T) {
 	want := []fg.Refusal{{Effect: fg.Effect{Kind: fg.KindFollow, User: 1, Target: 2, On: true}, Version: v, Horizon: h}}
 	if !slices.Equal(refused, want) {
 		t.Errorf("refused %v, want %v", refused, want)
+	}
+}
+
+// TestCheckHorizon: a log whose first waiting event is older than the
+// store's tombstone horizon is a damage; one newer, or none, is not.
+func TestCheckHorizon(t *testing.T) {
+	ctx := context.Background()
+	store, log := openParts(t)
+	v := fg.VersionAt(time.Now().Add(-time.Hour).UnixMilli())
+	if err := CheckHorizon(ctx, store, log, "persister"); err != nil {
+		t.Fatalf("a new store and an empty log: %v", err)
+	}
+	storetest.Apply(t, store, 1, fg.NewEvent(5, 6, fg.OpUnfollow, v-1))
+	storetest.Purge(t, store, v, 10) // the horizon is v
+	if err := log.Publish(ctx, fg.NewEvent(1, 2, fg.OpFollow, v)); err != nil {
+		t.Fatal(err)
+	}
+	if err := CheckHorizon(ctx, store, log, "persister"); err != nil {
+		t.Fatalf("an event at the horizon: %v", err)
+	}
+	storetest.Apply(t, store, 2, fg.NewEvent(5, 7, fg.OpUnfollow, v+5))
+	storetest.Purge(t, store, v+10, 10) // the horizon is v+6
+	var d *Damage
+	if err := CheckHorizon(ctx, store, log, "persister"); !errors.As(err, &d) || !strings.Contains(err.Error(), "tombstone horizon") {
+		t.Fatalf("an event older than the horizon: %v, want a damage naming the tombstone horizon", err)
 	}
 }

@@ -56,7 +56,7 @@ func (c *opsConfig) importFile(ctx context.Context, out io.Writer, path string) 
 		return err
 	}
 	defer f.Close()
-	store, err := openStore(ctx, c.DB, c.Data)
+	store, err := openStore(ctx, c.DB, c.Data, nil)
 	if err != nil {
 		return err
 	}
