@@ -25,6 +25,12 @@ const (
 	ERateLimited      = "rate_limited"
 	EUnavailable      = "unavailable"
 	EInternal         = "internal"
+
+	// EBeforeHorizon is no HTTP answer: the service gives every write its
+	// version. It is the code of a change older than a holder's tombstone
+	// horizon to an edge the holder keeps no record of (horizon.go), which
+	// `followgraph import` refuses and the persister skips.
+	EBeforeHorizon = "before_horizon"
 )
 
 // Error is a domain error: a code from the list above and a message meant

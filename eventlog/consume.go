@@ -407,24 +407,63 @@ func sleep(ctx context.Context, d time.Duration) {
 // dropAcked), Pending removes them first, or the figure would never reach
 // 0. Returns EUnavailable when the log cannot be read.
 func (l *Log) Pending(ctx context.Context, durable string) (events uint64, oldest time.Time, err error) {
+	st, err := l.unacknowledged(ctx, durable, "pending")
+	if err != nil || st.Msgs == 0 {
+		return 0, time.Time{}, err
+	}
+	return st.Msgs, st.FirstTime, nil
+}
+
+// unacknowledged returns the state of the stream once the messages at or
+// below durable's ack floor are gone (see Pending); op names the caller
+// in errors.
+func (l *Log) unacknowledged(ctx context.Context, durable, op string) (jetstream.StreamState, error) {
 	if l.closed.Load() {
-		return 0, time.Time{}, unavailable("pending", errClosed)
+		return jetstream.StreamState{}, unavailable(op, errClosed)
 	}
 	info, err := l.stream.Info(ctx)
 	if err != nil {
-		return 0, time.Time{}, unavailable("pending", err)
+		return jetstream.StreamState{}, unavailable(op, err)
 	}
 	if info.State.Msgs == 0 {
-		return 0, time.Time{}, nil
+		return info.State, nil
 	}
 	if c, err := l.stream.Consumer(ctx, durable); err == nil && c.CachedInfo().AckFloor.Stream >= info.State.FirstSeq {
 		l.dropAcked(ctx)
 		if info, err = l.stream.Info(ctx); err != nil {
-			return 0, time.Time{}, unavailable("pending", err)
-		}
-		if info.State.Msgs == 0 {
-			return 0, time.Time{}, nil
+			return jetstream.StreamState{}, unavailable(op, err)
 		}
 	}
-	return info.State.Msgs, info.State.FirstTime, nil
+	return info.State, nil
+}
+
+// Oldest returns the version of the first event the persister has not
+// acknowledged (durable names its consumer, as for Pending): under
+// workqueue retention, the first event of the stream, the oldest the
+// store still lacks by the log's order. ok is false when the store lacks
+// none. Versions are not in the log's order (writes publish
+// concurrently, a relay publishes late): the events after it may be
+// older by as much as that disorder, which the caller allows for.
+// Messages that are not events are skipped. Returns EUnavailable when
+// the log cannot be read.
+func (l *Log) Oldest(ctx context.Context, durable string) (v followgraph.Version, ok bool, err error) {
+	st, err := l.unacknowledged(ctx, durable, "oldest")
+	if err != nil || st.Msgs == 0 {
+		return 0, false, err
+	}
+	for seq := st.FirstSeq; seq <= st.LastSeq; seq++ {
+		msgs, err := l.getNext(ctx, seq)
+		if err != nil {
+			return 0, false, unavailable("oldest", err)
+		}
+		if len(msgs) == 0 {
+			return 0, false, nil
+		}
+		m := msgs[0]
+		if e, err := decode(l.cfg.Subject, m.Subject, m.Data); err == nil {
+			return e.Version, true, nil
+		}
+		seq = m.Sequence
+	}
+	return 0, false, nil
 }

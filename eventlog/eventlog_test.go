@@ -272,6 +272,7 @@ func runSuite(t *testing.T, newLog newLogFunc) {
 	t.Run("OneConsumer", func(t *testing.T) { testOneConsumer(t, newLog) })
 	t.Run("Undecodable", func(t *testing.T) { testUndecodable(t, newLog) })
 	t.Run("Pending", func(t *testing.T) { testPending(t, newLog) })
+	t.Run("Oldest", func(t *testing.T) { testOldest(t, newLog) })
 	t.Run("InvalidEvent", func(t *testing.T) { testInvalidEvent(t, newLog) })
 	t.Run("Ready", func(t *testing.T) { testReady(t, newLog) })
 }
@@ -496,6 +497,34 @@ func testPending(t *testing.T, newLog newLogFunc) {
 	if oldest.Before(before.Add(-time.Second)) || oldest.After(before.Add(20*time.Millisecond)) {
 		t.Fatalf("oldest = %s, want about %s", oldest, before)
 	}
+}
+
+// testOldest: Oldest is the version of the first event the persister has
+// not acknowledged, by the log's order, not the lowest.
+func testOldest(t *testing.T, newLog newLogFunc) {
+	l := newLog(t)
+	ctx := ctxTimeout(t, 20*time.Second)
+	if v, ok, err := l.Oldest(ctx, "persister"); err != nil || ok {
+		t.Fatalf("Oldest of an empty log = %d, %v, %v", v, ok, err)
+	}
+	newer := follow(1, 2)
+	older := fg.NewEvent(2, 3, fg.OpFollow, newer.Version-fg.VersionAt(1000))
+	publish(t, l, newer, older)
+	if v, ok, err := l.Oldest(ctx, "persister"); err != nil || !ok || v != newer.Version {
+		t.Fatalf("Oldest = %d, %v, %v; want %d, the first published", v, ok, err, newer.Version)
+	}
+	var calls atomic.Int32
+	c := startConsumer(t, l, "persister", 1, 50*time.Millisecond, func(context.Context, []Message) error {
+		if calls.Add(1) > 1 {
+			return errors.New("the store is down")
+		}
+		return nil
+	})
+	waitFor(t, 10*time.Second, "the first event acknowledged", func() bool {
+		v, ok, err := l.Oldest(ctx, "persister")
+		return err == nil && ok && v == older.Version
+	})
+	c.stop(t)
 }
 
 func testInvalidEvent(t *testing.T, newLog newLogFunc) {

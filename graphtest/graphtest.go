@@ -7,7 +7,7 @@
 //	func TestGraph(t *testing.T) {
 //		graphtest.Run(t, func(tb testing.TB, opts graphtest.Options) followgraph.Graph {
 //			return memgraph.New(memgraph.WithClock(opts.Now), memgraph.WithMaxFollowing(opts.MaxFollowing),
-//				memgraph.WithHook(opts.Hook))
+//				memgraph.WithHook(opts.Hook), memgraph.WithRefused(opts.Refused))
 //		})
 //	}
 //
@@ -32,6 +32,10 @@ type Options struct {
 	Now          func() time.Time // the engine's clock; never nil when passed by the suite
 	MaxFollowing int              // 0 = unlimited; else Follow returns code following_limit when user already follows that many
 	Hook         followgraph.Hook // the hook to install (see followgraph.Hook); nil = none. Only the Hook tests set one
+	// Refused receives every change the engine's Apply refuses for being
+	// older than its tombstone horizon (followgraph.Refusal); nil = none.
+	// Only the Horizon tests set one.
+	Refused func(followgraph.Refusal)
 }
 
 // NewGraph builds a fresh, empty engine for one test; it registers its own cleanup with tb.Cleanup.
@@ -132,6 +136,10 @@ func Run(t *testing.T, newGraph NewGraph) {
 			{"ShuffledBatch", s.testApplyShuffledBatch},
 			{"Block", s.testApplyBlock},
 			{"Replay", s.testApplyReplay},
+		}},
+		{"Horizon", []test{
+			{"PurgeAndRefuse", s.testHorizonPurgeAndRefuse},
+			{"HiddenKept", s.testHorizonHiddenKept},
 		}},
 	}
 	for _, group := range groups {

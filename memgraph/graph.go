@@ -74,17 +74,20 @@ type Graph struct {
 	stripes [stripeCount]stripe
 	tombIdx atomic.Pointer[tombIndex] // for walks; nil when none is current (walk.go)
 	jobs    jobs                      // of account states (state.go)
+	purging purging                   // the tombstone horizon (horizon.go)
+	refused func(fg.Refusal)          // see WithRefused
 }
 
 // stripe guards the nodes whose internal id is its index modulo
 // stripeCount, and the state of the edges whose follower it guards.
 type stripe struct {
-	mu      sync.RWMutex
-	edges   int                    // live edges whose follower is here
-	tombs   map[edge]fg.Version    // versions of unfollowed edges, and of archived ones (hiddenBit)
-	pending map[edge]chan struct{} // edges whose change awaits its hook
-	pendOut map[uint32]int         // follows and requests awaiting their hook, per follower
-	rels    map[uint32]*rels       // the blocks, mutes, requests and settings of users here; nil when none
+	mu       sync.RWMutex
+	edges    int32                  // live edges whose follower is here
+	tombPeak int32                  // the most tombs held since the map was made (horizon.go)
+	tombs    map[edge]fg.Version    // versions of unfollowed edges, and of archived ones (hiddenBit)
+	pending  map[edge]chan struct{} // edges whose change awaits its hook
+	pendOut  map[uint32]int         // follows and requests awaiting their hook, per follower
+	rels     map[uint32]*rels       // the blocks, mutes, requests and settings of users here; nil when none
 }
 
 // node holds one user's edges.
@@ -140,12 +143,23 @@ func WithClock(now func() time.Time) Option { return func(g *Graph) { g.now = no
 // pending follow or request counts toward the following limit.
 func WithHook(h fg.Hook) Option { return func(g *Graph) { g.hook = h } }
 
+// WithRefused sets what Apply calls, once it has applied its batch, with
+// each change it refused for being older than the tombstone horizon (see
+// Apply); by default, and with nil, nothing.
+func WithRefused(f func(fg.Refusal)) Option {
+	return func(g *Graph) {
+		if f != nil {
+			g.refused = f
+		}
+	}
+}
+
 // WithMaxFollowing caps how many users one user may follow (0: no cap).
 func WithMaxFollowing(n int) Option { return func(g *Graph) { g.maxFollowing = n } }
 
 // New returns an empty graph.
 func New(opts ...Option) *Graph {
-	g := &Graph{now: time.Now, seed: maphash.MakeSeed(), jobs: jobs{wake: make(chan struct{}, 1)}}
+	g := &Graph{now: time.Now, seed: maphash.MakeSeed(), jobs: jobs{wake: make(chan struct{}, 1)}, refused: func(fg.Refusal) {}}
 	g.dir.Store(new([]*[blockSize]node))
 	for _, o := range opts {
 		o(g)
@@ -169,7 +183,7 @@ func (g *Graph) Stats() Stats {
 	for i := range g.stripes {
 		st := &g.stripes[i]
 		st.mu.RLock()
-		s.Edges += st.edges
+		s.Edges += int(st.edges)
 		for _, r := range st.rels {
 			s.Requests += r.reqOut
 			for _, p := range r.with {
@@ -536,9 +550,15 @@ func (g *Graph) find(u, t uint32) (pos, fg.Version, bool) {
 // u and t are the internal ids of e.User and e.Target (t == u for a
 // per-user event); the caller holds their stripes. hint, when set, is what
 // find(u, t) returned under these locks.
-func (g *Graph) applyEvent(e fg.Event, u, t uint32, hint found) {
+func (g *Graph) applyEvent(e fg.Event, u, t uint32, hint found) { g.applyEffects(e, u, t, hint, nil) }
+
+// applyEffects is applyEvent of the effects keep takes (nil: all).
+func (g *Graph) applyEffects(e fg.Event, u, t uint32, hint found, keep func(fg.Effect) bool) {
 	g.observe(e.Version)
 	for ef := range e.Effects {
+		if keep != nil && !keep(ef) {
+			continue
+		}
 		a, b := u, t
 		if ef.User != e.User {
 			a, b = t, u

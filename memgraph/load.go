@@ -17,17 +17,34 @@ import (
 
 // Apply replays events; see followgraph.Applier. It also moves the clock
 // past every applied version, so later changes get higher versions.
+//
+// An edge between two users that an event older than the tombstone
+// horizon sets (see PurgeTombstones), and of which the graph keeps no
+// record, is left as it is: its tombstone, newer than the event, may
+// have been removed. Each such change is passed to the function of
+// WithRefused once the batch is applied; the event's other edges are
+// applied.
 func (g *Graph) Apply(_ context.Context, events []fg.Event) error {
 	for _, e := range events {
 		if err := e.Validate(); err != nil {
 			return fmt.Errorf("memgraph: apply: %w", err)
 		}
 	}
+	var refused []fg.Refusal
 	for _, e := range events {
 		u, t := g.internPair(e)
 		g.lock(u, t)
-		g.applyEvent(e, u, t, found{})
+		// Read under the locks: a purge raises the horizon before it
+		// removes anything under them.
+		if h := g.horizon(); e.Version < h {
+			refused = g.applyOld(e, u, t, h, refused)
+		} else {
+			g.applyEvent(e, u, t, found{})
+		}
 		g.unlock(u, t)
+	}
+	for _, r := range refused {
+		g.refused(r)
 	}
 	return nil
 }
@@ -82,7 +99,7 @@ func (g *Graph) reset() {
 	g.users.Store(0)
 	g.dirMu.Unlock()
 	for i := range g.stripes {
-		g.stripes[i].edges, g.stripes[i].tombs, g.stripes[i].rels = 0, nil, nil
+		g.stripes[i].edges, g.stripes[i].tombs, g.stripes[i].tombPeak, g.stripes[i].rels = 0, nil, 0, nil
 	}
 	g.clock.Store(0)
 	g.tombIdx.Store(nil)
@@ -206,7 +223,7 @@ func (g *Graph) loadLocked(events iter.Seq[fg.Event]) error {
 		nd.outT.fill(ids)
 	})
 	for u := range n {
-		g.stripe(uint32(u)).edges += g.node(uint32(u)).out.len()
+		g.stripe(uint32(u)).edges += int32(g.node(uint32(u)).out.len())
 	}
 	for _, r := range tombs {
 		g.stripe(r.u).setTomb(edge{r.u, r.t}, r.version())

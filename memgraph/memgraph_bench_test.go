@@ -384,3 +384,109 @@ func BenchmarkLinks(b *testing.B) {
 		})
 	}
 }
+
+// BenchmarkTombstones measures the heap of the generated 10M-edge
+// graph after Load (loaded) around 1M distinct unfollows: before them,
+// after them with their tombstones kept (kept), and once their horizon
+// has passed and PurgeTombstones removed them, in steps of 1000 as serve
+// does (purged). The target: purged/before ≤ 1.05.
+//
+//   - Unfollow: 1M of the loaded graph's own edges are unfollowed, in
+//     random order; before is the loaded graph.
+//   - Churn: 1M new edges among its users are followed, then unfollowed
+//     in random order; before is the graph with them, and purged/loaded
+//     is the whole cycle's cost: the room the follows left in the chunks
+//     (see chunks.remove), not tombstones.
+func BenchmarkTombstones(b *testing.B) {
+	const n = 1_000_000
+	ctx := context.Background()
+	cfg := graphgen.Default(baseEdges, 1)
+	for _, churn := range []bool{false, true} {
+		name := "Unfollow"
+		if churn {
+			name = "Churn"
+		}
+		b.Run(name, func(b *testing.B) {
+			for b.Loop() {
+				pairs := churnPairs(cfg, n, churn)
+				heap0 := heapAfterGC()
+				g := New()
+				if err := g.Load(ctx, func(yield func(fg.Event) bool) {
+					for e := range graphgen.Edges(cfg) {
+						if !yield(fg.NewEvent(e.Follower, e.Followee, fg.OpFollow, fg.VersionAt(e.Millis))) {
+							return
+						}
+					}
+				}); err != nil {
+					b.Fatal(err)
+				}
+				loaded := heapAfterGC() - heap0
+				if churn {
+					for _, p := range pairs {
+						if r, err := g.Follow(ctx, p[0], p[1]); err != nil || !r.Created {
+							b.Fatal(p, r, err)
+						}
+					}
+				}
+				before := heapAfterGC() - heap0
+				rand.New(rand.NewPCG(2, 2)).Shuffle(len(pairs), func(i, j int) { pairs[i], pairs[j] = pairs[j], pairs[i] })
+				for _, p := range pairs {
+					if ok, err := g.Unfollow(ctx, p[0], p[1]); err != nil || !ok {
+						b.Fatal(p, err)
+					}
+				}
+				kept := heapAfterGC() - heap0
+				horizon := fg.VersionAt(time.Now().Add(time.Minute).UnixMilli())
+				removed := 0
+				for more := true; more; {
+					k, m, err := g.PurgeTombstones(ctx, horizon, 1000)
+					if err != nil {
+						b.Fatal(err)
+					}
+					removed, more = removed+k, m
+				}
+				purged := heapAfterGC() - heap0
+				if removed != n {
+					b.Fatalf("removed %d tombstones, want %d", removed, n)
+				}
+				b.ReportMetric(float64(kept-purged)/n, "bytes/tombstone")
+				b.ReportMetric(float64(kept)/float64(before), "kept/before")
+				b.ReportMetric(float64(purged)/float64(before), "purged/before")
+				b.ReportMetric(float64(purged)/float64(loaded), "purged/loaded")
+				runtime.KeepAlive(g)
+				runtime.KeepAlive(pairs)
+			}
+		})
+	}
+}
+
+// churnPairs returns n distinct edges of the generated graph of cfg, or,
+// with fresh, between its users and not in it.
+func churnPairs(cfg graphgen.Config, n int, fresh bool) [][2]fg.UserID {
+	rng := rand.New(rand.NewPCG(1, 1))
+	var edges [][2]fg.UserID
+	for e := range graphgen.Edges(cfg) {
+		edges = append(edges, [2]fg.UserID{e.Follower, e.Followee})
+	}
+	if !fresh {
+		rng.Shuffle(len(edges), func(i, j int) { edges[i], edges[j] = edges[j], edges[i] })
+		return slices.Clip(edges[:n])
+	}
+	have := make(map[[2]fg.UserID]bool, len(edges)+n)
+	var users []fg.UserID
+	for _, e := range edges {
+		have[e] = true
+		users = append(users, e[0], e[1])
+	}
+	slices.Sort(users)
+	users = slices.Compact(users)
+	pairs := make([][2]fg.UserID, 0, n)
+	for len(pairs) < n {
+		p := [2]fg.UserID{users[rng.IntN(len(users))], users[rng.IntN(len(users))]}
+		if p[0] != p[1] && !have[p] {
+			have[p] = true
+			pairs = append(pairs, p)
+		}
+	}
+	return pairs
+}

@@ -16,7 +16,7 @@ import (
 
 func TestConformance(t *testing.T) {
 	graphtest.Run(t, func(tb testing.TB, o graphtest.Options) fg.Graph {
-		return New(WithClock(o.Now), WithMaxFollowing(o.MaxFollowing), WithHook(o.Hook))
+		return New(WithClock(o.Now), WithMaxFollowing(o.MaxFollowing), WithHook(o.Hook), WithRefused(o.Refused))
 	})
 }
 
@@ -381,6 +381,6 @@ func TestChunks(t *testing.T) {
 
 func TestStates(t *testing.T) {
 	graphtest.RunStates(t, func(tb testing.TB, o graphtest.Options) fg.Graph {
-		return New(WithClock(o.Now), WithMaxFollowing(o.MaxFollowing), WithHook(o.Hook))
+		return New(WithClock(o.Now), WithMaxFollowing(o.MaxFollowing), WithHook(o.Hook), WithRefused(o.Refused))
 	})
 }

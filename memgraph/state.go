@@ -280,6 +280,7 @@ func (s *stripe) setTomb(k edge, v fg.Version) {
 		s.tombs = make(map[edge]fg.Version)
 	}
 	s.tombs[k] = v
+	s.tombPeak = max(s.tombPeak, int32(len(s.tombs)))
 }
 
 // hideLink turns the shown edge x→y of kind k off, undoing what it sets at

@@ -30,6 +30,11 @@ type Events interface {
 // The log's tail, which may be long (a persister down for hours), is
 // spooled to a temporary file meanwhile rather than held in memory
 // (42 bytes an event), and applied in batches after the store.
+//
+// A store that purges tombstones (followgraph.TombstonePurger) gives g its
+// tombstone horizon, read after its events, before the tail: every
+// tombstone the read lacks is below it, so g refuses as the store does an
+// event of the tail older than a tombstone neither holds.
 func Load(ctx context.Context, g *memgraph.Graph, store Events, log *eventlog.Log) error {
 	tail, err := spool(ctx, log)
 	if err != nil {
@@ -42,6 +47,15 @@ func Load(ctx context.Context, g *memgraph.Graph, store Events, log *eventlog.Lo
 	}
 	if loadErr != nil {
 		return fmt.Errorf("recovery: read store: %w", loadErr)
+	}
+	if p, ok := store.(fg.TombstonePurger); ok {
+		h, err := p.TombstoneHorizon(ctx)
+		if err != nil {
+			return fmt.Errorf("recovery: read store: %w", err)
+		}
+		if err := g.RaiseTombstoneHorizon(ctx, h); err != nil {
+			return fmt.Errorf("recovery: load: %w", err)
+		}
 	}
 	if err := tail.apply(ctx, g.Apply); err != nil {
 		return fmt.Errorf("recovery: replay the log: %w", err)

@@ -2,8 +2,11 @@ package recovery
 
 import (
 	"context"
+	"errors"
 	"log/slog"
 	"path/filepath"
+	"slices"
+	"strings"
 	"testing"
 	"time"
 
@@ -235,5 +238,71 @@ func TestLoad_EveryKind(t *testing.T) {
 	}
 	if len(kept) != 1 || kept[0].Op != fg.OpFollow || kept[0].Target != 8 {
 		t.Errorf("OutEdges(7) while suspended = %v, want its follow of 8, stored", kept)
+	}
+}
+
+// TestLoad_Horizon: the graph takes the store's tombstone horizon, so an
+// event of the log's tail older than a tombstone the store removed is
+// refused, as the store refuses it, and the edge stays off.
+func TestLoad_Horizon(t *testing.T) {
+	ctx := context.Background()
+	store, log := openParts(t)
+	v := fg.VersionAt(time.Now().Add(-time.Hour).UnixMilli())
+	if _, err := store.Apply(ctx, []fg.Event{
+		fg.NewEvent(1, 2, fg.OpFollow, v), fg.NewEvent(1, 2, fg.OpUnfollow, v+1), fg.NewEvent(1, 3, fg.OpFollow, v+2),
+	}, 1); err != nil {
+		t.Fatal(err)
+	}
+	storetest.Purge(t, store, v+fg.VersionAt(1000), 10)
+	h := v + 2 // just above the tombstone removed
+	if got := storetest.Horizon(t, store); got != h {
+		t.Fatalf("the store's tombstone horizon is %d, want %d", got, h)
+	}
+	for _, e := range []fg.Event{fg.NewEvent(1, 2, fg.OpFollow, v), fg.NewEvent(1, 4, fg.OpFollow, h)} {
+		if err := log.Publish(ctx, e); err != nil {
+			t.Fatal(err)
+		}
+	}
+	var refused []fg.Refusal
+	g := memgraph.New(memgraph.WithRefused(func(r fg.Refusal) { refused = append(refused, r) }))
+	if err := Load(ctx, g, store, log); err != nil {
+		t.Fatal(err)
+	}
+	if got := storetest.Horizon(t, g); got != h {
+		t.Errorf("the graph's tombstone horizon is %d, want the store's %d", got, h)
+	}
+	for x, want := range map[fg.UserID]bool{2: false, 3: true, 4: true} {
+		if e, err := g.IsFollowing(ctx, 1, x); err != nil || e.Following != want {
+			t.Errorf("IsFollowing(1, %d) = %v, %v; want %v", x, e.Following, err, want)
+		}
+	}
+	want := []fg.Refusal{{Effect: fg.Effect{Kind: fg.KindFollow, User: 1, Target: 2, On: true}, Version: v, Horizon: h}}
+	if !slices.Equal(refused, want) {
+		t.Errorf("refused %v, want %v", refused, want)
+	}
+}
+
+// TestCheckHorizon: a log whose first waiting event is older than the
+// store's tombstone horizon is a damage; one newer, or none, is not.
+func TestCheckHorizon(t *testing.T) {
+	ctx := context.Background()
+	store, log := openParts(t)
+	v := fg.VersionAt(time.Now().Add(-time.Hour).UnixMilli())
+	if err := CheckHorizon(ctx, store, log, "persister"); err != nil {
+		t.Fatalf("a new store and an empty log: %v", err)
+	}
+	storetest.Apply(t, store, 1, fg.NewEvent(5, 6, fg.OpUnfollow, v-1))
+	storetest.Purge(t, store, v, 10) // the horizon is v
+	if err := log.Publish(ctx, fg.NewEvent(1, 2, fg.OpFollow, v)); err != nil {
+		t.Fatal(err)
+	}
+	if err := CheckHorizon(ctx, store, log, "persister"); err != nil {
+		t.Fatalf("an event at the horizon: %v", err)
+	}
+	storetest.Apply(t, store, 2, fg.NewEvent(5, 7, fg.OpUnfollow, v+5))
+	storetest.Purge(t, store, v+10, 10) // the horizon is v+6
+	var d *Damage
+	if err := CheckHorizon(ctx, store, log, "persister"); !errors.As(err, &d) || !strings.Contains(err.Error(), "tombstone horizon") {
+		t.Fatalf("an event older than the horizon: %v, want a damage naming the tombstone horizon", err)
 	}
 }

@@ -15,6 +15,7 @@ import (
 
 	fg "github.com/followgraph/followgraph"
 	"github.com/followgraph/followgraph/eventlog"
+	"github.com/followgraph/followgraph/horizon"
 	"github.com/followgraph/followgraph/internal/redistime"
 	"github.com/followgraph/followgraph/internal/secret"
 	"github.com/followgraph/followgraph/memgraph"
@@ -38,14 +39,19 @@ type engine struct {
 	// watch, when not nil, runs while the service serves, until ctx ends:
 	// it keeps the hot copy whole (Redis: rebuilds it after a loss).
 	watch func(ctx context.Context)
-	close func()
+	// backlog, when not nil, holds changes on their way to the log (the
+	// outbox), which bound the tombstone horizon as the log's do.
+	backlog horizon.Backlog
+	close   func()
 }
 
 // memEngine is the default: memgraph, loaded from the store and the log's
 // tail at start, whose hook publishes each change to the log before it is
 // acknowledged.
-func memEngine(cfg Config, store durableStore, elog *eventlog.Log, reg prometheus.Registerer) *engine {
-	g := memgraph.New(memgraph.WithHook(elog.Hook()), memgraph.WithMaxFollowing(cfg.MaxFollowing))
+// refused is what its Apply calls with each change it refuses for being
+// older than its tombstone horizon.
+func memEngine(cfg Config, store durableStore, elog *eventlog.Log, reg prometheus.Registerer, refused func(fg.Refusal)) *engine {
+	g := memgraph.New(memgraph.WithHook(elog.Hook()), memgraph.WithMaxFollowing(cfg.MaxFollowing), memgraph.WithRefused(refused))
 	reg.MustRegister(
 		prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "followgraph_engine_users", Help: "Users known to the graph engine."},
 			func() float64 { return float64(g.Stats().Users) }),
@@ -119,6 +125,7 @@ func redisEngine(ctx context.Context, cfg Config, store durableStore, elog *even
 		recover: keeper.Recover,
 		stats:   func() []any { return []any{"redis_mode", mode} },
 		relay:   relay,
+		backlog: outbox.Oldest,
 		ready: func(ctx context.Context) error {
 			missing, total, err := g.OutboxMissing(ctx)
 			if err == nil && missing > 0 {

@@ -142,7 +142,7 @@ func TestHelp_ServeGrouped(t *testing.T) {
 	}
 	for flag, want := range map[string]string{"redis": "Backends", "nats-cluster": "Backends", "db": "Backends",
 		"auth-tokens": "Security", "tls-cert": "Security", "request-timeout": "Limits", "max-connections": "Limits",
-		"persist-batch": "Tuning", "jobs-rate": "Tuning", "log-level": "Operations", "addr": "Operations"} {
+		"persist-batch": "Tuning", "jobs-rate": "Tuning", "tombstone-retention": "Tuning", "log-level": "Operations", "addr": "Operations"} {
 		if got := group(flag); got != want {
 			t.Errorf("--%s is under %q, want %q", flag, got, want)
 		}

@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"bytes"
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -56,13 +57,17 @@ func (c *opsConfig) importFile(ctx context.Context, out io.Writer, path string) 
 		return err
 	}
 	defer f.Close()
-	store, err := openStore(ctx, c.DB, c.Data)
+	store, err := openStore(ctx, c.DB, c.Data, nil)
 	if err != nil {
 		return err
 	}
 	defer store.Close()
 	start := time.Now()
 	n, err := importEdges(ctx, store, f, start.UnixMilli())
+	var refused fg.Refusal
+	if errors.As(err, &refused) {
+		return refusedLine(f, refused)
+	}
 	if err != nil {
 		return err
 	}
@@ -97,6 +102,25 @@ func importEdges(ctx context.Context, store durableStore, r io.Reader, defaultMs
 		return 0, fmt.Errorf("import: %w (nothing was imported)", parseErr)
 	}
 	return n, err
+}
+
+// refusedLine returns the error of the store's refusal of an edge older
+// than its tombstone horizon, naming the edge's first line in f (the one
+// the store refuses; see the stores' Import).
+func refusedLine(f *os.File, r fg.Refusal) error {
+	msg := fmt.Sprintf("import: %s; nothing was imported. The store has removed tombstones older than its horizon, "+
+		"so history from before it cannot be merged: import it into a new store, or only the edges from after the horizon", fg.ErrorMessage(r))
+	if _, err := f.Seek(0, io.SeekStart); err != nil {
+		return errors.New(msg)
+	}
+	sc := bufio.NewScanner(f)
+	sc.Buffer(make([]byte, 1<<16), 1<<20)
+	for line := 1; sc.Scan(); line++ {
+		if e, ok, err := parseEdge(sc.Bytes(), 0); err == nil && ok && e.User == r.User && e.Target == r.Target {
+			return fmt.Errorf("line %d: %s", line, msg)
+		}
+	}
+	return errors.New(msg)
 }
 
 // parseEdge reads one line; ok is false for blank lines and comments.

@@ -69,7 +69,7 @@ func (c *opsConfig) prepare(cmd *cobra.Command, needRedis bool) (done func(), er
 // returns a log sequence up to which every event is in it.
 func (c *opsConfig) expected(ctx context.Context, out io.Writer) (*memgraph.Graph, uint64, error) {
 	start := time.Now()
-	store, err := openStore(ctx, c.DB, c.Data)
+	store, err := openStore(ctx, c.DB, c.Data, nil)
 	if err != nil {
 		return nil, 0, err
 	}

@@ -68,7 +68,7 @@ func storeBlocks(t *testing.T, db, data string) map[[2]fg.UserID]bool {
 // storeEvents calls fn with every event of the durable store's Events.
 func storeEvents(t *testing.T, db, data string, fn func(fg.Event)) {
 	t.Helper()
-	st, err := openStore(context.Background(), db, data)
+	st, err := openStore(context.Background(), db, data, nil)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -26,6 +26,7 @@ import (
 	"github.com/followgraph/followgraph/auth"
 	"github.com/followgraph/followgraph/console"
 	"github.com/followgraph/followgraph/eventlog"
+	"github.com/followgraph/followgraph/horizon"
 	"github.com/followgraph/followgraph/httpapi"
 	"github.com/followgraph/followgraph/internal/secret"
 	"github.com/followgraph/followgraph/internal/tlsfiles"
@@ -50,6 +51,11 @@ type Config struct {
 	JobsRate     int // edges per second the account-state jobs change, over all jobs; 0 = as fast as the engine allows
 	Pprof        bool
 	LogLevel     string
+
+	// TombstoneRetention is how long before the oldest change not yet in
+	// the durable store a tombstone is kept (horizon.Config.Retention);
+	// 0 keeps tombstones for good.
+	TombstoneRetention time.Duration
 
 	Limits          httpapi.Limits // deadlines and bounds on clients
 	MemoryLimit     string         // the Go runtime's soft memory limit, such as 2GiB; "" leaves it as GOMEMLIMIT says
@@ -103,6 +109,12 @@ func (c Config) Validate() error {
 		return errors.New("--max-following cannot be negative")
 	case c.JobsRate < 0:
 		return fmt.Errorf("--jobs-rate %d: want 0 (as fast as the engine allows) or more edges a second", c.JobsRate)
+	case c.TombstoneRetention < 0:
+		return fmt.Errorf("--tombstone-retention %s: want a positive duration, such as 168h, or 0 to keep tombstones for good", c.TombstoneRetention)
+	case c.TombstoneRetention > 0 && c.TombstoneRetention < c.Limits.WriteRequestTimeout:
+		return fmt.Errorf("--tombstone-retention %s is shorter than --write-request-timeout %s: a write's change may take that long to reach "+
+			"the event log, and the tombstones it could meet must outlast it; give at least that (a week is the default), or 0 to keep tombstones for good",
+			c.TombstoneRetention, c.Limits.WriteRequestTimeout)
 	case c.ShutdownTimeout <= 0:
 		return errors.New("--shutdown-timeout must be positive")
 	case (c.TLSCert == "") != (c.TLSKey == ""):
@@ -203,6 +215,7 @@ the console, what to do when something goes wrong), docs/DEPLOY.md
 	f.Float64Var(&cfg.WriteRate, "write-rate", 0, "writes per second per user (0: unlimited)")
 	f.IntVar(&cfg.WriteBurst, "write-burst", 20, "burst of writes per user over --write-rate")
 	f.IntVar(&cfg.JobsRate, "jobs-rate", defaultJobsRate, "edges per second that the jobs of account states (hiding, restoring, deleting a user's edges) change, over all jobs (0: as fast as the engine allows)")
+	f.DurationVar(&cfg.TombstoneRetention, "tombstone-retention", defaultTombstoneRetention, "how long an edge turned off (unfollowed, unblocked, unmuted, a request withdrawn) keeps its tombstone, counted from the oldest change the durable store has yet to apply: longer than any change can take to arrive (the nodes' clock skew, --write-request-timeout); then it is removed, and an older change to the edge is refused (0: keep tombstones for good)")
 	d := httpapi.DefaultLimits
 	f.DurationVar(&cfg.Limits.RequestTimeout, "request-timeout", d.RequestTimeout, "deadline of each read: its backend calls end by then, and it answers 503")
 	f.DurationVar(&cfg.Limits.WriteRequestTimeout, "write-request-timeout", d.WriteRequestTimeout, "deadline of each write, as --request-timeout is a read's: long enough to wait out the election of a new leader of the event log's stream on a NATS cluster (4 to 9 s), or a Redis failover")
@@ -236,7 +249,7 @@ the console, what to do when something goes wrong), docs/DEPLOY.md
 		"request-timeout", "write-request-timeout", "read-timeout", "write-timeout", "idle-timeout", "max-connections",
 		"max-following", "write-rate", "write-burst", "memory-limit", "disk-reserve")
 	group(f, 3, "Tuning: the work in the background",
-		"persist-rate", "persist-batch", "persist-wait", "jobs-rate")
+		"persist-rate", "persist-batch", "persist-wait", "jobs-rate", "tombstone-retention")
 	group(f, 4, "Operations: the ports, the log, starting and stopping (docs/OPERATIONS.md)",
 		"addr", "admin-addr", "log-level", "pprof", "start-timeout", "shutdown-timeout", "accept-data-loss")
 	return cmd
@@ -271,9 +284,10 @@ func serve(ctx context.Context, cfg Config, scrub *secret.Scrubber) error {
 // finishes those in flight, and closes the parts in the reverse order,
 // draining the outbox into the log and the log into the store on the way.
 type Main struct {
-	cfg    Config
-	scrub  *secret.Scrubber
-	logger *slog.Logger
+	cfg      Config
+	scrub    *secret.Scrubber
+	logger   *slog.Logger
+	refusals *horizon.Refusals // of changes older than a tombstone horizon
 
 	hup     chan os.Signal      // SIGHUP
 	ln      net.Listener        // the API's, bound by bind (TLS on it with --tls-cert)
@@ -306,6 +320,7 @@ func (m *Main) Run(ctx context.Context) (err error) {
 	if m.logger, err = newLogger(cfg.LogLevel, m.scrub); err != nil {
 		return err
 	}
+	m.refusals = horizon.NewRefusals(m.logger)
 	// SIGHUP re-reads the token files (reloadOnHangup) and never ends the
 	// process, from the start.
 	m.hup = make(chan os.Signal, 1)
@@ -327,7 +342,7 @@ func (m *Main) Run(ctx context.Context) (err error) {
 	}
 	var store durableStore
 	err = waitBackend(ctx, m.logger, "the durable store", cfg.StartTimeout, storeTransient, func(ctx context.Context) (err error) {
-		store, err = openStore(ctx, cfg.DB, cfg.Data)
+		store, err = openStore(ctx, cfg.DB, cfg.Data, m.refusals.Of("store"))
 		return err
 	})
 	if err != nil {
@@ -339,6 +354,9 @@ func (m *Main) Run(ctx context.Context) (err error) {
 		return err
 	}
 	m.opened(func(context.Context) { elog.Close() })
+	if err := m.checkHorizon(ctx, store, elog); err != nil {
+		return err
+	}
 	if free, reserve, below := elog.BelowReserve(); below {
 		m.logger.Warn("the data folder's disk has less free space than --disk-reserve: until it has, every write is refused "+
 			"(503, nothing changed) and /readyz answers 503, not ready: eventlog. Free space on that disk, or lower --disk-reserve",
@@ -350,6 +368,7 @@ func (m *Main) Run(ctx context.Context) (err error) {
 	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	registerLogMetrics(reg, elog)
 	registerBuildInfo(reg)
+	m.refusals.Register(reg)
 	eng, err := m.engine(ctx, store, elog, reg)
 	if err != nil {
 		return err
@@ -380,6 +399,9 @@ func (m *Main) Run(ctx context.Context) (err error) {
 	}
 
 	m.startPersister(store, elog, reg)
+	if err := m.startPurge(store, eng, elog, reg); err != nil {
+		return err
+	}
 	if eng.relay != nil {
 		m.started(eng.relay.Run)
 		// At a clean stop the outbox drains into the log, before the log
@@ -528,7 +550,7 @@ func (m *Main) engine(ctx context.Context, store durableStore, elog *eventlog.Lo
 	if m.cfg.Redis != "" {
 		return redisEngine(ctx, m.cfg, store, elog, reg, m.logger)
 	}
-	return memEngine(m.cfg, store, elog, reg), nil
+	return memEngine(m.cfg, store, elog, reg, m.refusals.Of("engine")), nil
 }
 
 // errLoading answers API requests until the graph is loaded.

@@ -26,6 +26,7 @@ type durableStore interface {
 	Events(ctx context.Context) iter.Seq2[fg.Event, error]
 	LastSeq(ctx context.Context) (uint64, error)
 	recovery.Store
+	fg.TombstonePurger
 	Ready(ctx context.Context) error
 	Close() error
 }
@@ -41,21 +42,22 @@ func checkDB(db string) error {
 }
 
 // openStore opens the store db names, or with db empty the SQLite file in
-// the data folder.
-func openStore(ctx context.Context, db, data string) (durableStore, error) {
+// the data folder. refused, when not nil, is what its Apply calls with
+// each change it refuses for being older than its tombstone horizon.
+func openStore(ctx context.Context, db, data string, refused func(fg.Refusal)) (durableStore, error) {
 	if db == "" {
 		if err := os.MkdirAll(data, 0o755); err != nil {
 			return nil, err
 		}
-		return opened(sqlite.Open(ctx, filepath.Join(data, "followgraph.db")))
+		return opened(sqlite.Open(ctx, filepath.Join(data, "followgraph.db"), sqlite.WithRefused(refused)))
 	}
 	if err := checkDB(db); err != nil {
 		return nil, err
 	}
 	if strings.HasPrefix(db, "mysql://") {
-		return opened(mysql.Open(ctx, db))
+		return opened(mysql.Open(ctx, db, mysql.WithRefused(refused)))
 	}
-	return opened(postgres.Open(ctx, db))
+	return opened(postgres.Open(ctx, db, postgres.WithRefused(refused)))
 }
 
 // storeDesc describes the store openStore opens, for the start-up log

@@ -54,6 +54,22 @@ type Store struct {
 	// rows is the most edges one statement writes: maxRows, or fewer if
 	// the server's max_allowed_packet is smaller than such a statement.
 	rows int
+
+	refused func(fg.Refusal) // see WithRefused
+}
+
+// Option configures a Store.
+type Option func(*Store)
+
+// WithRefused sets what Apply calls, once its batch is committed, with
+// each change it refused for being older than the tombstone horizon (see
+// Apply); by default, and with nil, nothing.
+func WithRefused(f func(fg.Refusal)) Option {
+	return func(s *Store) {
+		if f != nil {
+			s.refused = f
+		}
+	}
 }
 
 // Pool sizes. The store needs one connection per concurrent call; reads
@@ -241,7 +257,7 @@ func badURL(format string, args ...any) error {
 // its schema up to date (see migrate). The database must exist; its
 // tables are created. A server that cannot be reached returns an
 // EUnavailable error, a bad URL an EInvalidArgument error.
-func Open(ctx context.Context, rawURL string) (*Store, error) {
+func Open(ctx context.Context, rawURL string, opts ...Option) (*Store, error) {
 	cfg, err := ParseURL(rawURL)
 	if err != nil {
 		return nil, err
@@ -254,7 +270,10 @@ func Open(ctx context.Context, rawURL string) (*Store, error) {
 	db.SetMaxOpenConns(maxOpenConns)
 	db.SetMaxIdleConns(maxIdleConns)
 	db.SetConnMaxLifetime(connMaxLifetime)
-	s := &Store{db: db}
+	s := &Store{db: db, refused: func(fg.Refusal) {}}
+	for _, o := range opts {
+		o(s)
+	}
 	if err := s.open(ctx); err != nil {
 		db.Close()
 		return nil, fmt.Errorf("mysql: open: %w", translate(err))

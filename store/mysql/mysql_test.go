@@ -63,9 +63,9 @@ func newDatabase(tb testing.TB) string {
 }
 
 // openStore opens the store at url and closes it when tb ends.
-func openStore(tb testing.TB, url string) *mysql.Store {
+func openStore(tb testing.TB, url string, opts ...mysql.Option) *mysql.Store {
 	tb.Helper()
-	s, err := mysql.Open(context.Background(), url)
+	s, err := mysql.Open(context.Background(), url, opts...)
 	if err != nil {
 		tb.Fatal(err)
 	}
@@ -97,7 +97,19 @@ var _ storetest.LinkLister = (*mysql.Store)(nil)
 // new database of its own.
 func TestStore(t *testing.T) {
 	testenv.Server(t, testenv.MySQL, testenv.MySQLHint) // one skip rather than one per test
-	storetest.Run(t, func(tb testing.TB) storetest.Store { return newStore(tb) })
+	// The stores open, for reopen.
+	urls := make(map[storetest.Store]string)
+	storetest.Run(t, func(tb testing.TB) storetest.Store {
+		url := newDatabase(tb)
+		s := openStore(tb, url)
+		urls[s] = url
+		return s
+	}, func(tb testing.TB, s storetest.Store, refused func(fg.Refusal)) storetest.Store {
+		if err := s.Close(); err != nil {
+			tb.Fatal(err)
+		}
+		return openStore(tb, urls[s], mysql.WithRefused(refused))
+	})
 }
 
 func TestParseURL(t *testing.T) {

@@ -67,6 +67,13 @@ const lockMeta = "SELECT value FROM meta WHERE `key` = 'last_seq' FOR UPDATE"
 // deadlock; each writes its rows in primary-key order all the same, which
 // touches the B-tree pages in order.
 //
+// A change older than the tombstone horizon (see PurgeTombstones) to an
+// edge with no row is refused: not written, and passed to the function of
+// WithRefused once the batch is committed (the rest of the batch is
+// applied). Its edge may have had a newer tombstone, since removed. A
+// purge step holds the writers' lock too, so the horizon read here is the
+// one of the rows written.
+//
 // Every event is checked before anything is written: an invalid event
 // (Event.Validate), or a version or lastSeq of 2^63 or more, returns an
 // error with its code (EInvalidArgument, EInvalidID, ESelfFollow) and
@@ -88,6 +95,14 @@ func (s *Store) Apply(ctx context.Context, events []fg.Event, lastSeq uint64) (c
 	if _, err := tx.ExecContext(ctx, "UPDATE meta SET value = GREATEST(value, ?) WHERE `key` = 'last_seq'", int64(lastSeq)); err != nil {
 		return 0, fmt.Errorf("mysql: apply: %w", translate(err))
 	}
+	horizon, err := readHorizon(ctx, tx)
+	if err != nil {
+		return 0, fmt.Errorf("mysql: apply: %w", translate(err))
+	}
+	refused, err := rows.Refuse(horizon, heldEdges(ctx, tx), heldLinks(ctx, tx))
+	if err != nil {
+		return 0, fmt.Errorf("mysql: apply: %w", translate(err))
+	}
 	if changed, err = s.write(ctx, tx, rows.Edges); err != nil {
 		return 0, fmt.Errorf("mysql: apply: %w", translate(err))
 	}
@@ -100,6 +115,9 @@ func (s *Store) Apply(ctx context.Context, events []fg.Event, lastSeq uint64) (c
 	}
 	if err := tx.Commit(); err != nil {
 		return 0, fmt.Errorf("mysql: apply: %w", translate(err))
+	}
+	for _, r := range refused {
+		s.refused(r)
 	}
 	return changed, nil
 }
@@ -258,6 +276,11 @@ const importChunk = 16 * maxRows
 // innodb_lock_wait_timeout, and then fails with EUnavailable.
 //
 // An invalid event (as for Apply) returns an error and imports nothing.
+// So does the first event, in the order given, that is the first of its
+// edge, is older than the tombstone horizon, and whose edge the store
+// holds no row of: the error is its followgraph.Refusal (code
+// EBeforeHorizon), since the edge may have had a newer tombstone, since
+// removed.
 func (s *Store) Import(ctx context.Context, events iter.Seq[fg.Event]) (int, error) {
 	tx, err := s.db.BeginTx(ctx, nil)
 	if err != nil {
@@ -268,10 +291,21 @@ func (s *Store) Import(ctx context.Context, events iter.Seq[fg.Event]) (int, err
 	if err := tx.QueryRowContext(ctx, lockMeta).Scan(&seq); err != nil {
 		return 0, fmt.Errorf("mysql: import: %w", translate(err))
 	}
+	horizon, err := readHorizon(ctx, tx)
+	if err != nil {
+		return 0, fmt.Errorf("mysql: import: %w", translate(err))
+	}
 	changed := 0
 	for chunk, err := range row.Chunks(events, importChunk) {
 		if err != nil {
 			return 0, fmt.Errorf("mysql: import: %w", err)
+		}
+		r, err := row.FirstRefused(chunk, horizon, heldEdges(ctx, tx))
+		if err != nil {
+			return 0, fmt.Errorf("mysql: import: %w", translate(err))
+		}
+		if r != nil {
+			return 0, fmt.Errorf("mysql: import: %w", *r)
 		}
 		n, err := s.write(ctx, tx, row.Dedupe(chunk))
 		if err != nil {

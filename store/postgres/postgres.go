@@ -41,7 +41,22 @@ import (
 // every write is one transaction, conditional on the versions of the
 // edges it touches.
 type Store struct {
-	pool *pgxpool.Pool
+	pool    *pgxpool.Pool
+	refused func(fg.Refusal) // see WithRefused
+}
+
+// Option configures a Store.
+type Option func(*Store)
+
+// WithRefused sets what Apply calls, once its batch is committed, with
+// each change it refused for being older than the tombstone horizon (see
+// Apply); by default, and with nil, nothing.
+func WithRefused(f func(fg.Refusal)) Option {
+	return func(s *Store) {
+		if f != nil {
+			s.refused = f
+		}
+	}
 }
 
 // Open connects to the database at url (postgres://user:password@host:port/
@@ -54,7 +69,7 @@ type Store struct {
 // the synchronous standbys too, when there are). The store does not change
 // it; a server set to off may lose the last batches of a crash after the
 // persister has let the log drop them.
-func Open(ctx context.Context, url string) (*Store, error) {
+func Open(ctx context.Context, url string, opts ...Option) (*Store, error) {
 	if !strings.HasPrefix(url, "postgres://") && !strings.HasPrefix(url, "postgresql://") {
 		return nil, fmt.Errorf("postgres: open: %w", fg.Errorf(fg.EInvalidArgument, "the database must be a postgres:// URL"))
 	}
@@ -67,7 +82,10 @@ func Open(ctx context.Context, url string) (*Store, error) {
 	if err != nil {
 		return nil, fmt.Errorf("postgres: open: %w", translate(err))
 	}
-	s := &Store{pool: pool}
+	s := &Store{pool: pool, refused: func(fg.Refusal) {}}
+	for _, o := range opts {
+		o(s)
+	}
 	if _, err := s.migrate(ctx); err != nil {
 		pool.Close()
 		return nil, fmt.Errorf("postgres: open: %w", translate(err))

@@ -60,9 +60,9 @@ func newDatabase(tb testing.TB) string {
 }
 
 // openStore opens the store at url and closes it when tb ends.
-func openStore(tb testing.TB, url string) *postgres.Store {
+func openStore(tb testing.TB, url string, opts ...postgres.Option) *postgres.Store {
 	tb.Helper()
-	s, err := postgres.Open(context.Background(), url)
+	s, err := postgres.Open(context.Background(), url, opts...)
 	if err != nil {
 		tb.Fatal(err)
 	}
@@ -88,7 +88,19 @@ var _ storetest.LinkLister = (*postgres.Store)(nil)
 // new database of its own.
 func TestStore(t *testing.T) {
 	testenv.Server(t, testenv.Postgres, testenv.PostgresHint) // one skip, not one per test
-	storetest.Run(t, func(tb testing.TB) storetest.Store { return newStore(tb) })
+	// The stores open, for reopen.
+	urls := make(map[storetest.Store]string)
+	storetest.Run(t, func(tb testing.TB) storetest.Store {
+		url := newDatabase(tb)
+		s := openStore(tb, url)
+		urls[s] = url
+		return s
+	}, func(tb testing.TB, s storetest.Store, refused func(fg.Refusal)) storetest.Store {
+		if err := s.Close(); err != nil {
+			tb.Fatal(err)
+		}
+		return openStore(tb, urls[s], postgres.WithRefused(refused))
+	})
 }
 
 // query runs sql on the database at url, outside the store, and returns
@@ -351,7 +363,7 @@ func TestStore_ImportConcurrent(t *testing.T) {
 	}
 	storetest.CheckEvents(t, s, m.Events())
 	indexes := query(t, url, `SELECT indexname FROM pg_indexes WHERE tablename = 'edges' ORDER BY 1`)
-	if got := fmt.Sprint(indexes); got != "[[edges_followers] [edges_following] [edges_pkey]]" {
+	if got := fmt.Sprint(indexes); got != "[[edges_followers] [edges_following] [edges_pkey] [edges_tombstones]]" {
 		t.Errorf("indexes after Import: %s", got)
 	}
 	for _, u := range []fg.UserID{1, 2, 3} {

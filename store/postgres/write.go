@@ -2,8 +2,11 @@ package postgres
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"iter"
+	"strconv"
+	"strings"
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
@@ -46,8 +49,12 @@ func columnsOf(edges []row.Edge) columns {
 //
 // docs/design/stores.md lists the forms measured against it (none does
 // better); docs/BENCHMARKS.md says where its time goes.
+// A row older than the tombstone horizon whose edge has no row is left out
+// (see refusedSQL).
 const upsertSQL = `INSERT INTO edges AS e (follower, followee, following, since_ms, version)
-SELECT * FROM unnest($1::bigint[], $2::bigint[], $3::boolean[], $4::bigint[], $5::bigint[])
+SELECT * FROM unnest($1::bigint[], $2::bigint[], $3::boolean[], $4::bigint[], $5::bigint[]) AS x(follower, followee, following, since_ms, version)
+WHERE x.version >= ` + horizonSQL + `
+	OR EXISTS (SELECT FROM edges o WHERE o.follower = x.follower AND o.followee = x.followee)
 ON CONFLICT (follower, followee) DO UPDATE
 SET following = excluded.following, since_ms = excluded.since_ms, version = excluded.version
 WHERE e.version < excluded.version`
@@ -73,8 +80,11 @@ func linkColumnsOf(links []row.Link) linkColumns {
 }
 
 // upsertLinksSQL is upsertSQL for the links table.
-const upsertLinksSQL = `INSERT INTO links AS l (user_id, kind, target_id, active, since_ms, expires_ms, state, version)
+var upsertLinksSQL = `INSERT INTO links AS l (user_id, kind, target_id, active, since_ms, expires_ms, state, version)
 SELECT * FROM unnest($1::bigint[], $2::smallint[], $3::bigint[], $4::boolean[], $5::bigint[], $6::bigint[], $7::smallint[], $8::bigint[])
+	AS x(user_id, kind, target_id, active, since_ms, expires_ms, state, version)
+WHERE x.version >= ` + horizonSQL + ` OR x.kind <> ALL (` + purgedKinds + `)
+	OR EXISTS (SELECT FROM links o WHERE o.user_id = x.user_id AND o.kind = x.kind AND o.target_id = x.target_id)
 ON CONFLICT (user_id, kind, target_id) DO UPDATE
 SET active = excluded.active, since_ms = excluded.since_ms, expires_ms = excluded.expires_ms, state = excluded.state,
 	version = excluded.version
@@ -100,6 +110,14 @@ WHERE l.version < excluded.version`
 // sequence last, so they wait for each other only inside the server, and
 // never in a cycle: edges, then links, each in key order.
 //
+// A change older than the tombstone horizon (see PurgeTombstones) to an
+// edge with no row is refused: not written, and passed to the function of
+// WithRefused once the batch is committed (the rest of the batch is
+// applied). Its edge may have had a newer tombstone, since removed. Each
+// Apply holds the horizon's row with a share lock, which a purge step
+// waits for (and the other way round), so the horizon it compares with is
+// the one of the rows it writes over.
+//
 // Apply returns the number of rows changed (created or overwritten). A
 // follow's end of the request of its pair is its own edges row (see
 // row.Link.Settle): a batch of follows writes edges alone.
@@ -123,12 +141,33 @@ func (s *Store) Apply(ctx context.Context, events []fg.Event, lastSeq uint64) (c
 		changed += int(tag.RowsAffected())
 		return nil
 	}
+	var horizon int64
+	var refused []fg.Refusal
+	b.Queue(lockHorizonSQL).QueryRow(func(r pgx.Row) error { return r.Scan(&horizon) })
 	if len(rows.Edges) > 0 {
 		c := columnsOf(rows.Edges)
+		b.Queue(refusedSQL, c.follower, c.followee, c.following, c.version).Query(func(rs pgx.Rows) error {
+			var e row.Edge
+			_, err := pgx.ForEachRow(rs, []any{&e.Follower, &e.Followee, &e.Following, &e.Version}, func() error {
+				refused = append(refused, e.Refusal(horizon))
+				return nil
+			})
+			return err
+		})
 		b.Queue(upsertSQL, c.follower, c.followee, c.following, c.sinceMs, c.version).Exec(count)
 	}
 	if len(rows.Links) > 0 {
 		c := linkColumnsOf(rows.Links)
+		b.Queue(refusedLinksSQL, c.user, c.kind, c.target, c.active, c.version).Query(func(rs pgx.Rows) error {
+			var l row.Link
+			var kind int16
+			_, err := pgx.ForEachRow(rs, []any{&l.User, &kind, &l.Target, &l.On, &l.Version}, func() error {
+				l.Kind = fg.Kind(kind)
+				refused = append(refused, l.Refusal(horizon))
+				return nil
+			})
+			return err
+		})
 		b.Queue(upsertLinksSQL, c.user, c.kind, c.target, c.active, c.sinceMs, c.expiresMs, c.state, c.version).Exec(count)
 	}
 	b.Queue(moveSeqSQL, int64(lastSeq))
@@ -137,8 +176,41 @@ func (s *Store) Apply(ctx context.Context, events []fg.Event, lastSeq uint64) (c
 	if err := s.pool.SendBatch(ctx, b).Close(); err != nil {
 		return 0, fmt.Errorf("postgres: apply: %w", translate(err))
 	}
+	for _, r := range refused {
+		s.refused(r)
+	}
 	return changed, nil
 }
+
+// horizonSQL is the tombstone horizon, in a statement.
+const horizonSQL = `(SELECT value FROM meta WHERE key = '` + row.MetaHorizon + `')`
+
+// lockHorizonSQL reads the tombstone horizon and holds its row with a
+// share lock until the transaction ends: a purge step, which raises it
+// first, waits for the transaction, or the transaction for the step.
+const lockHorizonSQL = `SELECT value FROM meta WHERE key = '` + row.MetaHorizon + `' FOR SHARE`
+
+// refusedSQL returns the rows of upsertSQL's arrays (but since_ms) that
+// it leaves out: older than the tombstone horizon, of an edge with no row.
+const refusedSQL = `SELECT * FROM unnest($1::bigint[], $2::bigint[], $3::boolean[], $4::bigint[]) AS x(follower, followee, following, version)
+WHERE x.version < ` + horizonSQL + `
+	AND NOT EXISTS (SELECT FROM edges o WHERE o.follower = x.follower AND o.followee = x.followee)`
+
+// refusedLinksSQL is refusedSQL for upsertLinksSQL (user, kind, target,
+// active and version): a user's setting is never refused (row.Refuse).
+var refusedLinksSQL = `SELECT * FROM unnest($1::bigint[], $2::smallint[], $3::bigint[], $4::boolean[], $5::bigint[]) AS x(user_id, kind, target_id, active, version)
+WHERE x.version < ` + horizonSQL + ` AND x.kind = ANY (` + purgedKinds + `)
+	AND NOT EXISTS (SELECT FROM links o WHERE o.user_id = x.user_id AND o.kind = x.kind AND o.target_id = x.target_id)`
+
+// purgedKinds is row.PurgedKinds as an array: the kinds of links whose
+// tombstones are removed, and so whose changes may be refused.
+var purgedKinds = func() string {
+	var ks []string
+	for _, k := range row.PurgedKinds {
+		ks = append(ks, strconv.Itoa(int(k)))
+	}
+	return "'{" + strings.Join(ks, ",") + "}'::smallint[]"
+}()
 
 // moveSeqSQL moves the stored sequence forward to $1.
 const moveSeqSQL = `UPDATE meta SET value = greatest(value, $1) WHERE key = 'last_seq'`
@@ -165,6 +237,11 @@ const importChunk = 64 << 10
 // Imports run one at a time (see importLock).
 //
 // An invalid event (as for Apply) returns an error and imports nothing.
+// So does the first event, in the order given, that is the first of its
+// edge, is older than the tombstone horizon, and whose edge the store
+// holds no row of: the error is its followgraph.Refusal (code
+// EBeforeHorizon), since the edge may have had a newer tombstone, since
+// removed.
 func (s *Store) Import(ctx context.Context, events iter.Seq[fg.Event]) (int, error) {
 	var changed int64
 	err := pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
@@ -172,24 +249,41 @@ func (s *Store) Import(ctx context.Context, events iter.Seq[fg.Event]) (int, err
 		if _, err := tx.Exec(ctx, `SELECT pg_advisory_xact_lock($1)`, importLock); err != nil {
 			return err
 		}
+		var horizon int64
+		if err := tx.QueryRow(ctx, lockHorizonSQL).Scan(&horizon); err != nil {
+			return err
+		}
 		// Sorting a million rows for DISTINCT ON in the default 4 MB of
 		// work_mem spills to disk several times over.
 		if _, err := tx.Exec(ctx, `SET LOCAL work_mem = '256MB'`); err != nil {
 			return err
 		}
-		if _, err := tx.Exec(ctx, `CREATE TEMPORARY TABLE edges_import (LIKE edges) ON COMMIT DROP`); err != nil {
+		// ord is each event's place in the import, for the refusal.
+		if _, err := tx.Exec(ctx, `CREATE TEMPORARY TABLE edges_import (LIKE edges, ord bigint NOT NULL) ON COMMIT DROP`); err != nil {
 			return err
 		}
+		var ord int64
 		for chunk, err := range row.Chunks(events, importChunk) {
 			if err != nil {
 				return err
 			}
 			if _, err := tx.CopyFrom(ctx, pgx.Identifier{"edges_import"},
-				[]string{"follower", "followee", "following", "since_ms", "version"},
+				[]string{"follower", "followee", "following", "since_ms", "version", "ord"},
 				pgx.CopyFromSlice(len(chunk), func(i int) ([]any, error) {
 					e := chunk[i]
-					return []any{e.Follower, e.Followee, e.Following, e.SinceMs, e.Version}, nil
+					return []any{e.Follower, e.Followee, e.Following, e.SinceMs, e.Version, ord + int64(i)}, nil
 				})); err != nil {
+				return err
+			}
+			ord += int64(len(chunk))
+		}
+		if horizon > 0 {
+			var e row.Edge
+			// The horizon written in: the simple protocol, as below.
+			switch err := tx.QueryRow(ctx, fmt.Sprintf(firstRefusedSQL, horizon)).Scan(&e.Follower, &e.Followee, &e.Following, &e.Version); {
+			case err == nil:
+				return e.Refusal(horizon)
+			case !errors.Is(err, pgx.ErrNoRows):
 				return err
 			}
 		}
@@ -222,6 +316,15 @@ func (s *Store) Import(ctx context.Context, events iter.Seq[fg.Event]) (int, err
 	}
 	return int(changed), nil
 }
+
+// firstRefusedSQL returns the first event of an import (by ord) that is
+// the first of its edge, older than the tombstone horizon (%d), of an edge
+// with no row; see Import.
+const firstRefusedSQL = `SELECT follower, followee, following, version FROM (
+	SELECT DISTINCT ON (follower, followee) follower, followee, following, version, ord
+	FROM edges_import ORDER BY follower, followee, ord) f
+WHERE version < %d AND NOT EXISTS (SELECT FROM edges e WHERE e.follower = f.follower AND e.followee = f.followee)
+ORDER BY ord LIMIT 1`
 
 // importLock is the key of the transaction-level advisory lock that
 // serializes Imports. Each takes it first, before any lock on edges: two

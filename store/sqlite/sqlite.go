@@ -45,6 +45,22 @@ type Store struct {
 	// upserts[k] is the edge upsert of 2^k rows, prepared on w at Open;
 	// see upsert.
 	upserts []*sql.Stmt
+
+	refused func(fg.Refusal) // see WithRefused
+}
+
+// Option configures a Store.
+type Option func(*Store)
+
+// WithRefused sets what Apply calls, once its batch is committed, with
+// each change it refused for being older than the tombstone horizon (see
+// Apply); by default, and with nil, nothing.
+func WithRefused(f func(fg.Refusal)) Option {
+	return func(s *Store) {
+		if f != nil {
+			s.refused = f
+		}
+	}
 }
 
 // busyTimeout is how long a statement waits for a lock held by another
@@ -70,7 +86,7 @@ const readConns = 4
 // returned" has to mean "on disk". The cost is one fsync per batch: with
 // batches of 1000 events, FULL and NORMAL measured the same throughput
 // (the time goes to B-tree work and WAL writes, which both modes do).
-func Open(ctx context.Context, path string) (*Store, error) {
+func Open(ctx context.Context, path string, opts ...Option) (*Store, error) {
 	if path == "" || path == ":memory:" || strings.HasPrefix(path, "file:") {
 		return nil, fmt.Errorf("sqlite: open: %q is not a file path", path)
 	}
@@ -86,7 +102,10 @@ func Open(ctx context.Context, path string) (*Store, error) {
 	if err != nil {
 		return nil, fmt.Errorf("sqlite: open: %w", err)
 	}
-	s := &Store{w: w}
+	s := &Store{w: w, refused: func(fg.Refusal) {}}
+	for _, o := range opts {
+		o(s)
+	}
 	if _, err := s.migrate(ctx); err != nil {
 		w.Close()
 		return nil, fmt.Errorf("sqlite: open: %w", translate(err))

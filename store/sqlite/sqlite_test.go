@@ -21,9 +21,9 @@ import (
 )
 
 // openStore opens the store at path and closes it when tb ends.
-func openStore(tb testing.TB, path string) *sqlite.Store {
+func openStore(tb testing.TB, path string, opts ...sqlite.Option) *sqlite.Store {
 	tb.Helper()
-	s, err := sqlite.Open(context.Background(), path)
+	s, err := sqlite.Open(context.Background(), path, opts...)
 	if err != nil {
 		tb.Fatal(err)
 	}
@@ -43,7 +43,19 @@ func newStore(tb testing.TB) *sqlite.Store {
 // TestStore runs the conformance suite of durable stores, each test on a
 // new file of its own.
 func TestStore(t *testing.T) {
-	storetest.Run(t, func(tb testing.TB) storetest.Store { return newStore(tb) })
+	// The stores open, for reopen.
+	paths := make(map[storetest.Store]string)
+	storetest.Run(t, func(tb testing.TB) storetest.Store {
+		path := filepath.Join(tb.TempDir(), "followgraph.db")
+		s := openStore(tb, path)
+		paths[s] = path
+		return s
+	}, func(tb testing.TB, s storetest.Store, refused func(fg.Refusal)) storetest.Store {
+		if err := s.Close(); err != nil {
+			tb.Fatal(err)
+		}
+		return openStore(tb, paths[s], sqlite.WithRefused(refused))
+	})
 }
 
 func TestStore_Reopen(t *testing.T) {

@@ -71,6 +71,11 @@ func upsertSQL(t table, rows int) string {
 // backward: a lastSeq below it leaves it unchanged (the events are still
 // applied).
 //
+// A change older than the tombstone horizon (see PurgeTombstones) to an
+// edge with no row is refused: not written, and passed to the function of
+// WithRefused once the batch is committed (the rest of the batch is
+// applied). Its edge may have had a newer tombstone, since removed.
+//
 // Apply returns the number of rows changed (created or overwritten).
 // Every event is checked before anything is written: an invalid event
 // (Event.Validate), or a version or lastSeq of 2^63 or more, returns an
@@ -87,6 +92,16 @@ func (s *Store) Apply(ctx context.Context, events []fg.Event, lastSeq uint64) (c
 		return 0, fmt.Errorf("sqlite: apply: %w", translate(err))
 	}
 	defer tx.Rollback()
+	// The writing connection is the only one: no purge runs between this
+	// read and the commit.
+	horizon, err := readHorizon(ctx, tx)
+	if err != nil {
+		return 0, fmt.Errorf("sqlite: apply: %w", translate(err))
+	}
+	refused, err := rows.Refuse(horizon, heldEdges(ctx, tx), heldLinks(ctx, tx))
+	if err != nil {
+		return 0, fmt.Errorf("sqlite: apply: %w", translate(err))
+	}
 	if changed, err = s.upsert(ctx, tx, rows.Edges); err != nil {
 		return 0, fmt.Errorf("sqlite: apply: %w", translate(err))
 	}
@@ -109,6 +124,9 @@ func (s *Store) Apply(ctx context.Context, events []fg.Event, lastSeq uint64) (c
 	}
 	if err := tx.Commit(); err != nil {
 		return 0, fmt.Errorf("sqlite: apply: %w", translate(err))
+	}
+	for _, r := range refused {
+		s.refused(r)
 	}
 	return changed, nil
 }
@@ -167,16 +185,32 @@ const importChunk = 8 * maxRows
 // importing into a store that has edges is correct too.
 //
 // An invalid event (as for Apply) returns an error and imports nothing.
+// So does the first event, in the order given, that is the first of its
+// edge, is older than the tombstone horizon, and whose edge the store
+// holds no row of: the error is its followgraph.Refusal (code
+// EBeforeHorizon), since the edge may have had a newer tombstone, since
+// removed.
 func (s *Store) Import(ctx context.Context, events iter.Seq[fg.Event]) (int, error) {
 	tx, err := s.w.BeginTx(ctx, nil)
 	if err != nil {
 		return 0, fmt.Errorf("sqlite: import: %w", translate(err))
 	}
 	defer tx.Rollback()
+	horizon, err := readHorizon(ctx, tx)
+	if err != nil {
+		return 0, fmt.Errorf("sqlite: import: %w", translate(err))
+	}
 	changed := 0
 	for chunk, err := range row.Chunks(events, importChunk) {
 		if err != nil {
 			return 0, fmt.Errorf("sqlite: import: %w", err)
+		}
+		r, err := row.FirstRefused(chunk, horizon, heldEdges(ctx, tx))
+		if err != nil {
+			return 0, fmt.Errorf("sqlite: import: %w", translate(err))
+		}
+		if r != nil {
+			return 0, fmt.Errorf("sqlite: import: %w", *r)
 		}
 		n, err := s.upsert(ctx, tx, row.Dedupe(chunk))
 		if err != nil {

@@ -56,6 +56,9 @@ type Store interface {
 	LogPosition(ctx context.Context) (fg.LogPosition, error)
 	SaveLogPosition(ctx context.Context, p fg.LogPosition) error
 	ResetLogPosition(ctx context.Context, p fg.LogPosition) error
+	// TombstoneHorizon and PurgeTombstones remove tombstones once no
+	// older change can arrive (followgraph.TombstonePurger).
+	fg.TombstonePurger
 	Close() error
 }
 
@@ -81,8 +84,15 @@ type Readier interface {
 // and closes the store (and removes whatever it created) when tb ends,
 // with tb.Cleanup: stores of one Run never share data. The suite's tests
 // run one at a time.
-func Run(t *testing.T, open func(tb testing.TB) Store) {
+//
+// reopen, when given, closes a store open returned and opens its database
+// again, as a new process would, with refused as the store's WithRefused;
+// the horizon tests need it.
+func Run(t *testing.T, open func(tb testing.TB) Store, reopen ...Reopen) {
 	s := suite{open: open}
+	if len(reopen) > 0 {
+		s.reopen = reopen[0]
+	}
 	groups := []struct {
 		name  string
 		tests []test
@@ -120,6 +130,13 @@ func Run(t *testing.T, open func(tb testing.TB) Store) {
 		{"Concurrent", []test{
 			{"ApplyAndRead", s.testConcurrent},
 		}},
+		{"Horizon", []test{
+			{"PurgeInSteps", s.testHorizonPurge},
+			{"Refused", s.testHorizonRefused},
+			{"Links", s.testHorizonLinks},
+			{"EndedRequest", s.testHorizonEndedRequest},
+			{"Import", s.testHorizonImport},
+		}},
 	}
 	for _, g := range groups {
 		t.Run(g.name, func(t *testing.T) {
@@ -136,8 +153,14 @@ type test struct {
 }
 
 type suite struct {
-	open func(tb testing.TB) Store
+	open   func(tb testing.TB) Store
+	reopen Reopen
 }
+
+// Reopen closes s and opens its database again, as a new process would,
+// with refused as what its Apply calls with each change it refuses (the
+// stores' WithRefused). The store it returns is closed when tb ends.
+type Reopen func(tb testing.TB, s Store, refused func(fg.Refusal)) Store
 
 // newStore opens a new, empty store for tb.
 func (s suite) newStore(tb testing.TB) Store {

@@ -1,0 +1,195 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/redis/rueidis"
+
+	fg "github.com/followgraph/followgraph"
+	"github.com/followgraph/followgraph/eventlog"
+	"github.com/followgraph/followgraph/redisgraph"
+	"github.com/followgraph/followgraph/store/sqlite"
+)
+
+// TestFlag_TombstoneRetention: --tombstone-retention takes 0 or a
+// duration at least --write-request-timeout; serve refuses any other
+// value, naming the flag, before it opens anything.
+func TestFlag_TombstoneRetention(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		args []string
+		says string
+	}{
+		{"Negative", []string{"--tombstone-retention", "-1h"}, "--tombstone-retention -1h0m0s: want a positive duration"},
+		{"NotADuration", []string{"--tombstone-retention", "a week"}, "tombstone-retention"},
+		{"NoUnit", []string{"--tombstone-retention", "7"}, "tombstone-retention"},
+		{"ShorterThanAWrite", []string{"--tombstone-retention", "5s"}, "--tombstone-retention 5s is shorter than --write-request-timeout 15s"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			data := t.TempDir()
+			out, err := exec.Command(binary, append([]string{"serve", "--addr", freeAddr(t), "--data", data}, tc.args...)...).CombinedOutput()
+			if err == nil || !strings.Contains(string(out), tc.says) {
+				t.Fatalf("serve %v: %v, want a refusal saying %q\n%s", tc.args, err, tc.says, out)
+			}
+			if matches, _ := filepath.Glob(filepath.Join(data, "*")); len(matches) > 0 {
+				t.Errorf("the refused start made %v", matches)
+			}
+		})
+	}
+}
+
+// TestTombstonePurge: with a short --tombstone-retention, serve removes an
+// unfollow's tombstone from the store and the engine once the retention
+// has passed since the store had it, and keeps live edges; the store
+// keeps its tombstone horizon. A change older than that horizon, found in
+// the log at the next start, makes serve refuse to start, and with
+// --accept-data-loss is refused, logged and counted, never applied: the
+// edge stays off.
+func TestTombstonePurge(t *testing.T) {
+	ctx := context.Background()
+	data := t.TempDir()
+	args := []string{"--tombstone-retention", "2s", "--write-request-timeout", "1s"}
+	s := start(t, data, args...)
+	followed, err := s.client.Follow(ctx, 1, 2)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.client.Unfollow(ctx, 1, 2); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.client.Follow(ctx, 1, 3); err != nil {
+		t.Fatal(err)
+	}
+	for _, holder := range []string{"store", "engine"} {
+		name := `followgraph_tombstones_removed_total{holder="` + holder + `"}`
+		for deadline := time.Now().Add(30 * time.Second); metric(t, s, name) < 1; time.Sleep(100 * time.Millisecond) {
+			if time.Now().After(deadline) {
+				t.Fatalf("%s still 0 after 30 s:\n%s", name, s.logs)
+			}
+		}
+		if h := metric(t, s, `followgraph_tombstone_horizon_timestamp_seconds{holder="`+holder+`"}`); h < float64(followed.Since.Unix()) {
+			t.Errorf("the %s's tombstone horizon is %v, before the unfollow", holder, h)
+		}
+	}
+	for x, want := range map[fg.UserID]bool{2: false, 3: true} {
+		if e, err := s.client.IsFollowing(ctx, 1, x); err != nil || e.Following != want {
+			t.Errorf("IsFollowing(1, %d) = %+v, %v; want %v", x, e, err, want)
+		}
+	}
+	s.stop(t)
+
+	store, err := sqlite.Open(ctx, filepath.Join(data, "followgraph.db"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var events []fg.Event
+	for e, err := range store.Events(ctx) {
+		if err != nil {
+			t.Fatal(err)
+		}
+		events = append(events, e)
+	}
+	horizon, err := store.TombstoneHorizon(ctx)
+	store.Close()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(events) != 1 || events[0].Target != 3 || events[0].Op != fg.OpFollow {
+		t.Errorf("the store holds %v, want the follow 1→3 alone", events)
+	}
+	if horizon.Millis() <= followed.Since.UnixMilli() {
+		t.Errorf("the store's tombstone horizon %s is not past the follow of 1→2 (%s)", horizon.Time(), followed.Since)
+	}
+
+	// The follow of 1→2 again, as if replayed from an old log.
+	log, err := eventlog.Open(ctx, eventlog.Config{Dir: filepath.Join(data, "nats"), Logger: slog.New(slog.DiscardHandler)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	err = log.Publish(ctx, fg.NewEvent(1, 2, fg.OpFollow, fg.VersionAt(followed.Since.UnixMilli())))
+	log.Close()
+	if err != nil {
+		t.Fatal(err)
+	}
+	out, err := exec.Command(binary, append([]string{"serve", "--addr", freeAddr(t), "--data", data}, args...)...).CombinedOutput()
+	if err == nil || !strings.Contains(string(out), "older than the store's tombstone horizon") || !strings.Contains(string(out), "--accept-data-loss") {
+		t.Fatalf("serve with a change older than the tombstone horizon in the log: %v, want a refusal naming it and --accept-data-loss\n%s", err, out)
+	}
+	s = start(t, data, append(args, "--accept-data-loss")...)
+	for deadline := time.Now().Add(30 * time.Second); metric(t, s, `followgraph_tombstone_refused_total{holder="store"}`) < 1; time.Sleep(100 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatalf("the store refused nothing in 30 s:\n%s", s.logs)
+		}
+	}
+	if n := metric(t, s, `followgraph_tombstone_refused_total{holder="engine"}`); n != 1 {
+		t.Errorf("the engine refused %v changes at start, want 1", n)
+	}
+	if e, err := s.client.IsFollowing(ctx, 1, 2); err != nil || e.Following {
+		t.Errorf("after the old follow was replayed, IsFollowing(1, 2) = %+v, %v; want off", e, err)
+	}
+	if logs := s.logs.String(); !strings.Contains(logs, `"level":"ERROR","msg":"a change older than the tombstone horizon was refused`) {
+		t.Errorf("no error line of the refusal:\n%s", logs)
+	}
+	s.stop(t)
+}
+
+// TestOutbox_Oldest: the Redis outbox's bound on the tombstone horizon is
+// the version of the first entry of its streams, by the stream's order.
+func TestOutbox_Oldest(t *testing.T) {
+	url, prefix := testRedis(t)
+	s := start(t, t.TempDir(), "--redis", url, "--redis-prefix", prefix) // makes the streams
+	s.stop(t)
+	ctx := t.Context()
+	g, closeRedis, err := openRedis(ctx, url, nil, redisgraph.WithPrefix(prefix))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer closeRedis()
+	outbox := g.Outbox("test", time.Second)
+	if v, ok, err := outbox.Oldest(ctx); err != nil || ok {
+		t.Fatalf("Oldest of an empty outbox = %d, %v, %v", v, ok, err)
+	}
+	opt, err := redisgraph.ParseURL(url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	c, err := rueidis.NewClient(opt)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	var stream string
+	for cursor := uint64(0); ; {
+		e, err := c.Do(ctx, c.B().Scan().Cursor(cursor).Match(prefix+"*").Type("stream").Build()).AsScanEntry()
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, k := range e.Elements {
+			if strings.Contains(k, "outbox") {
+				stream = k
+			}
+		}
+		if cursor = e.Cursor; cursor == 0 {
+			break
+		}
+	}
+	if stream == "" {
+		t.Fatal("no outbox stream under the prefix")
+	}
+	first, second := fg.VersionAt(1_700_000_000_000), fg.VersionAt(1_600_000_000_000)
+	for _, v := range []fg.Version{first, second} {
+		if err := c.Do(ctx, c.B().Xadd().Key(stream).Id("*").FieldValue().FieldValue("v", fmt.Sprintf("%016x", uint64(v))).Build()).Error(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if v, ok, err := outbox.Oldest(ctx); err != nil || !ok || v != first {
+		t.Errorf("Oldest = %d, %v, %v; want %d, the stream's first entry", v, ok, err, first)
+	}
+}
