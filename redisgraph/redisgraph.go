@@ -57,8 +57,9 @@ import (
 )
 
 var (
-	_ fg.Graph   = (*Graph)(nil)
-	_ fg.Applier = (*Graph)(nil)
+	_ fg.Graph           = (*Graph)(nil)
+	_ fg.Applier         = (*Graph)(nil)
+	_ fg.TombstonePurger = (*Graph)(nil)
 )
 
 // Defaults of the options.
@@ -94,6 +95,7 @@ type Graph struct {
 	gate         func(context.Context) error // nil: none
 	onUnvouched  func(slot uint16)           // nil: none
 	onLoss       func()                      // nil: none
+	onRefused    func(fg.Refusal)            // nil: none (WithRefused)
 	lua          *scripts.Runner             // the scripts, as this Graph runs them
 	maxKey       int                         // the most entries a key of a user holds (WithMaxKeyMembers)
 	lists        *lists.Lists                // the lists, read in their chunks
@@ -122,6 +124,8 @@ type Graph struct {
 		secondStep func(fg.Event) error
 		job        jobs.Faults
 	}
+
+	purge purgePass // the pass of PurgeTombstones under way
 }
 
 // Option configures a Graph.
@@ -258,7 +262,7 @@ func New(ctx context.Context, client rueidis.Client, opts ...Option) (*Graph, er
 	g.lua = scripts.NewRunner(client, g.scope, g.maxKey, g.onUnvouched)
 	g.guard = guard.New(client, g.ks, g.lua, guard.Hooks{Lost: g.onLoss, Unvouched: g.onUnvouched, NewEpoch: g.memo.clear})
 	g.lists = lists.New(client, g.ks, g.guard, g.lua)
-	g.fx = effects.New(g.ks, g.lua, &g.known, g.deferred, g.undo, g.faults.secondStep)
+	g.fx = effects.New(g.ks, g.lua, &g.known, g.deferred, g.undo, g.faults.secondStep, g.onRefused)
 	g.outbox = outbox.New(client, g.ks, g.lua, g.fx)
 	g.drops = outbox.NewDropper(client)
 	g.heal = heal.New(client, g.ks, g.lua, g.guard, g.memo.clear)
@@ -379,6 +383,12 @@ func (g *Graph) ticket(user, target fg.UserID) guard.Ticket {
 // the server. It is called from the goroutine that met it and must return
 // at once.
 func WithOnUnvouched(f func(slot uint16)) Option { return func(g *Graph) { g.onUnvouched = f } }
+
+// WithRefused sets what Apply calls, once it has written its batch, with
+// each change it refused for being older than the tombstone horizon
+// (followgraph.Refusal; see PurgeTombstones); the batch's other changes
+// are applied. None by default.
+func WithRefused(f func(fg.Refusal)) Option { return func(g *Graph) { g.onRefused = f } }
 
 // WithVouchScope names the data the vouched scripts vouch for (default:
 // the prefix): the Graphs of one deployment share it, and deployments

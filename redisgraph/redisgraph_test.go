@@ -22,7 +22,7 @@ func TestConformance(t *testing.T) {
 				t.Fatalf("Cluster() = %v on a %s Redis", g.Cluster(), m.Name)
 			}
 			graphtest.Run(t, func(tb testing.TB, o graphtest.Options) fg.Graph {
-				return newTestGraph(tb, c, WithClock(o.Now), WithMaxFollowing(o.MaxFollowing), WithHook(o.Hook), WithCacheThreshold(1))
+				return newTestGraph(tb, c, WithClock(o.Now), WithMaxFollowing(o.MaxFollowing), WithHook(o.Hook), WithRefused(o.Refused), WithCacheThreshold(1))
 			})
 		})
 	}
@@ -42,7 +42,7 @@ func TestConformanceChunked(t *testing.T) {
 		t.Run(m.Name, func(t *testing.T) {
 			c := m.Client(t)
 			newGraph := func(tb testing.TB, o graphtest.Options) fg.Graph {
-				return newTestGraph(tb, c, WithClock(o.Now), WithMaxFollowing(o.MaxFollowing), WithHook(o.Hook),
+				return newTestGraph(tb, c, WithClock(o.Now), WithMaxFollowing(o.MaxFollowing), WithHook(o.Hook), WithRefused(o.Refused),
 					WithCacheThreshold(1), WithMaxKeyMembers(chunkedMax))
 			}
 			t.Run("Graph", func(t *testing.T) { graphtest.Run(t, newGraph) })
@@ -61,7 +61,7 @@ func TestConformanceStates(t *testing.T) {
 		t.Run(m.Name, func(t *testing.T) {
 			c := m.Client(t)
 			graphtest.RunStates(t, func(tb testing.TB, o graphtest.Options) fg.Graph {
-				return newTestGraph(tb, c, WithClock(o.Now), WithMaxFollowing(o.MaxFollowing), WithHook(o.Hook), WithCacheThreshold(1))
+				return newTestGraph(tb, c, WithClock(o.Now), WithMaxFollowing(o.MaxFollowing), WithHook(o.Hook), WithRefused(o.Refused), WithCacheThreshold(1))
 			})
 		})
 	}
@@ -81,7 +81,7 @@ func TestConformanceSecondStepFaults(t *testing.T) {
 	graphtest.Run(t, func(tb testing.TB, o graphtest.Options) fg.Graph {
 		var mu sync.Mutex
 		failed := map[string]int{}
-		return newTestGraph(tb, c, WithClock(o.Now), WithMaxFollowing(o.MaxFollowing), WithHook(o.Hook),
+		return newTestGraph(tb, c, WithClock(o.Now), WithMaxFollowing(o.MaxFollowing), WithHook(o.Hook), WithRefused(o.Refused),
 			withSecondStepFault(func(e fg.Event) error {
 				mu.Lock()
 				defer mu.Unlock()

@@ -324,5 +324,9 @@ func (g *Graph) Apply(ctx context.Context, events []fg.Event) error {
 	if len(events) == 0 {
 		return nil
 	}
-	return g.fx.Apply(ctx, events)
+	h, err := g.TombstoneHorizon(ctx)
+	if err != nil {
+		return errs.Wrap("apply", err)
+	}
+	return g.fx.Apply(ctx, events, wire.VersionHex(h))
 }

@@ -11,6 +11,7 @@ import (
 	"context"
 	"errors"
 	"iter"
+	"slices"
 	"strconv"
 	"time"
 
@@ -23,6 +24,7 @@ import (
 	"github.com/followgraph/followgraph/redisgraph/internal/stamps"
 	"github.com/followgraph/followgraph/redisgraph/internal/wire"
 	"github.com/prometheus/client_golang/prometheus"
+	"github.com/redis/rueidis"
 )
 
 // A second step (Cluster only) is tried Attempts times, waiting
@@ -95,9 +97,9 @@ func (x *Effects) secondStepOnce(ctx context.Context, e fg.Event, side fg.UserID
 	case layout.TargetInactive:
 		return fg.ErrTargetInactive, nil
 	}
-	x.stamps.NoteReplies(res[1:], side)
+	x.stamps.NoteReplies(res[1:2], side)
 	var p Pairs
-	p.Note(e, e.Effects, res[2:]...)
+	p.Note(e, e.Effects, Words(res, 1)...)
 	return nil, x.SettlePairs(ctx, p)
 }
 
@@ -108,9 +110,17 @@ func (x *Effects) secondStepOnce(ctx context.Context, e fg.Event, side fg.UserID
 // (scripts.Effects); one that may refuse, a second step's, by the vouched
 // one (scripts.Second).
 func (x *Effects) Call(e fg.Event, effects iter.Seq[fg.Effect], check layout.Refuse, users ...fg.UserID) scripts.Call {
+	call, _ := x.call(e, effects, check, wire.VersionHex(0), users...)
+	return call
+}
+
+// call returns Call's call, with the deployment's tombstone horizon
+// horizon (16 hex digits), and the effects it sends, in their order.
+func (x *Effects) call(e fg.Event, effects iter.Seq[fg.Effect], check layout.Refuse, horizon string, users ...fg.UserID) (scripts.Call, []fg.Effect) {
 	var keys scripts.EffectsKeys
+	var sent []fg.Effect
 	args := scripts.EffectsArgs{Version: wire.VersionHex(e.Version), Refuse: string(check), MuteSince: wire.Millis(e.Since),
-		MuteExpires: wire.Millis(e.Expires), Kind: layout.Letters[e.Op.Kind()]}
+		MuteExpires: wire.Millis(e.Expires), Kind: layout.Letters[e.Op.Kind()], TombstoneHorizon: horizon}
 	for i, u := range users {
 		if i == 0 {
 			keys.User = x.ks.UserKeys(u)
@@ -144,15 +154,41 @@ func (x *Effects) Call(e fg.Event, effects iter.Seq[fg.Effect], check layout.Ref
 				on = "1"
 			}
 			args.Effects = append(args.Effects, code, other, on)
+			sent = append(sent, eff)
 		}
 		if i == 0 {
 			args.FirstEffects = strconv.Itoa((len(args.Effects) - n) / 3)
 		}
 	}
 	if check == layout.RefuseNothing {
-		return scripts.Effects.Call(keys, args)
+		return scripts.Effects.Call(keys, args), sent
 	}
-	return scripts.Second.Call(keys, args)
+	return scripts.Second.Call(keys, args), sent
+}
+
+// Words returns the account states in a reply of lua/effects.lua to a
+// call for n users.
+func Words(res []rueidis.RedisMessage, n int) []rueidis.RedisMessage {
+	return res[1+n : min(len(res), 1+2*n)]
+}
+
+// refusals returns the refusals in a reply of lua/effects.lua to a call
+// for n users of the effects sent of e (each effect once).
+func refusals(e fg.Event, res []rueidis.RedisMessage, n int, sent []fg.Effect) []fg.Refusal {
+	var out []fg.Refusal
+	for i := 1 + 2*n; i+1 < len(res); i += 2 {
+		j, err1 := res[i].AsInt64()
+		h, err2 := res[i+1].ToString()
+		v, err3 := wire.ParseVersion(h)
+		if err1 != nil || err2 != nil || err3 != nil || j < 0 || int(j) >= len(sent) {
+			continue
+		}
+		r := fg.Refusal{Effect: sent[j], Version: e.Version, Horizon: v}
+		if !slices.ContainsFunc(out, func(o fg.Refusal) bool { return o.Effect == r.Effect }) {
+			out = append(out, r)
+		}
+	}
+	return out
 }
 
 // Users returns the users whose sides e changes.
@@ -210,8 +246,8 @@ func (x *Effects) Settle(ctx context.Context, events []fg.Event) (int, error) {
 			}
 			continue
 		}
-		x.stamps.NoteReplies(res[1:], o.side)
-		p.Note(o.e, o.e.Effects, res[2:]...)
+		x.stamps.NoteReplies(res[1:2], o.side)
+		p.Note(o.e, o.e.Effects, Words(res, 1)...)
 	}
 	if err := x.SettlePairs(ctx, p); err != nil {
 		fails = append(fails, err)
@@ -228,6 +264,7 @@ type Effects struct {
 	deferred prometheus.Counter                                           // second steps left to the outbox
 	undo     func(ctx context.Context, e fg.Event, first fg.UserID) error // ends what e turned on on first's side
 	fault    func(fg.Event) error                                         // nil; a test's: runs before each attempt of a second step
+	refused  func(fg.Refusal)                                             // nil; what Apply refuses (followgraph.Refusal)
 }
 
 // New returns the writer of effects on the graph of ks. undo ends, as a
@@ -235,22 +272,29 @@ type Effects struct {
 // on the side of first, when the event's second step met a block (see
 // the engine's undo); deferred counts the second steps left to the
 // outbox; fault, if not nil, runs before each attempt of a second step
-// and fails it with its error (the tests').
+// and fails it with its error (the tests'); refused, if not nil, is
+// called by Apply with each change it refuses for being older than a
+// tombstone horizon.
 func New(ks keyspace.Space, lua *scripts.Runner, st *stamps.Stamps, deferred prometheus.Counter,
-	undo func(ctx context.Context, e fg.Event, first fg.UserID) error, fault func(fg.Event) error) *Effects {
-	return &Effects{ks: ks, lua: lua, stamps: st, deferred: deferred, undo: undo, fault: fault}
+	undo func(ctx context.Context, e fg.Event, first fg.UserID) error, fault func(fg.Event) error, refused func(fg.Refusal)) *Effects {
+	return &Effects{ks: ks, lua: lua, stamps: st, deferred: deferred, undo: undo, fault: fault, refused: refused}
 }
 
 // Apply writes each effect of each event, valid, unless its edge already
 // has a change of an equal or higher version (see the engine's Apply), and
 // each state change, pipelined: on a standalone Redis both users' sides
 // of an event in one call, on a Cluster each side in a call of its own,
-// the pairs with a user who is not active settled after.
-func (x *Effects) Apply(ctx context.Context, events []fg.Event) error {
+// the pairs with a user who is not active settled after. An edge turned
+// on, of which a side keeps no record, by a change older than the
+// deployment's tombstone horizon (horizon, 16 hex digits) or the user's
+// is refused there (lua/effects.lua), and passed to the refused of New
+// once the batch is written.
+func (x *Effects) Apply(ctx context.Context, events []fg.Event, horizon string) error {
 	var calls, states []scripts.Call
 	var owners [][]fg.UserID // the users of each call, for their stamps
 	var stateOwners []fg.UserID
-	var of []fg.Event // the event of each call
+	var of []fg.Event      // the event of each call
+	var sent [][]fg.Effect // the effects each call sent
 	for _, e := range events {
 		if e.Op == fg.OpState {
 			states = append(states, scripts.ApplyState.Call(scripts.ApplyStateKeys{H: x.ks.User(e.User, layout.Counters), Jobs: x.ks.Jobs(e.User)},
@@ -260,27 +304,49 @@ func (x *Effects) Apply(ctx context.Context, events []fg.Event) error {
 		}
 		users := Users(e)
 		if !x.ks.Cluster() {
-			calls, owners = append(calls, x.Call(e, e.Effects, layout.RefuseNothing, users...)), append(owners, users)
+			call, effs := x.call(e, e.Effects, layout.RefuseNothing, horizon, users...)
+			calls, owners, of, sent = append(calls, call), append(owners, users), append(of, e), append(sent, effs)
 			continue
 		}
 		for _, u := range users {
-			calls, owners = append(calls, x.Call(e, e.Effects, layout.RefuseNothing, u)), append(owners, []fg.UserID{u})
-			of = append(of, e)
+			call, effs := x.call(e, e.Effects, layout.RefuseNothing, horizon, u)
+			calls, owners, of, sent = append(calls, call), append(owners, []fg.UserID{u}), append(of, e), append(sent, effs)
 		}
 	}
 	var p Pairs
+	var refused []fg.Refusal
 	for i, r := range x.lua.ExecMulti(ctx, calls) {
 		res, err := r.ToArray()
 		if err != nil {
 			return errs.Wrap("apply", err)
 		}
-		x.stamps.NoteReplies(res[1:], owners[i]...)
+		n := len(owners[i])
+		x.stamps.NoteReplies(res[1:1+n], owners[i]...)
+		rs := refusals(of[i], res, n, sent[i])
+		for _, r := range rs {
+			if !slices.ContainsFunc(refused, func(o fg.Refusal) bool { return o.Effect == r.Effect && o.Version == r.Version }) {
+				refused = append(refused, r)
+			}
+		}
 		if x.ks.Cluster() {
-			p.Note(of[i], of[i].Effects, res[2:]...)
+			// The pairs of what was written: a refused edge is not hidden.
+			e := of[i]
+			p.Note(e, func(yield func(fg.Effect) bool) {
+				for eff := range e.Effects {
+					if !slices.ContainsFunc(rs, func(r fg.Refusal) bool { return r.Effect == eff }) && !yield(eff) {
+						return
+					}
+				}
+			}, Words(res, n)...)
 		}
 	}
 	if err := x.SettlePairs(ctx, p); err != nil {
 		return errs.Wrap("apply", err)
+	}
+	if x.refused != nil {
+		for _, r := range refused {
+			x.refused(r)
+		}
 	}
 	if len(states) == 0 {
 		return nil

@@ -172,6 +172,10 @@ func (s Space) HealLease(i int) string { return s.grouped("heal:lease", i) }
 // RebuildLease returns the key of the lease of rebuilding the graph.
 func (s Space) RebuildLease() string { return s.prefix + ":rebuild:lease" }
 
+// Horizon returns the key of the deployment's tombstone horizon
+// (redisgraph's TombstoneHorizon), 16 hex digits.
+func (s Space) Horizon() string { return s.prefix + ":hz" }
+
 // Layout returns the key that records the layout's version.
 func (s Space) Layout() string { return s.prefix + ":layout" }
 

@@ -20,6 +20,7 @@ const (
 	FieldHidden      = "nh"  // how many of the user's edges an account-state job hid
 	FieldRateTokens  = "rk"  // the write rate's tokens
 	FieldRateCounted = "rkt" // when they were counted (ms)
+	FieldHorizon     = "hz"  // the user's tombstone horizon: tombstones below it may be gone (lua/purge.lua)
 )
 
 // The fields of an event in the outbox.
@@ -81,7 +82,7 @@ func Scalars() []Scalar {
 	for _, f := range []struct{ name, v string }{
 		{"H_CLOCK", FieldClock}, {"H_STAMP", FieldStamp}, {"H_EMPTY", FieldEmpty}, {"H_PRIVATE", FieldPrivate},
 		{"H_PRIVATE_V", FieldPrivateV}, {"H_STATE", FieldState}, {"H_STATE_V", FieldStateV}, {"H_HIDDEN", FieldHidden},
-		{"H_RATE_TOKENS", FieldRateTokens}, {"H_RATE_COUNTED", FieldRateCounted}, {"H_GEN", GenField},
+		{"H_RATE_TOKENS", FieldRateTokens}, {"H_RATE_COUNTED", FieldRateCounted}, {"H_GEN", GenField}, {"H_HORIZON", FieldHorizon},
 	} {
 		str(f.name, f.v)
 	}

@@ -220,7 +220,7 @@ func (g *Graph) rebuildLinks(ctx context.Context, src Source, st *Stats) error {
 	if err := flush(); err != nil {
 		return err
 	}
-	return g.fx.Apply(ctx, states)
+	return g.fx.Apply(ctx, states, wire.VersionHex(0)) // states: nothing refused
 }
 
 // ownEffect yields the first of e's effects, the one on the edge e is

@@ -90,7 +90,7 @@ func testGraph(tb testing.TB, c rueidis.Client) *Graph {
 	lua := scripts.NewRunner(c, "fgtest", layout.DefaultMaxKeyMembers, nil)
 	gd := guard.New(c, ks, lua, guard.Hooks{})
 	var st stamps.Stamps
-	fx := effects.New(ks, lua, &st, prometheus.NewCounter(prometheus.CounterOpts{Name: "x"}), nil, nil)
+	fx := effects.New(ks, lua, &st, prometheus.NewCounter(prometheus.CounterOpts{Name: "x"}), nil, nil, nil)
 	return New(c, ks, lua, lists.New(c, ks, gd, lua), fx, layout.DefaultMaxKeyMembers)
 }
 

@@ -70,16 +70,39 @@ func (k EffectsKeys) list() []string {
 
 // EffectsArgs are lua/effects.lua's: the event's version, what to refuse
 // (layout.Refuse), a mute's since and expiry, the event kind's letter, how
-// many effects are the first user's, then each effect as three values
-// (side code, other user's member, "1" on or "0" off).
+// many effects are the first user's, the deployment's tombstone horizon
+// (16 hex digits), then each effect as three values (side code, other
+// user's member, "1" on or "0" off).
 type EffectsArgs struct {
-	Version, Refuse, MuteSince, MuteExpires, Kind, FirstEffects string
-	Effects                                                     []string
+	Version, Refuse, MuteSince, MuteExpires, Kind, FirstEffects, TombstoneHorizon string
+	Effects                                                                       []string
 }
 
 func (a EffectsArgs) list() []string {
-	return append([]string{a.Version, a.Refuse, a.MuteSince, a.MuteExpires, a.Kind, a.FirstEffects}, a.Effects...)
+	return append([]string{a.Version, a.Refuse, a.MuteSince, a.MuteExpires, a.Kind, a.FirstEffects, a.TombstoneHorizon}, a.Effects...)
 }
+
+// PurgeKeys are lua/purge.lua's: a user's keys.
+type PurgeKeys struct{ User UserKeys }
+
+func (k PurgeKeys) list() []string { return k.User[:] }
+
+// PurgeArgs are lua/purge.lua's: the horizon (16 hex digits), the most
+// tombstones to remove, and where the user's last step stopped: the side
+// (an index of layout.Sides, from 1), the chunk and the HSCAN cursor.
+type PurgeArgs struct{ Below, Limit, Side, Chunk, Cursor string }
+
+func (a PurgeArgs) list() []string { return []string{a.Below, a.Limit, a.Side, a.Chunk, a.Cursor} }
+
+// RaiseKeys and RaiseArgs are lua/raise.lua's: the key of the
+// deployment's tombstone horizon, and the version to raise it to.
+type (
+	RaiseKeys struct{ Horizon string }
+	RaiseArgs struct{ Version string }
+)
+
+func (k RaiseKeys) list() []string { return []string{k.Horizon} }
+func (a RaiseArgs) list() []string { return []string{a.Version} }
 
 // TiesKeys and TiesArgs are lua/ties.lua's.
 type (

@@ -69,6 +69,10 @@ var (
 	luaRelease string
 	//go:embed lua/jobdone.lua
 	luaJobDone string
+	//go:embed lua/purge.lua
+	luaPurge string
+	//go:embed lua/raise.lua
+	luaRaise string
 )
 
 // The scripts. Those that read the layout's tables (sides, keys, flags)
@@ -95,6 +99,8 @@ var (
 	State        = define[StateKeys, StateArgs]("state", luaVersion+luaState, vouched)                             // a live change of a user's account state
 	ApplyState   = define[ApplyStateKeys, ApplyStateArgs]("applystate", withLib(luaApplyState), sized)             // a replayed one
 	JobDone      = define[JobDoneKeys, JobDoneArgs]("jobdone", luaJobDone, vouched)                                // a user's job done
+	Purge        = define[PurgeKeys, PurgeArgs]("purge", withLib(luaPurge), vouched|sized)                         // a step of removing a user's old tombstones
+	Raise        = define[RaiseKeys, RaiseArgs]("raise", luaVersion+luaRaise, 0)                                   // the deployment's tombstone horizon raised
 	Guard        = define[GuardKeys, NoArgs]("guard", luaGuard, vouched|readOnly)                                  // every read's check of a marker
 	Checkpoint   = define[CheckpointKeys, CheckpointArgs]("checkpoint", luaCheckpoint, vouched)                    // a server's checkpoint raised
 	Remark       = define[MarkerKeys, MarkerArgs]("remark", luaRemark, 0)                                          // a marker given a new epoch
@@ -117,7 +123,7 @@ const (
 
 // every lists the scripts.
 var every = []*Script{Change.Script, Edge.Script, Second.Script, Effects.Script, Ties.Script, Bulk.Script, Census.Script,
-	Links.Script, Archive.Script, PairSide.Script, State.Script, ApplyState.Script, JobDone.Script, Guard.Script,
+	Links.Script, Archive.Script, PairSide.Script, State.Script, ApplyState.Script, JobDone.Script, Purge.Script, Raise.Script, Guard.Script,
 	Checkpoint.Script, Remark.Script, CreateStream.Script, MarkIntact.Script, Lease.Script, Release.Script}
 
 // SizeHeader returns the line that gives the scripts that split chunks

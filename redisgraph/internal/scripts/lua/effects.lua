@@ -20,15 +20,22 @@
 --       (the live second step of a follow or request), REFUSE_NOTHING
 --       else; MUTE_SINCE and MUTE_EXPIRES a mute's (ms; expiry 0: none),
 --       KIND the letter of the event's kind, FIRST_EFFECTS how many
---       effects are the first user's, then EFFECTS, each effect as three
---       values: its side code (lib.lua's sides, or PRIVATE_CODE), the
---       other user as a member ('' for PRIVATE_CODE), '1' for on or '0'
---       for off.
+--       effects are the first user's, TOMBSTONE_HORIZON the deployment's
+--       (ZERO: none), then EFFECTS, each effect as three values: its side
+--       code (lib.lua's sides, or PRIVATE_CODE), the other user as a member
+--       ('' for PRIVATE_CODE), '1' for on or '0' for off.
+--
+-- An edge turned on, of which a side keeps no record, by a version below
+-- the higher of TOMBSTONE_HORIZON and the user's own (H_HORIZON, raised by
+-- purge.lua) is refused there: its tombstone, newer than the change, may
+-- have been removed (followgraph.Refusal).
 --
 -- Returns {CHANGED (1) or NONE (0), each user's stamp, each user's
--- account state (STATE_ACTIVE when never set)}, or {BLOCKED}, or
--- {TARGET_INACTIVE}. On a Cluster, where each call has one user, the
--- caller settles the other side by the state (effects.Pairs).
+-- account state (STATE_ACTIVE when never set), then for each effect
+-- refused its index among EFFECTS (from 0) and the horizon it is below},
+-- or {BLOCKED}, or {TARGET_INACTIVE}. On a Cluster, where each call has
+-- one user, the caller settles the other side by the state
+-- (effects.Pairs).
 local v, check, mute = ARGV[A_VERSION], ARGV[A_REFUSE] ~= REFUSE_NOTHING, {ARGV[A_MUTE_SINCE], ARGV[A_MUTE_EXPIRES]}
 local ekind, n1 = ARGV[A_KIND], tonumber(ARGV[A_FIRST_EFFECTS])
 local users = {userKeys(K_USER)}
@@ -71,11 +78,21 @@ if ARGV[A_REFUSE] == REFUSE_INACTIVE then
   end
 end
 local pair = pairState(words[1], words[2])
-local changed, touched = {}, {}
-for _, e in ipairs(effects) do
+local floors = {}
+for i, uk in ipairs(users) do
+  local hz = redis.call('HGET', uk.h, H_HORIZON)
+  floors[i] = ARGV[A_TOMBSTONE_HORIZON]
+  if hz and vless(floors[i], hz) then floors[i] = hz end
+end
+local changed, touched, refused = {}, {}, {}
+for i, e in ipairs(effects) do
   local uk, code, m, on = users[e[1]], e[2], e[3], e[4]
   local st = state(uk, code, m)
   local write = vless(st[1], v) and needed(code, on, st, ekind)
+  if write and on and code ~= PRIVATE_CODE and st[1] == ZERO and vless(v, floors[e[1]]) then
+    write = false
+    refused[#refused + 1], refused[#refused + 2] = i - 1, floors[e[1]]
+  end
   if write and linking(e) then
     local _, newest = blocks(uk, m)
     write = vless(newest, v)
@@ -103,4 +120,5 @@ for u, uk in ipairs(users) do
   end
 end
 for u = 1, #users do res[#users + 1 + u] = words[u] or STATE_ACTIVE end
+for _, r in ipairs(refused) do res[#res + 1] = r end
 return res
