@@ -322,6 +322,16 @@ func (r *Redis) rebuild(ctx context.Context) (bool, error) {
 	if _, err := r.Graph.InitOutbox(ctx); err != nil {
 		return false, fmt.Errorf("recovery: rebuild: %w", err)
 	}
+	// The store's tombstones below its horizon are gone, and so absent
+	// from Redis now: Redis refuses below it what they would have stopped.
+	if h, err := src.TombstoneHorizon(ctx); err != nil || h > 0 {
+		if err == nil {
+			err = r.Graph.RaiseTombstoneHorizon(ctx, h)
+		}
+		if err != nil {
+			return false, fmt.Errorf("recovery: rebuild: %w", err)
+		}
+	}
 	srvs, err := r.Graph.Servers(ctx)
 	if err != nil {
 		return false, fmt.Errorf("recovery: rebuild: %w", err)

@@ -78,8 +78,10 @@ func memEngine(cfg Config, store durableStore, elog *eventlog.Log, reg prometheu
 // it back from the store and the log. A change whose event the hook put in
 // the log leaves the outbox; the relay moves into the log what a crash or
 // a failed hook left there, and the persister stores the log as in the
-// default.
-func redisEngine(ctx context.Context, cfg Config, store durableStore, elog *eventlog.Log, reg prometheus.Registerer, logger *slog.Logger) (*engine, error) {
+// default. refused is what its Apply calls with each change it refuses for
+// being older than its tombstone horizon.
+func redisEngine(ctx context.Context, cfg Config, store durableStore, elog *eventlog.Log, reg prometheus.Registerer, logger *slog.Logger,
+	refused func(fg.Refusal)) (*engine, error) {
 	lost, unvouched := make(chan struct{}, 1), make(chan struct{}, 1)
 	signal := func(c chan struct{}) {
 		select {
@@ -100,7 +102,7 @@ func redisEngine(ctx context.Context, cfg Config, store durableStore, elog *even
 		redisgraph.WithMaxKeyMembers(cfg.RedisMaxKeyMembers),
 		redisgraph.WithMaxFollowing(cfg.MaxFollowing), redisgraph.WithHook(elog.Hook()), redisgraph.WithWriteGate(elog.Writable),
 		redisgraph.WithWriteRate(cfg.WriteRate, cfg.WriteBurst), // across the nodes, in Redis
-		redisgraph.WithOnLoss(func() { signal(lost) }),
+		redisgraph.WithOnLoss(func() { signal(lost) }), redisgraph.WithRefused(refused),
 		redisgraph.WithOnUnvouched(func(uint16) { signal(unvouched) }))...)
 	if err != nil {
 		closeReplicas()

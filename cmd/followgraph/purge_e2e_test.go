@@ -2,10 +2,12 @@ package main
 
 import (
 	"context"
+	binenc "encoding/binary"
 	"fmt"
 	"log/slog"
 	"os/exec"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -138,6 +140,85 @@ func TestTombstonePurge(t *testing.T) {
 		t.Errorf("no error line of the refusal:\n%s", logs)
 	}
 	s.stop(t)
+}
+
+// TestTombstonePurge_Redis: with --redis and a short
+// --tombstone-retention, serve removes an unfollow's tombstone from
+// Redis's versions hash too, keeps the live edge, and raises the user's
+// tombstone horizon in Redis. Redis rebuilt from the store after losing
+// everything takes the store's tombstone horizon.
+func TestTombstonePurge_Redis(t *testing.T) {
+	ctx := context.Background()
+	url, prefix := testRedis(t)
+	data := t.TempDir()
+	args := []string{"--redis", url, "--redis-prefix", prefix, "--tombstone-retention", "2s", "--write-request-timeout", "1s"}
+	s := start(t, data, args...)
+	followed, err := s.client.Follow(ctx, 1, 2)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.client.Unfollow(ctx, 1, 2); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.client.Follow(ctx, 1, 3); err != nil {
+		t.Fatal(err)
+	}
+	opt, err := redisgraph.ParseURL(url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	c, err := rueidis.NewClient(opt)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	member := string(binenc.BigEndian.AppendUint64(nil, 2))
+	if ok, err := c.Do(ctx, c.B().Hexists().Key(prefix+":{1}:ov").Field(member).Build()).AsBool(); err != nil || !ok {
+		t.Fatalf("before the purge, Redis holds no tombstone of 1→2 in %s:{1}:ov: %v, %v", prefix, ok, err)
+	}
+	const removed = `followgraph_tombstones_removed_total{holder="engine"}`
+	for deadline := time.Now().Add(30 * time.Second); metric(t, s, removed) < 1; time.Sleep(100 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatalf("%s still 0 after 30 s:\n%s", removed, s.logs)
+		}
+	}
+	if ok, err := c.Do(ctx, c.B().Hexists().Key(prefix+":{1}:ov").Field(member).Build()).AsBool(); err != nil || ok {
+		t.Errorf("after the purge, Redis still holds the tombstone of 1→2: %v, %v", ok, err)
+	}
+	if hz, err := c.Do(ctx, c.B().Hget().Key(prefix+":{1}:h").Field("hz").Build()).ToString(); err != nil || len(hz) != 16 {
+		t.Errorf("user 1's tombstone horizon in Redis = %q, %v; want 16 hex digits", hz, err)
+	}
+	for x, want := range map[fg.UserID]bool{2: false, 3: true} {
+		if e, err := s.client.IsFollowing(ctx, 1, x); err != nil || e.Following != want {
+			t.Errorf("IsFollowing(1, %d) = %+v, %v; want %v", x, e, err, want)
+		}
+	}
+	s.stop(t)
+
+	for cursor := uint64(0); ; { // Redis loses everything
+		e, err := c.Do(ctx, c.B().Scan().Cursor(cursor).Match(prefix+":*").Count(1000).Build()).AsScanEntry()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(e.Elements) > 0 {
+			if err := c.Do(ctx, c.B().Del().Key(e.Elements...).Build()).Error(); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if cursor = e.Cursor; cursor == 0 {
+			break
+		}
+	}
+	s = start(t, data, "--redis", url, "--redis-prefix", prefix, "--tombstone-retention", "0") // no purge: the horizon is the rebuild's
+	defer s.stop(t)
+	if e, err := s.client.IsFollowing(ctx, 1, 3); err != nil || !e.Following {
+		t.Fatalf("after the rebuild, IsFollowing(1, 3) = %+v, %v", e, err)
+	}
+	hz, err := c.Do(ctx, c.B().Get().Key(prefix+":hz").Build()).ToString()
+	v, perr := strconv.ParseUint(hz, 16, 64)
+	if err != nil || perr != nil || fg.Version(v).Millis() <= followed.Since.UnixMilli() {
+		t.Errorf("after the rebuild, Redis's tombstone horizon is %q (%v, %v), want past the follow of 1→2 at %s", hz, err, perr, followed.Since)
+	}
 }
 
 // TestOutbox_Oldest: the Redis outbox's bound on the tombstone horizon is

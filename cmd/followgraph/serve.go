@@ -548,7 +548,7 @@ func (m *Main) openLog(ctx context.Context, store durableStore) (*eventlog.Log, 
 // engine opens the hot copy: Redis with --redis, memgraph otherwise.
 func (m *Main) engine(ctx context.Context, store durableStore, elog *eventlog.Log, reg prometheus.Registerer) (*engine, error) {
 	if m.cfg.Redis != "" {
-		return redisEngine(ctx, m.cfg, store, elog, reg, m.logger)
+		return redisEngine(ctx, m.cfg, store, elog, reg, m.logger, m.refusals.Of("engine"))
 	}
 	return memEngine(m.cfg, store, elog, reg, m.refusals.Of("engine")), nil
 }
