@@ -59,16 +59,7 @@ func TestTombstonePurge(t *testing.T) {
 	data := t.TempDir()
 	args := []string{"--tombstone-retention", "2s", "--write-request-timeout", "1s"}
 	s := start(t, data, args...)
-	followed, err := s.client.Follow(ctx, 1, 2)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, err := s.client.Unfollow(ctx, 1, 2); err != nil {
-		t.Fatal(err)
-	}
-	if _, err := s.client.Follow(ctx, 1, 3); err != nil {
-		t.Fatal(err)
-	}
+	followed := tombstoneAndEdge(t, s)
 	for _, holder := range []string{"store", "engine"} {
 		name := `followgraph_tombstones_removed_total{holder="` + holder + `"}`
 		for deadline := time.Now().Add(30 * time.Second); metric(t, s, name) < 1; time.Sleep(100 * time.Millisecond) {
@@ -106,7 +97,9 @@ func TestTombstonePurge(t *testing.T) {
 	if len(events) != 1 || events[0].Target != 3 || events[0].Op != fg.OpFollow {
 		t.Errorf("the store holds %v, want the follow 1→3 alone", events)
 	}
-	if horizon.Millis() <= followed.Since.UnixMilli() {
+	// Above the unfollow's version, which may share the follow's
+	// millisecond: above the follow's millisecond with counter 0.
+	if horizon <= fg.VersionAt(followed.Since.UnixMilli()) {
 		t.Errorf("the store's tombstone horizon %s is not past the follow of 1→2 (%s)", horizon.Time(), followed.Since)
 	}
 
@@ -153,25 +146,8 @@ func TestTombstonePurge_Redis(t *testing.T) {
 	data := t.TempDir()
 	args := []string{"--redis", url, "--redis-prefix", prefix, "--tombstone-retention", "2s", "--write-request-timeout", "1s"}
 	s := start(t, data, args...)
-	followed, err := s.client.Follow(ctx, 1, 2)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, err := s.client.Unfollow(ctx, 1, 2); err != nil {
-		t.Fatal(err)
-	}
-	if _, err := s.client.Follow(ctx, 1, 3); err != nil {
-		t.Fatal(err)
-	}
-	opt, err := redisgraph.ParseURL(url)
-	if err != nil {
-		t.Fatal(err)
-	}
-	c, err := rueidis.NewClient(opt)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer c.Close()
+	followed := tombstoneAndEdge(t, s)
+	c := redisClient(t, url)
 	member := string(binenc.BigEndian.AppendUint64(nil, 2))
 	if ok, err := c.Do(ctx, c.B().Hexists().Key(prefix+":{1}:ov").Field(member).Build()).AsBool(); err != nil || !ok {
 		t.Fatalf("before the purge, Redis holds no tombstone of 1→2 in %s:{1}:ov: %v, %v", prefix, ok, err)
@@ -216,9 +192,42 @@ func TestTombstonePurge_Redis(t *testing.T) {
 	}
 	hz, err := c.Do(ctx, c.B().Get().Key(prefix+":hz").Build()).ToString()
 	v, perr := strconv.ParseUint(hz, 16, 64)
-	if err != nil || perr != nil || fg.Version(v).Millis() <= followed.Since.UnixMilli() {
+	if err != nil || perr != nil || fg.Version(v) <= fg.VersionAt(followed.Since.UnixMilli()) {
 		t.Errorf("after the rebuild, Redis's tombstone horizon is %q (%v, %v), want past the follow of 1→2 at %s", hz, err, perr, followed.Since)
 	}
+}
+
+// redisClient returns a client of the Redis at url, closed when t ends.
+func redisClient(t *testing.T, url string) rueidis.Client {
+	t.Helper()
+	opt, err := redisgraph.ParseURL(url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	c, err := rueidis.NewClient(opt)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(c.Close)
+	return c
+}
+
+// tombstoneAndEdge makes s's users 1→2 follow then unfollow, leaving a
+// tombstone, and 1→3 follow, a live edge, and returns the first follow.
+func tombstoneAndEdge(t *testing.T, s *server) fg.FollowResult {
+	t.Helper()
+	ctx := t.Context()
+	followed, err := s.client.Follow(ctx, 1, 2)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.client.Unfollow(ctx, 1, 2); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.client.Follow(ctx, 1, 3); err != nil {
+		t.Fatal(err)
+	}
+	return followed
 }
 
 // TestOutbox_Oldest: the Redis outbox's bound on the tombstone horizon is
@@ -237,15 +246,7 @@ func TestOutbox_Oldest(t *testing.T) {
 	if v, ok, err := outbox.Oldest(ctx); err != nil || ok {
 		t.Fatalf("Oldest of an empty outbox = %d, %v, %v", v, ok, err)
 	}
-	opt, err := redisgraph.ParseURL(url)
-	if err != nil {
-		t.Fatal(err)
-	}
-	c, err := rueidis.NewClient(opt)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer c.Close()
+	c := redisClient(t, url)
 	var stream string
 	for cursor := uint64(0); ; {
 		e, err := c.Do(ctx, c.B().Scan().Cursor(cursor).Match(prefix+"*").Type("stream").Build()).AsScanEntry()
