@@ -22,9 +22,9 @@ import (
 // (docs/design/redis-layout.md#versions-in-the-keys). The deployment's
 // tombstone horizon is one key (keyspace.Horizon); each user's, in its
 // counters hash (layout.FieldHorizon), is raised to a pass's bound by the
-// step of the pass that first reaches the user, before it removes
-// anything of it (lua/purge.lua). lua/effects.lua refuses an edge turned
-// on below the higher of the two, on a side that keeps no record of it.
+// script that removes the user's first tombstone of the pass, before it
+// removes it (lua/purge.lua). lua/effects.lua refuses an edge turned on
+// below the higher of the two, on a side that keeps no record of it.
 
 // A step of PurgeTombstones visits purgeUsers users and makes purgeScans
 // SCAN calls at most, so that a step over users without tombstones, or

@@ -2,6 +2,9 @@ package redisgraph_test
 
 import (
 	"context"
+	"fmt"
+	"slices"
+	"strings"
 	"testing"
 	"time"
 
@@ -47,9 +50,13 @@ func BenchmarkTombstones(b *testing.B) {
 				b.Fatal(err)
 			}
 			var total int64
-			for _, n := range used {
+			kinds := make([]string, 0, len(used))
+			for k, n := range used {
 				total += n
+				kinds = append(kinds, fmt.Sprintf("%s %.1f", k, float64(n)/edges))
 			}
+			slices.Sort(kinds)
+			b.Logf("%s: bytes/edge by kind of key: %s", name, strings.Join(kinds, ", "))
 			b.ReportMetric(float64(total)/edges, name+"-bytes/edge")
 			return float64(total)
 		}

@@ -3,8 +3,10 @@
 -- are versions below it (16 hex digits: a hidden edge's start with HIDDEN)
 -- of edges not in the side's sorted set, side after side (SIDE_CODES),
 -- chunk after chunk, by HSCAN. The user's tombstone horizon (H_HORIZON) is
--- raised to the horizon first, in the same step, so that effects.lua
--- refuses from then on what these tombstones would have stopped.
+-- raised to the horizon before the first removal, in the same step, so
+-- that effects.lua refuses from then on what these tombstones would have
+-- stopped; a user who had none to remove is left without it (it costs
+-- some 20 bytes a user).
 --
 -- KEYS (scripts.PurgeKeys): USER the user's keys.
 -- ARGV (scripts.PurgeArgs): BELOW the horizon, LIMIT the most tombstones
@@ -16,8 +18,12 @@
 local uk = userKeys(K_USER)
 local below, limit = ARGV[A_BELOW], tonumber(ARGV[A_LIMIT])
 local si, j, cursor = tonumber(ARGV[A_SIDE]), tonumber(ARGV[A_CHUNK]), ARGV[A_CURSOR]
-local hz = redis.call('HGET', uk.h, H_HORIZON)
-if not hz or vless(hz, below) then redis.call('HSET', uk.h, H_HORIZON, below) end
+local raised = false
+local function raise()
+  raised = true
+  local hz = redis.call('HGET', uk.h, H_HORIZON)
+  if not hz or vless(hz, below) then redis.call('HSET', uk.h, H_HORIZON, below) end
+end
 local removed, read = 0, 0
 local c = counts(uk)
 while si <= #SIDE_CODES do
@@ -34,7 +40,10 @@ while si <= #SIDE_CODES do
           gone[#gone + 1] = kv[i]
         end
       end
-      if #gone > 0 then removed = removed + redis.call('HDEL', versions, unpack(gone)) end
+      if #gone > 0 then
+        if not raised then raise() end
+        removed = removed + redis.call('HDEL', versions, unpack(gone))
+      end
       -- Full, the step ends on the same cursor: what it left is read again.
       if full then return {removed, si, j, cursor} end
       cursor, read = r[1], read + #kv / 2
