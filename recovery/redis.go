@@ -345,6 +345,10 @@ func (r *Redis) rebuild(ctx context.Context) (bool, error) {
 			}
 		}
 	}
+	if rs.Refused > 0 {
+		r.Logger.Warn("the rebuild refused live edges older than Redis's tombstone horizon, of which Redis keeps no record: "+
+			"the store and log are older than Redis's purge (a restored backup?), and these edges were ended since", "sides_refused", rs.Refused)
+	}
 	r.Logger.Info("Redis holds the graph", "sides_written", rs.Written, "took", time.Since(start).Round(time.Millisecond).String())
 	return true, nil
 }

@@ -297,3 +297,58 @@ func TestRebuildKeepsNewerWrites(t *testing.T) {
 		})
 	}
 }
+
+// TestRebuildBelowHorizon: a rebuild from a source older than Redis's
+// purge (a store restored from a backup) does not bring back an edge
+// whose tombstone Redis removed: the source's live edge, below both
+// users' tombstone horizons and with no record left in Redis, is refused
+// on each side and counted; an edge Redis keeps a record of is rebuilt as
+// before.
+func TestRebuildBelowHorizon(t *testing.T) {
+	for _, m := range modes {
+		t.Run(m.Name, func(t *testing.T) {
+			g := newTestGraph(t, m.Client(t))
+			g.touch(1, 2, 3)
+			ctx := t.Context()
+			followed, err := g.Follow(ctx, 1, 2)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if _, err := g.Unfollow(ctx, 1, 2); err != nil {
+				t.Fatal(err)
+			}
+			if _, err := g.Follow(ctx, 1, 3); err != nil {
+				t.Fatal(err)
+			}
+			bound := fg.VersionAt(time.Now().Add(time.Second).UnixMilli())
+			for more := true; more; {
+				if _, more, err = g.PurgeTombstones(ctx, bound, 100); err != nil {
+					t.Fatal(err)
+				}
+			}
+			old := memgraph.New() // the source as it was before the unfollow
+			if err := old.Load(ctx, slices.Values([]fg.Event{
+				fg.NewEvent(1, 2, fg.OpFollow, fg.VersionAt(followed.Since.UnixMilli())),
+				fg.NewEvent(1, 3, fg.OpFollow, fg.VersionAt(followed.Since.UnixMilli())),
+			})); err != nil {
+				t.Fatal(err)
+			}
+			st, err := g.Rebuild(ctx, old, RebuildOptions{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if st.Refused != 2 {
+				t.Errorf("Rebuild = %+v, want the two sides of 1→2 refused", st)
+			}
+			if e, err := g.IsFollowing(ctx, 1, 2); err != nil || e.Following {
+				t.Errorf("after the rebuild, IsFollowing(1, 2) = %+v, %v; want off", e, err)
+			}
+			if e, err := g.IsFollowing(ctx, 1, 3); err != nil || !e.Following {
+				t.Errorf("after the rebuild, IsFollowing(1, 3) = %+v, %v; want on", e, err)
+			}
+			if c, err := g.Counts(ctx, []fg.UserID{2}); err != nil || len(c) != 1 || c[0].FollowerCount != 0 {
+				t.Errorf("after the rebuild, Counts(2) = %+v, %v; want no follower", c, err)
+			}
+		})
+	}
+}

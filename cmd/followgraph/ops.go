@@ -132,6 +132,10 @@ func (c *opsConfig) rebuild(ctx context.Context, out io.Writer, opts redisgraph.
 	}
 	fmt.Fprintf(out, "rebuilt: %d users, %d edges, %d sides written, %d outbox streams created, in %s\n",
 		st.Users, st.Edges, st.Written, created, time.Since(start).Round(time.Millisecond))
+	if st.Refused > 0 {
+		fmt.Fprintf(out, "refused: %d sides of live edges older than Redis's tombstone horizon, of which Redis keeps no record: "+
+			"Redis purged their tombstones, so the store and log are older than Redis (a restored backup?); they were not written\n", st.Refused)
+	}
 	return nil
 }
 

@@ -104,6 +104,7 @@ type Stats struct {
 	Users   int64 // users of the source
 	Edges   int64 // edges of the source, live or tombstone; each has two sides
 	Written int64 // sides of edges written: those where Redis held an older state, or none
+	Refused int64 // sides of live edges not written: below the user's tombstone horizon, with no record in Redis
 	Calls   int64 // script calls
 }
 
@@ -180,7 +181,7 @@ func (g *Graph) rebuildLinks(ctx context.Context, src Source, st *Stats) error {
 				st.Written++
 			}
 			if g.ks.Cluster() {
-				p.Note(of[i], ownEffect(of[i]), res[2:]...)
+				p.Note(of[i], ownEffect(of[i]), effects.Words(res, 1)...)
 			}
 		}
 		st.Calls += int64(len(calls))
@@ -241,7 +242,7 @@ func (g *Graph) rebuildSide(ctx context.Context, src Source, s layout.Side, opts
 	ctx, cancel := context.WithCancelCause(ctx)
 	defer cancel(nil)
 	batches := make(chan []scripts.Call, opts.Concurrency)
-	var written, calls atomic.Int64
+	var written, refused, calls atomic.Int64
 	var wg sync.WaitGroup
 	for range opts.Concurrency {
 		wg.Go(func() {
@@ -260,6 +261,10 @@ func (g *Graph) rebuildSide(ctx context.Context, src Source, s layout.Side, opts
 					}
 					n, _ := res[0].AsInt64()
 					written.Add(n)
+					if len(res) > 2 {
+						n, _ := res[2].AsInt64()
+						refused.Add(n)
+					}
 				}
 				calls.Add(int64(len(batch)))
 			}
@@ -358,6 +363,7 @@ walk:
 		st.Users, st.Edges = users, edges
 	}
 	st.Written += written.Load()
+	st.Refused += refused.Load()
 	st.Calls += calls.Load()
 	return nil
 }

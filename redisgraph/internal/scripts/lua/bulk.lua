@@ -45,8 +45,13 @@
 -- repair never shows an edge that the account-state job hid, which the
 -- job of its user's next state shows or ends.
 --
+-- A rebuild refuses a live edge below the user's tombstone horizon
+-- (H_HORIZON, purge.lua's) of which Redis holds no record: its tombstone,
+-- newer, may have been purged (a source restored from before it).
+--
 -- Returns {edges written, u's stamp, and for a repair a string of one
--- character per edge, in the order L, T, N: '1' where it was written}.
+-- character per edge, in the order L, T, N: '1' where it was written; for
+-- a rebuild the number of edges refused}.
 local z, vh, h = KEYS[K_SET], KEYS[K_VERSIONS], KEYS[K_H]
 local cf, horizon, clk = ARGV[A_COUNTER], ARGV[A_HORIZON], ARGV[A_CLOCK]
 local nl, nv = tonumber(ARGV[A_NUM_LIVE]), tonumber(ARGV[A_NUM_COUNTED])
@@ -81,8 +86,11 @@ if total > SPLIT_AT and counts(uk)[grp] == 1 and redis.call('EXISTS', z, vh) == 
   redis.call('HINCRBY', h, H_GEN, 1)
 end
 local chunked = counts(uk)[grp] > 1
+local hz = false
+if not repair then hz = redis.call('HGET', h, H_HORIZON) end
+local refused = 0
 
-if not repair and not chunked and nl + nv + nt < SPLIT_AT and redis.call('EXISTS', z, vh) == 0 then
+if not repair and not hz and not chunked and nl + nv + nt < SPLIT_AT and redis.call('EXISTS', z, vh) == 0 then
   if nl > 0 then delta = redis.call('ZADD', z, unpack(ARGV, l0, v0 - 1)) end
   if nv + nt > 0 then
     redis.call('HSET', vh, unpack(ARGV, v0, n0 - 1))
@@ -113,6 +121,8 @@ else
   end
   local hms, hctr = 0, 0
   if repair then hms, hctr = vms(horizon), vctr(horizon) end
+  local zms, zctr = 0, 0
+  if hz then zms, zctr = vms(hz), vctr(hz) end
   local function less(am, ac, bm, bc) return am < bm or (am == bm and ac < bc) end
 
   -- What Redis holds of each edge, read a chunk at a time.
@@ -160,6 +170,9 @@ else
     local write
     if not repair then
       write = less(cms, cctr, ems[k], ectr[k])
+      if write and not live and not rec and want == EDGE_LIVE and less(ems[k], ectr[k], zms, zctr) then
+        write, refused = false, refused + 1
+      end
     else
       local differs
       if want == EDGE_NONE then
@@ -253,4 +266,4 @@ end
 if #set > 0 then redis.call('HSET', h, unpack(set)) end
 if nhDelta ~= 0 then redis.call('HINCRBY', h, H_HIDDEN, nhDelta) end
 if repair then return {written, st, table.concat(flags)} end
-return {written, st}
+return {written, st, refused}
