@@ -1,6 +1,7 @@
 package main
 
 import (
+	"fmt"
 	"net"
 	"os/exec"
 	"strconv"
@@ -118,28 +119,30 @@ func startCluster(t *testing.T, extra ...string) *testCluster {
 	}
 	dir := t.TempDir()
 	c := &testCluster{procs: map[string]*exec.Cmd{}}
-	for range 6 {
-		port := clusterPort(t)
-		cmd := exec.Command("redis-server", append([]string{"--port", port, "--bind", "127.0.0.1",
-			"--cluster-enabled", "yes", "--cluster-config-file", "nodes-" + port + ".conf",
-			"--cluster-node-timeout", "1000", "--save", "", "--appendonly", "no",
-			"--repl-diskless-sync-delay", "0", "--appendfilename", "aof-" + port,
-			"--dir", dir, "--logfile", "redis-" + port + ".log"}, extra...)...)
-		if err := cmd.Start(); err != nil {
-			t.Fatal(err)
-		}
-		addr := "127.0.0.1:" + port
-		c.addrs = append(c.addrs, addr)
-		c.procs[addr] = cmd
-	}
 	t.Cleanup(func() {
 		for _, p := range c.procs {
 			p.Process.Kill()
 			p.Wait()
 		}
 	})
-	for _, a := range c.addrs {
-		waitTCP(t, a)
+	// A port found free may be taken by another test's server before
+	// redis-server binds it: then that server answers on it, and the
+	// nodes are started again on other ports.
+	for attempt := 1; ; attempt++ {
+		c.start(t, dir, extra)
+		stranger := c.stranger(t)
+		if stranger == "" {
+			break
+		}
+		if attempt == 3 {
+			t.Fatalf("another server answers at %s, where a node of the Cluster was started", stranger)
+		}
+		for a, p := range c.procs {
+			p.Process.Kill()
+			p.Wait()
+			delete(c.procs, a)
+		}
+		c.addrs = nil
 	}
 	args := append([]string{"--cluster", "create"}, c.addrs...)
 	if out, err := exec.Command("redis-cli", append(args, "--cluster-replicas", "1", "--cluster-yes")...).CombinedOutput(); err != nil {
@@ -161,6 +164,43 @@ func startCluster(t *testing.T, extra ...string) *testCluster {
 		}
 	}
 	return c
+}
+
+// start starts the six nodes' redis-server processes on free ports, with
+// their files in dir, and waits until something listens at each address.
+func (c *testCluster) start(t *testing.T, dir string, extra []string) {
+	t.Helper()
+	for range 6 {
+		port := clusterPort(t)
+		cmd := exec.Command("redis-server", append([]string{"--port", port, "--bind", "127.0.0.1",
+			"--cluster-enabled", "yes", "--cluster-config-file", "nodes-" + port + ".conf",
+			"--cluster-node-timeout", "1000", "--save", "", "--appendonly", "no",
+			"--repl-diskless-sync-delay", "0", "--appendfilename", "aof-" + port,
+			"--dir", dir, "--logfile", "redis-" + port + ".log"}, extra...)...)
+		if err := cmd.Start(); err != nil {
+			t.Fatal(err)
+		}
+		addr := "127.0.0.1:" + port
+		c.addrs = append(c.addrs, addr)
+		c.procs[addr] = cmd
+	}
+	for _, a := range c.addrs {
+		waitTCP(t, a)
+	}
+}
+
+// stranger returns the first address of c where the server that answers
+// is not the process c started there ("": none).
+func (c *testCluster) stranger(t *testing.T) string {
+	t.Helper()
+	for _, a := range c.addrs {
+		host, port, _ := net.SplitHostPort(a)
+		out, _ := exec.Command("redis-cli", "-h", host, "-p", port, "info", "server").Output()
+		if !strings.Contains(string(out), fmt.Sprintf("process_id:%d\r\n", c.procs[a].Process.Pid)) {
+			return a
+		}
+	}
+	return ""
 }
 
 // clusterPort returns a free port whose cluster bus port (+10000) is free.

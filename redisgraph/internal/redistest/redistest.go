@@ -121,6 +121,39 @@ func (lc *localCluster) start() ([]string, error) {
 		return nil, err
 	}
 	lc.dir = dir
+	// A port found free may be taken by another test's server before
+	// redis-server binds it: then the nodes start again on other ports.
+	for attempt := 1; ; attempt++ {
+		addrs, err := lc.startNodes()
+		if err != nil {
+			return nil, err
+		}
+		stranger := ""
+		for i, a := range addrs {
+			host, port, _ := net.SplitHostPort(a)
+			out, _ := exec.Command("redis-cli", "-h", host, "-p", port, "info", "server").Output()
+			if !strings.Contains(string(out), fmt.Sprintf("process_id:%d\r\n", lc.procs[i].Process.Pid)) {
+				stranger = a
+				break
+			}
+		}
+		if stranger == "" {
+			return lc.create(addrs)
+		}
+		if attempt == 3 {
+			return nil, fmt.Errorf("another server answers at %s, where a node of the Cluster was started", stranger)
+		}
+		for _, p := range lc.procs {
+			p.Process.Kill()
+			p.Wait()
+		}
+		lc.procs = nil
+	}
+}
+
+// startNodes starts three redis-server processes on free ports, and waits
+// until something listens at each address.
+func (lc *localCluster) startNodes() ([]string, error) {
 	var addrs []string
 	for range 3 {
 		port, err := FreePort()
@@ -130,7 +163,7 @@ func (lc *localCluster) start() ([]string, error) {
 		p := strconv.Itoa(port)
 		cmd := exec.Command("redis-server", "--port", p, "--bind", "127.0.0.1",
 			"--cluster-enabled", "yes", "--cluster-config-file", "nodes-"+p+".conf",
-			"--save", "", "--appendonly", "no", "--dir", dir, "--logfile", "redis-"+p+".log")
+			"--save", "", "--appendonly", "no", "--dir", lc.dir, "--logfile", "redis-"+p+".log")
 		if err := cmd.Start(); err != nil {
 			return nil, err
 		}
@@ -142,6 +175,11 @@ func (lc *localCluster) start() ([]string, error) {
 			return nil, fmt.Errorf("redis-server on %s did not start: %w", a, err)
 		}
 	}
+	return addrs, nil
+}
+
+// create makes a Cluster of the nodes at addrs, and waits until it is ok.
+func (lc *localCluster) create(addrs []string) ([]string, error) {
 	args := append([]string{"--cluster", "create"}, addrs...)
 	args = append(args, "--cluster-replicas", "0", "--cluster-yes")
 	if out, err := exec.Command("redis-cli", args...).CombinedOutput(); err != nil {
