@@ -2,9 +2,6 @@ package redisgraph_test
 
 import (
 	"context"
-	"fmt"
-	"slices"
-	"strings"
 	"testing"
 	"time"
 
@@ -49,14 +46,7 @@ func BenchmarkTombstones(b *testing.B) {
 			if err != nil {
 				b.Fatal(err)
 			}
-			var total int64
-			kinds := make([]string, 0, len(used))
-			for k, n := range used {
-				total += n
-				kinds = append(kinds, fmt.Sprintf("%s %.1f", k, float64(n)/edges))
-			}
-			slices.Sort(kinds)
-			b.Logf("%s: bytes/edge by kind of key: %s", name, strings.Join(kinds, ", "))
+			total := logMemory(b, name+": ", used, edges)
 			b.ReportMetric(float64(total)/edges, name+"-bytes/edge")
 			return float64(total)
 		}

@@ -2,6 +2,7 @@ package redisgraph
 
 import (
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -37,14 +38,9 @@ func TestPurgeRacingApply(t *testing.T) {
 			}
 			bound := fg.VersionAt(time.Now().Add(time.Second).UnixMilli())
 			var wg sync.WaitGroup
-			done := make(chan struct{})
+			var done atomic.Bool
 			wg.Go(func() {
-				for {
-					select {
-					case <-done:
-						return
-					default:
-					}
+				for !done.Load() {
 					for i := range old {
 						if err := g.Apply(ctx, old[i:i+1]); err != nil {
 							t.Error(err)
@@ -61,7 +57,7 @@ func TestPurgeRacingApply(t *testing.T) {
 				}
 				removed, more = removed+k, m
 			}
-			close(done)
+			done.Store(true)
 			wg.Wait()
 			if removed == 0 {
 				t.Fatal("the purge removed nothing")

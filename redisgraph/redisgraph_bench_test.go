@@ -496,17 +496,23 @@ func BenchmarkMemory(b *testing.B) {
 					b.Fatal(err)
 				}
 			}
-			var total int64
-			kinds := make([]string, 0, len(used))
-			for k, n := range used {
-				total += n
-				kinds = append(kinds, fmt.Sprintf("%s %.1f", k, float64(n)/edges))
-			}
-			slices.Sort(kinds)
-			b.Logf("bytes/edge by kind of key: %s", strings.Join(kinds, ", "))
-			b.ReportMetric(float64(total)/edges, "bytes/edge")
+			b.ReportMetric(float64(logMemory(b, "", used, edges))/edges, "bytes/edge")
 		})
 	}
+}
+
+// logMemory logs used (benchMemory's) per edge by kind of key, headed by
+// name, and returns its total.
+func logMemory(b *testing.B, name string, used map[string]int64, edges float64) int64 {
+	var total int64
+	kinds := make([]string, 0, len(used))
+	for k, n := range used {
+		total += n
+		kinds = append(kinds, fmt.Sprintf("%s %.1f", k, float64(n)/edges))
+	}
+	slices.Sort(kinds)
+	b.Logf("%sbytes/edge by kind of key: %s", name, strings.Join(kinds, ", "))
+	return total
 }
 
 // benchMemory returns the sum of MEMORY USAGE of the keys under prefix p,
