@@ -75,14 +75,46 @@ func (s *syncBuffer) String() string {
 	return s.b.String()
 }
 
+// freeAddr returns a loopback address nothing listened on a moment ago,
+// on a port it has not returned before in this process (nor reserved as
+// a Cluster node's bus port): the tests run side by side, and the kernel
+// may give a port just freed to the next caller, so two servers of one
+// test, or of two, would otherwise be handed the same port.
 func freeAddr(tb testing.TB) string {
 	tb.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		tb.Fatal(err)
+	for range 100 {
+		ln, err := net.Listen("tcp", "127.0.0.1:0")
+		if err != nil {
+			tb.Fatal(err)
+		}
+		addr := ln.Addr().String()
+		ln.Close()
+		if reservePort(ln.Addr().(*net.TCPAddr).Port) {
+			return addr
+		}
 	}
-	defer ln.Close()
-	return ln.Addr().String()
+	tb.Fatal("no loopback port free that was not handed out already")
+	return ""
+}
+
+// handedOut are the ports freeAddr returned or clusterPort reserved.
+var handedOut struct {
+	sync.Mutex
+	ports map[int]bool
+}
+
+// reservePort reserves port p, and reports whether it was not already.
+func reservePort(p int) bool {
+	handedOut.Lock()
+	defer handedOut.Unlock()
+	if handedOut.ports[p] {
+		return false
+	}
+	if handedOut.ports == nil {
+		handedOut.ports = map[int]bool{}
+	}
+	handedOut.ports[p] = true
+	return true
 }
 
 // start runs the service on data and waits until it is ready.

@@ -126,16 +126,19 @@ func startCluster(t *testing.T, extra ...string) *testCluster {
 		}
 	})
 	// A port found free may be taken by another test's server before
-	// redis-server binds it: then that server answers on it, and the
-	// nodes are started again on other ports.
+	// redis-server binds it (its own, or its bus port): then the node
+	// exits, or that server answers there, and the nodes start again on
+	// other ports.
 	for attempt := 1; ; attempt++ {
-		c.start(t, dir, extra)
-		stranger := c.stranger(t)
+		stranger := c.start(t, dir, extra)
+		if stranger == "" {
+			stranger = c.stranger(t)
+		}
 		if stranger == "" {
 			break
 		}
 		if attempt == 3 {
-			t.Fatalf("another server answers at %s, where a node of the Cluster was started", stranger)
+			t.Fatalf("three times, a node of the Cluster did not start, or another server answered at its address (%s)", stranger)
 		}
 		for a, p := range c.procs {
 			p.Process.Kill()
@@ -167,8 +170,9 @@ func startCluster(t *testing.T, extra ...string) *testCluster {
 }
 
 // start starts the six nodes' redis-server processes on free ports, with
-// their files in dir, and waits until something listens at each address.
-func (c *testCluster) start(t *testing.T, dir string, extra []string) {
+// their files in dir, and waits until something listens at each address;
+// it returns the first where nothing does after 5 s ("": none).
+func (c *testCluster) start(t *testing.T, dir string, extra []string) string {
 	t.Helper()
 	for range 6 {
 		port := clusterPort(t)
@@ -185,8 +189,22 @@ func (c *testCluster) start(t *testing.T, dir string, extra []string) {
 		c.procs[addr] = cmd
 	}
 	for _, a := range c.addrs {
-		waitTCP(t, a)
+		if !listensWithin(a, 5*time.Second) {
+			return a
+		}
 	}
+	return ""
+}
+
+// listensWithin reports whether something listens at addr within d.
+func listensWithin(addr string, d time.Duration) bool {
+	for deadline := time.Now().Add(d); time.Now().Before(deadline); time.Sleep(25 * time.Millisecond) {
+		if c, err := net.Dial("tcp", addr); err == nil {
+			c.Close()
+			return true
+		}
+	}
+	return false
 }
 
 // stranger returns the first address of c where the server that answers
@@ -214,7 +232,9 @@ func clusterPort(t *testing.T) string {
 		}
 		if ln, err := net.Listen("tcp", "127.0.0.1:"+strconv.Itoa(p+10000)); err == nil {
 			ln.Close()
-			return port
+			if reservePort(p + 10000) {
+				return port
+			}
 		}
 	}
 	t.Fatal("no free port pair for a Cluster node")
