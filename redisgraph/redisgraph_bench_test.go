@@ -451,9 +451,8 @@ func BenchmarkFollowers(b *testing.B) {
 // ids (1 to 20k), LargeIDs adds 2^60 to each, the size of real 63-bit ids:
 // Redis stores small decimal members as integers, so the seeds' members
 // are smaller than the engine's 8-byte ones only while ids are small.
-// Chunks128 and Chunks128Decimal are a candidate layout of lists split into
-// small chunks (chunkedLayout), on the same graph. memgraph's figure is in
-// docs/BENCHMARKS.md.
+// memgraph's figure is in docs/BENCHMARKS.md; layout 3's lists are
+// measured by BenchmarkTimeline (internal/scripts).
 func BenchmarkMemory(b *testing.B) {
 	c, ctx := benchRedis(b), context.Background()
 	var small, large []fg.Event
@@ -475,16 +474,6 @@ func BenchmarkMemory(b *testing.B) {
 			b.Fatal(err)
 		}
 		fixtures = append(fixtures, fixture{x.name + "/Ours", gp}, fixture{x.name + "/Seeds", sp})
-		for _, l := range []struct {
-			name string
-			chunkedLayout
-		}{{"Chunks128", chunkedLayout{max: 128}}, {"Chunks128Decimal", chunkedLayout{max: 128, decimal: true}}} {
-			lp := benchPrefix(b, c)
-			if err := l.load(ctx, c, lp, x.events); err != nil {
-				b.Fatal(err)
-			}
-			fixtures = append(fixtures, fixture{x.name + "/" + l.name, lp})
-		}
 	}
 	edges := float64(len(small))
 	for _, f := range fixtures {
