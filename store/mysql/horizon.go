@@ -3,7 +3,6 @@ package mysql
 import (
 	"context"
 	"database/sql"
-	"fmt"
 	"strconv"
 	"strings"
 
@@ -16,11 +15,7 @@ var _ fg.TombstonePurger = (*Store)(nil)
 // TombstoneHorizon returns the store's tombstone horizon (see
 // PurgeTombstones): 0 for a store that never purged.
 func (s *Store) TombstoneHorizon(ctx context.Context) (fg.Version, error) {
-	var v int64
-	if err := s.db.QueryRowContext(ctx, horizonSQL).Scan(&v); err != nil {
-		return 0, fmt.Errorf("mysql: tombstone horizon: %w", translate(err))
-	}
-	return fg.Version(v), nil
+	return sqlHorizon.TombstoneHorizon(ctx, s.db)
 }
 
 // PurgeTombstones removes at most limit tombstones older than below,
@@ -34,34 +29,13 @@ func (s *Store) TombstoneHorizon(ctx context.Context) (fg.Version, error) {
 // so Apply and Import wait for it: keep limit to what takes milliseconds.
 // A version of 2^63 or more, or a limit below 1, is EInvalidArgument.
 func (s *Store) PurgeTombstones(ctx context.Context, below fg.Version, limit int) (removed int, more bool, err error) {
-	if err := row.CheckPurge(below, limit); err != nil {
-		return 0, false, fmt.Errorf("mysql: purge tombstones: %w", err)
-	}
-	tx, err := s.db.BeginTx(ctx, nil)
-	if err != nil {
-		return 0, false, fmt.Errorf("mysql: purge tombstones: %w", translate(err))
-	}
-	defer tx.Rollback()
-	removed, more, err = purge(ctx, tx, int64(below), limit)
-	if err == nil {
-		err = tx.Commit()
-	}
-	if err != nil {
-		return 0, false, fmt.Errorf("mysql: purge tombstones: %w", translate(err))
-	}
-	return removed, more, nil
+	return sqlHorizon.PurgeTombstones(ctx, s.db, below, limit)
 }
 
 // RaiseTombstoneHorizon raises the tombstone horizon to h; see
 // followgraph.TombstonePurger.
 func (s *Store) RaiseTombstoneHorizon(ctx context.Context, h fg.Version) error {
-	if err := row.CheckHorizon(h); err != nil {
-		return fmt.Errorf("mysql: raise tombstone horizon: %w", err)
-	}
-	if _, err := s.db.ExecContext(ctx, raiseHorizonSQL, int64(h)); err != nil {
-		return fmt.Errorf("mysql: raise tombstone horizon: %w", translate(err))
-	}
-	return nil
+	return sqlHorizon.RaiseTombstoneHorizon(ctx, s.db, h)
 }
 
 // The statements of a purge step. The tombstones of follows are taken in
@@ -69,54 +43,27 @@ func (s *Store) RaiseTombstoneHorizon(ctx context.Context, h fg.Version) error {
 // removal of the requests they ended, by their own, and by the read of
 // the newest of them.
 var (
-	horizonSQL      = "SELECT value FROM meta WHERE `key` = '" + row.MetaHorizon + "'"
-	raiseHorizonSQL = "UPDATE meta SET value = GREATEST(value, ?) WHERE `key` = '" + row.MetaHorizon + "'"
-	oldTombstones   = `SELECT follower, followee, version FROM edges WHERE following = 0 AND version < ? ORDER BY version, follower, followee LIMIT ?`
-	purgeEndedSQL   = `DELETE l FROM links l JOIN (` + oldTombstones + `) t
-		ON l.user_id = t.follower AND l.kind = ` + strconv.Itoa(int(fg.KindRequest)) + ` AND l.target_id = t.followee
-		WHERE l.version < t.version`
-	purgeEdgesSQL = `DELETE FROM edges WHERE following = 0 AND version < ? ORDER BY version, follower, followee LIMIT ?`
+	oldTombstones = `SELECT follower, followee, version FROM edges WHERE following = 0 AND version < ? ORDER BY version, follower, followee LIMIT ?`
 	oldLinks      = `SELECT version FROM links WHERE active = 0 AND kind = ? AND version < ? ORDER BY version, user_id, target_id LIMIT ?`
-	purgeLinksSQL = `DELETE FROM links WHERE active = 0 AND kind = ? AND version < ? ORDER BY version, user_id, target_id LIMIT ?`
 )
 
-// purge is one step of PurgeTombstones in tx (see row.Purge), holding
-// the writers' lock.
-func purge(ctx context.Context, tx *sql.Tx, below int64, limit int) (removed int, more bool, err error) {
-	var seq int64
-	if err := tx.QueryRowContext(ctx, lockMeta).Scan(&seq); err != nil {
-		return 0, false, err
-	}
-	if _, err := tx.ExecContext(ctx, purgeEndedSQL, below, limit); err != nil {
-		return 0, false, err
-	}
-	removed, err = row.Purge(limit, func(k fg.Kind, n int) (int, int64, error) {
-		last, remove, args := oldTombstones, purgeEdgesSQL, []any{below, n}
-		if k != fg.KindFollow {
-			last, remove, args = oldLinks, purgeLinksSQL, []any{k, below, n}
-		}
-		var v sql.NullInt64
-		if err := tx.QueryRowContext(ctx, `SELECT MAX(version) FROM (`+last+`) t`, args...).Scan(&v); err != nil || !v.Valid {
-			return 0, 0, err
-		}
-		res, err := tx.ExecContext(ctx, remove, args...)
-		if err != nil {
-			return 0, 0, err
-		}
-		gone, err := res.RowsAffected()
-		return int(gone), v.Int64, err
-	}, func(h int64) error {
-		_, err := tx.ExecContext(ctx, raiseHorizonSQL, h)
-		return err
-	})
-	return removed, removed == limit, err
-}
-
-// readHorizon returns the tombstone horizon as tx sees it.
-func readHorizon(ctx context.Context, tx *sql.Tx) (int64, error) {
-	var v int64
-	err := tx.QueryRowContext(ctx, horizonSQL).Scan(&v)
-	return v, err
+// sqlHorizon is the store's tombstone horizon, in its statements; a
+// purge step first takes the writers' lock.
+var sqlHorizon = &row.SQLHorizon{
+	Store:     "mysql",
+	Translate: translate,
+	Horizon:   "SELECT value FROM meta WHERE `key` = '" + row.MetaHorizon + "'",
+	Raise:     "UPDATE meta SET value = GREATEST(value, ?) WHERE `key` = '" + row.MetaHorizon + "'",
+	Lock:      lockMeta,
+	Ended: `DELETE l FROM links l JOIN (` + oldTombstones + `) t
+		ON l.user_id = t.follower AND l.kind = ` + strconv.Itoa(int(fg.KindRequest)) + ` AND l.target_id = t.followee
+		WHERE l.version < t.version`,
+	NewestEdges: `SELECT MAX(version) FROM (` + oldTombstones + `) t`,
+	Edges:       `DELETE FROM edges WHERE following = 0 AND version < ? ORDER BY version, follower, followee LIMIT ?`,
+	NewestLinks: `SELECT MAX(version) FROM (` + oldLinks + `) t`,
+	Links:       `DELETE FROM links WHERE active = 0 AND kind = ? AND version < ? ORDER BY version, user_id, target_id LIMIT ?`,
+	LinkArgs:    func(below int64, n int, k fg.Kind) []any { return []any{k, below, n} },
+	HeldLink:    "SELECT 1 FROM links WHERE user_id = ? AND kind = ? AND target_id = ?",
 }
 
 // heldChunk is how many keys heldEdges asks for in one statement.
@@ -154,27 +101,6 @@ func heldEdges(ctx context.Context, tx *sql.Tx) func([]row.Edge) (map[row.EdgeKe
 				return nil, err
 			}
 			edges = edges[n:]
-		}
-		return held, nil
-	}
-}
-
-// heldLinks returns the keys among links' that tx holds a row of, one at
-// a time: Apply asks only about rows below the horizon, which the service
-// never sends while the horizon is kept as serve keeps it.
-func heldLinks(ctx context.Context, tx *sql.Tx) func([]row.Link) (map[row.LinkKey]bool, error) {
-	return func(links []row.Link) (map[row.LinkKey]bool, error) {
-		held := make(map[row.LinkKey]bool)
-		for _, l := range links {
-			var one int
-			err := tx.QueryRowContext(ctx, "SELECT 1 FROM links WHERE user_id = ? AND kind = ? AND target_id = ?", l.User, l.Kind, l.Target).Scan(&one)
-			switch err {
-			case nil:
-				held[l.Key()] = true
-			case sql.ErrNoRows:
-			default:
-				return nil, err
-			}
 		}
 		return held, nil
 	}

@@ -42,6 +42,7 @@ import (
 
 	fg "github.com/followgraph/followgraph"
 	"github.com/followgraph/followgraph/store/internal/migrations"
+	"github.com/followgraph/followgraph/store/internal/row"
 )
 
 // Store is the durable record in one MySQL or MariaDB database. It is
@@ -55,7 +56,7 @@ type Store struct {
 	// the server's max_allowed_packet is smaller than such a statement.
 	rows int
 
-	refused func(fg.Refusal) // see WithRefused
+	refused row.Refused // see WithRefused
 }
 
 // Option configures a Store.
@@ -65,11 +66,7 @@ type Option func(*Store)
 // each change it refused for being older than the tombstone horizon (see
 // Apply); by default, and with nil, nothing.
 func WithRefused(f func(fg.Refusal)) Option {
-	return func(s *Store) {
-		if f != nil {
-			s.refused = f
-		}
-	}
+	return func(s *Store) { s.refused.Set(f) }
 }
 
 // Pool sizes. The store needs one connection per concurrent call; reads
@@ -270,7 +267,7 @@ func Open(ctx context.Context, rawURL string, opts ...Option) (*Store, error) {
 	db.SetMaxOpenConns(maxOpenConns)
 	db.SetMaxIdleConns(maxIdleConns)
 	db.SetConnMaxLifetime(connMaxLifetime)
-	s := &Store{db: db, refused: func(fg.Refusal) {}}
+	s := &Store{db: db}
 	for _, o := range opts {
 		o(s)
 	}

@@ -97,18 +97,8 @@ var _ storetest.LinkLister = (*mysql.Store)(nil)
 // new database of its own.
 func TestStore(t *testing.T) {
 	testenv.Server(t, testenv.MySQL, testenv.MySQLHint) // one skip rather than one per test
-	// The stores open, for reopen.
-	urls := make(map[storetest.Store]string)
-	storetest.Run(t, func(tb testing.TB) storetest.Store {
-		url := newDatabase(tb)
-		s := openStore(tb, url)
-		urls[s] = url
-		return s
-	}, func(tb testing.TB, s storetest.Store, refused func(fg.Refusal)) storetest.Store {
-		if err := s.Close(); err != nil {
-			tb.Fatal(err)
-		}
-		return openStore(tb, urls[s], mysql.WithRefused(refused))
+	storetest.RunAt(t, newDatabase, func(tb testing.TB, url string, refused func(fg.Refusal)) storetest.Store {
+		return openStore(tb, url, mysql.WithRefused(refused))
 	})
 }
 

@@ -95,11 +95,11 @@ func (s *Store) Apply(ctx context.Context, events []fg.Event, lastSeq uint64) (c
 	if _, err := tx.ExecContext(ctx, "UPDATE meta SET value = GREATEST(value, ?) WHERE `key` = 'last_seq'", int64(lastSeq)); err != nil {
 		return 0, fmt.Errorf("mysql: apply: %w", translate(err))
 	}
-	horizon, err := readHorizon(ctx, tx)
+	horizon, err := sqlHorizon.Read(ctx, tx)
 	if err != nil {
 		return 0, fmt.Errorf("mysql: apply: %w", translate(err))
 	}
-	refused, err := rows.Refuse(horizon, heldEdges(ctx, tx), heldLinks(ctx, tx))
+	refused, err := rows.Refuse(horizon, heldEdges(ctx, tx), sqlHorizon.HeldLinks(ctx, tx))
 	if err != nil {
 		return 0, fmt.Errorf("mysql: apply: %w", translate(err))
 	}
@@ -116,9 +116,7 @@ func (s *Store) Apply(ctx context.Context, events []fg.Event, lastSeq uint64) (c
 	if err := tx.Commit(); err != nil {
 		return 0, fmt.Errorf("mysql: apply: %w", translate(err))
 	}
-	for _, r := range refused {
-		s.refused(r)
-	}
+	s.refused.Report(refused)
 	return changed, nil
 }
 
@@ -291,7 +289,7 @@ func (s *Store) Import(ctx context.Context, events iter.Seq[fg.Event]) (int, err
 	if err := tx.QueryRowContext(ctx, lockMeta).Scan(&seq); err != nil {
 		return 0, fmt.Errorf("mysql: import: %w", translate(err))
 	}
-	horizon, err := readHorizon(ctx, tx)
+	horizon, err := sqlHorizon.Read(ctx, tx)
 	if err != nil {
 		return 0, fmt.Errorf("mysql: import: %w", translate(err))
 	}

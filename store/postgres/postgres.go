@@ -34,6 +34,7 @@ import (
 
 	fg "github.com/followgraph/followgraph"
 	"github.com/followgraph/followgraph/store/internal/migrations"
+	"github.com/followgraph/followgraph/store/internal/row"
 )
 
 // Store is the durable record in one PostgreSQL database. It is safe for
@@ -42,7 +43,7 @@ import (
 // edges it touches.
 type Store struct {
 	pool    *pgxpool.Pool
-	refused func(fg.Refusal) // see WithRefused
+	refused row.Refused // see WithRefused
 }
 
 // Option configures a Store.
@@ -52,11 +53,7 @@ type Option func(*Store)
 // each change it refused for being older than the tombstone horizon (see
 // Apply); by default, and with nil, nothing.
 func WithRefused(f func(fg.Refusal)) Option {
-	return func(s *Store) {
-		if f != nil {
-			s.refused = f
-		}
-	}
+	return func(s *Store) { s.refused.Set(f) }
 }
 
 // Open connects to the database at url (postgres://user:password@host:port/
@@ -82,7 +79,7 @@ func Open(ctx context.Context, url string, opts ...Option) (*Store, error) {
 	if err != nil {
 		return nil, fmt.Errorf("postgres: open: %w", translate(err))
 	}
-	s := &Store{pool: pool, refused: func(fg.Refusal) {}}
+	s := &Store{pool: pool}
 	for _, o := range opts {
 		o(s)
 	}

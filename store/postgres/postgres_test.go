@@ -88,18 +88,8 @@ var _ storetest.LinkLister = (*postgres.Store)(nil)
 // new database of its own.
 func TestStore(t *testing.T) {
 	testenv.Server(t, testenv.Postgres, testenv.PostgresHint) // one skip, not one per test
-	// The stores open, for reopen.
-	urls := make(map[storetest.Store]string)
-	storetest.Run(t, func(tb testing.TB) storetest.Store {
-		url := newDatabase(tb)
-		s := openStore(tb, url)
-		urls[s] = url
-		return s
-	}, func(tb testing.TB, s storetest.Store, refused func(fg.Refusal)) storetest.Store {
-		if err := s.Close(); err != nil {
-			tb.Fatal(err)
-		}
-		return openStore(tb, urls[s], postgres.WithRefused(refused))
+	storetest.RunAt(t, newDatabase, func(tb testing.TB, url string, refused func(fg.Refusal)) storetest.Store {
+		return openStore(tb, url, postgres.WithRefused(refused))
 	})
 }
 

@@ -176,9 +176,7 @@ func (s *Store) Apply(ctx context.Context, events []fg.Event, lastSeq uint64) (c
 	if err := s.pool.SendBatch(ctx, b).Close(); err != nil {
 		return 0, fmt.Errorf("postgres: apply: %w", translate(err))
 	}
-	for _, r := range refused {
-		s.refused(r)
-	}
+	s.refused.Report(refused)
 	return changed, nil
 }
 

@@ -33,6 +33,7 @@ import (
 
 	fg "github.com/followgraph/followgraph"
 	"github.com/followgraph/followgraph/store/internal/migrations"
+	"github.com/followgraph/followgraph/store/internal/row"
 )
 
 // Store is the durable record in one SQLite file. It is safe for concurrent
@@ -46,7 +47,7 @@ type Store struct {
 	// see upsert.
 	upserts []*sql.Stmt
 
-	refused func(fg.Refusal) // see WithRefused
+	refused row.Refused // see WithRefused
 }
 
 // Option configures a Store.
@@ -56,11 +57,7 @@ type Option func(*Store)
 // each change it refused for being older than the tombstone horizon (see
 // Apply); by default, and with nil, nothing.
 func WithRefused(f func(fg.Refusal)) Option {
-	return func(s *Store) {
-		if f != nil {
-			s.refused = f
-		}
-	}
+	return func(s *Store) { s.refused.Set(f) }
 }
 
 // busyTimeout is how long a statement waits for a lock held by another
@@ -102,7 +99,7 @@ func Open(ctx context.Context, path string, opts ...Option) (*Store, error) {
 	if err != nil {
 		return nil, fmt.Errorf("sqlite: open: %w", err)
 	}
-	s := &Store{w: w, refused: func(fg.Refusal) {}}
+	s := &Store{w: w}
 	for _, o := range opts {
 		o(s)
 	}

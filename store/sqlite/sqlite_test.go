@@ -43,18 +43,10 @@ func newStore(tb testing.TB) *sqlite.Store {
 // TestStore runs the conformance suite of durable stores, each test on a
 // new file of its own.
 func TestStore(t *testing.T) {
-	// The stores open, for reopen.
-	paths := make(map[storetest.Store]string)
-	storetest.Run(t, func(tb testing.TB) storetest.Store {
-		path := filepath.Join(tb.TempDir(), "followgraph.db")
-		s := openStore(tb, path)
-		paths[s] = path
-		return s
-	}, func(tb testing.TB, s storetest.Store, refused func(fg.Refusal)) storetest.Store {
-		if err := s.Close(); err != nil {
-			tb.Fatal(err)
-		}
-		return openStore(tb, paths[s], sqlite.WithRefused(refused))
+	storetest.RunAt(t, func(tb testing.TB) string {
+		return filepath.Join(tb.TempDir(), "followgraph.db")
+	}, func(tb testing.TB, path string, refused func(fg.Refusal)) storetest.Store {
+		return openStore(tb, path, sqlite.WithRefused(refused))
 	})
 }
 

@@ -94,11 +94,11 @@ func (s *Store) Apply(ctx context.Context, events []fg.Event, lastSeq uint64) (c
 	defer tx.Rollback()
 	// The writing connection is the only one: no purge runs between this
 	// read and the commit.
-	horizon, err := readHorizon(ctx, tx)
+	horizon, err := sqlHorizon.Read(ctx, tx)
 	if err != nil {
 		return 0, fmt.Errorf("sqlite: apply: %w", translate(err))
 	}
-	refused, err := rows.Refuse(horizon, heldEdges(ctx, tx), heldLinks(ctx, tx))
+	refused, err := rows.Refuse(horizon, heldEdges(ctx, tx), sqlHorizon.HeldLinks(ctx, tx))
 	if err != nil {
 		return 0, fmt.Errorf("sqlite: apply: %w", translate(err))
 	}
@@ -125,9 +125,7 @@ func (s *Store) Apply(ctx context.Context, events []fg.Event, lastSeq uint64) (c
 	if err := tx.Commit(); err != nil {
 		return 0, fmt.Errorf("sqlite: apply: %w", translate(err))
 	}
-	for _, r := range refused {
-		s.refused(r)
-	}
+	s.refused.Report(refused)
 	return changed, nil
 }
 
@@ -196,7 +194,7 @@ func (s *Store) Import(ctx context.Context, events iter.Seq[fg.Event]) (int, err
 		return 0, fmt.Errorf("sqlite: import: %w", translate(err))
 	}
 	defer tx.Rollback()
-	horizon, err := readHorizon(ctx, tx)
+	horizon, err := sqlHorizon.Read(ctx, tx)
 	if err != nil {
 		return 0, fmt.Errorf("sqlite: import: %w", translate(err))
 	}

@@ -17,6 +17,10 @@
 //		})
 //	}
 //
+// The horizon tests also reopen a store, as a new process would: a store
+// whose data is at a place it can open again (a file, a database) calls
+// RunAt instead, which keeps the place of each store it opens.
+//
 // What only one store has (reopening a file, migrations, pragmas, the
 // reads of a shared database) is tested in that store's package; the
 // helpers exported here (Model, StoredEvents, CheckEvents, SameEvent)
@@ -161,6 +165,26 @@ type suite struct {
 // with refused as what its Apply calls with each change it refuses (the
 // stores' WithRefused). The store it returns is closed when tb ends.
 type Reopen func(tb testing.TB, s Store, refused func(fg.Refusal)) Store
+
+// RunAt runs Run with stores kept at places, such as a file or a
+// database: newPlace makes a new, empty place for tb, and open opens the
+// store at place, with refused as its WithRefused (nil, the store's
+// default, at first), and closes it when tb ends. A store is reopened by
+// closing it and opening its place again.
+func RunAt(t *testing.T, newPlace func(tb testing.TB) string, open func(tb testing.TB, place string, refused func(fg.Refusal)) Store) {
+	places := make(map[Store]string)
+	Run(t, func(tb testing.TB) Store {
+		place := newPlace(tb)
+		s := open(tb, place, nil)
+		places[s] = place
+		return s
+	}, func(tb testing.TB, s Store, refused func(fg.Refusal)) Store {
+		if err := s.Close(); err != nil {
+			tb.Fatal(err)
+		}
+		return open(tb, places[s], refused)
+	})
+}
 
 // newStore opens a new, empty store for tb.
 func (s suite) newStore(tb testing.TB) Store {

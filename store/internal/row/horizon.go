@@ -44,6 +44,28 @@ func (l Link) Refusal(horizon int64) fg.Refusal {
 		Version: fg.Version(l.Version), Horizon: fg.Version(horizon)}
 }
 
+// Refused is what a store's Apply calls, once its batch is committed,
+// with each change it refused (the stores' WithRefused); nil, a store's
+// default, calls nothing.
+type Refused func(fg.Refusal)
+
+// Set sets r to f, unless f is nil.
+func (r *Refused) Set(f func(fg.Refusal)) {
+	if f != nil {
+		*r = f
+	}
+}
+
+// Report calls r with each of refusals, in order.
+func (r Refused) Report(refusals []fg.Refusal) {
+	if r == nil {
+		return
+	}
+	for _, x := range refusals {
+		r(x)
+	}
+}
+
 // Refuse takes out of r the rows of edges between two users older than
 // the store's tombstone horizon of whose keys the store holds no row, and
 // returns their refusals: such a row's edge may have had a newer

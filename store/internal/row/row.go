@@ -4,7 +4,9 @@
 // mutes, follow requests, the private setting and the account state),
 // built from an event's effects and checked against the range of a signed
 // 64-bit column, and the deduplication of a batch of rows before it is
-// written.
+// written; and the Go around their SQL that is the same in each: the log
+// position, and the tombstone horizon (SQLHorizon for the stores on
+// database/sql).
 package row
 
 import (

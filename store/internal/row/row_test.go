@@ -139,3 +139,16 @@ func TestLink_Settle(t *testing.T) {
 		t.Errorf("a block beside a newer follow row: %v", got)
 	}
 }
+
+func TestRefused(t *testing.T) {
+	refusals := []fg.Refusal{{Version: 1}, {Version: 2}}
+	var r Refused
+	r.Report(refusals) // the default calls nothing
+	var got []fg.Refusal
+	r.Set(func(x fg.Refusal) { got = append(got, x) })
+	r.Set(nil) // keeps what was set
+	r.Report(refusals)
+	if !slices.Equal(got, refusals) {
+		t.Errorf("reported %v, want %v", got, refusals)
+	}
+}
