@@ -2,6 +2,7 @@ package scripts
 
 import (
 	"context"
+	"encoding/binary"
 	"fmt"
 	"math/rand/v2"
 	"os"
@@ -225,11 +226,12 @@ func TestTimelineListpack(t *testing.T) {
 //   - Slowest: the slow log at 1 ms while the timeline grows: how many
 //     commands it logged, and the slowest.
 //   - Page50: a page of 50 after a random cursor deep in the list (past
-//     the newest 10%), a call at a time: the client's time and Redis's
-//     (INFO commandstats) of the script against ZRANGE … BYSCORE REV LIMIT
-//     on the one key.
-//   - Walk1000: the list in pages of 1,000, each after the last, from the
-//     newest again once the oldest is read: entries a second.
+//     the newest 10%), by script, outside a script (from a window of the
+//     directory, or from the whole directory read once), and by ZRANGE …
+//     BYSCORE REV LIMIT on the one key, in turn: the client's time and Redis's
+//     (INFO commandstats) of each, and their ratios to the one key's.
+//   - Walk1000: the same of the list in pages of 1,000, each after the
+//     last, from the newest again once the oldest is read.
 func BenchmarkTimeline(b *testing.B) {
 	addr, _ := redistest.Private(b)
 	c := redistest.SingleClient(b, addr)
@@ -294,65 +296,75 @@ func BenchmarkTimeline(b *testing.B) {
 		b.ReportMetric(float64(slowCount), "slow-commands")
 		b.ReportMetric(float64(slowest.Microseconds()), "slowest-µs")
 	})
+	// The three ways to read a page take turns in every iteration, each
+	// timed on its own, so that the machine's drift falls on all three.
+	ways := []string{"Script", "Outside", "Whole", "OneKey"}
+	whole := *tl
+	whole.whole = true
+	type walker struct{ after *tlEntry }
+	read := func(way string, n int, after *tlEntry) ([]tlEntry, error) {
+		switch way {
+		case "Script":
+			return tl.page(ctx, n, after)
+		case "Outside":
+			return tl.pageOutside(ctx, n, after)
+		case "Whole":
+			return whole.pageOutside(ctx, n, after)
+		}
+		max := "+inf"
+		if after != nil {
+			max = "(" + strconv.FormatInt(after.ms, 10)
+		}
+		zs, err := c.Do(ctx, c.B().Zrange().Key(one).Min(max).Max("-inf").Byscore().Rev().
+			Limit(0, int64(n)).Withscores().Build()).AsZScores()
+		p := make([]tlEntry, len(zs))
+		for i, z := range zs {
+			p[i] = tlEntry{binary.BigEndian.Uint64([]byte(z.Member)), int64(z.Score)}
+		}
+		return p, err
+	}
 	deep := es[:len(es)*9/10]
 	r := rand.New(rand.NewPCG(7, 8))
-	for _, how := range []string{"Timeline", "Outside", "OneKey"} {
-		b.Run("Page50/"+how, func(b *testing.B) {
-			c.Do(ctx, c.B().ConfigResetstat().Build())
+	for _, pg := range []struct {
+		name string
+		n    int
+		walk bool // each page after the last (else after a random deep entry)
+	}{{"Page50", 50, false}, {"Walk1000", 1000, true}} {
+		b.Run(pg.name, func(b *testing.B) {
+			took := make([]time.Duration, len(ways))
+			usec := make([]int64, len(ways))
+			entries := make([]int, len(ways))
+			walkers := make([]walker, len(ways))
 			for b.Loop() {
 				e := deep[r.IntN(len(deep))]
-				var err error
-				switch how {
-				case "Timeline":
-					_, err = tl.page(ctx, 50, &e)
-				case "Outside":
-					_, err = tl.pageOutside(ctx, 50, &e)
-				default:
-					err = c.Do(ctx, c.B().Zrange().Key(one).Min("("+strconv.FormatInt(e.ms, 10)).Max("-inf").Byscore().Rev().
-						Limit(0, 50).Withscores().Build()).Error()
-				}
-				if err != nil {
-					b.Fatal(err)
-				}
-			}
-			b.ReportMetric(float64(redisUsec(b, c))/float64(b.N), "redis-µs/page")
-		})
-	}
-	for _, how := range []string{"Timeline", "Outside", "OneKey"} {
-		b.Run("Walk1000/"+how, func(b *testing.B) {
-			var read int
-			var after *tlEntry
-			c.Do(ctx, c.B().ConfigResetstat().Build())
-			for b.Loop() {
-				var p []tlEntry
-				var err error
-				switch how {
-				case "Timeline":
-					p, err = tl.page(ctx, 1000, after)
-				case "Outside":
-					p, err = tl.pageOutside(ctx, 1000, after)
-				default:
-					min := "+inf"
-					if after != nil {
-						min = "(" + strconv.FormatInt(after.ms, 10)
+				for i, way := range ways {
+					after := &e
+					if pg.walk {
+						after = walkers[i].after
 					}
-					var zs []rueidis.ZScore
-					zs, err = c.Do(ctx, c.B().Zrange().Key(one).Min(min).Max("-inf").Byscore().Rev().Limit(0, 1000).Withscores().Build()).AsZScores()
-					for _, z := range zs {
-						p = append(p, tlEntry{ms: int64(z.Score)})
+					c.Do(ctx, c.B().ConfigResetstat().Build())
+					began := time.Now()
+					p, err := read(way, pg.n, after)
+					took[i] += time.Since(began)
+					if err != nil {
+						b.Fatal(err)
+					}
+					usec[i] += redisUsec(b, c)
+					entries[i] += len(p)
+					walkers[i].after = nil
+					if len(p) == pg.n {
+						walkers[i].after = &p[len(p)-1]
 					}
 				}
-				if err != nil {
-					b.Fatal(err)
-				}
-				read += len(p)
-				after = nil
-				if len(p) == 1000 {
-					after = &p[len(p)-1]
+			}
+			for i, way := range ways {
+				b.ReportMetric(float64(took[i].Microseconds())/float64(b.N), way+"-µs/page")
+				b.ReportMetric(float64(usec[i])/float64(b.N), way+"-redis-µs/page")
+				if last := len(ways) - 1; i < last {
+					b.ReportMetric(float64(took[i])/float64(took[last]), way+"-x-onekey")
+					b.ReportMetric(float64(usec[i])/float64(usec[last]), way+"-redis-x-onekey")
 				}
 			}
-			b.ReportMetric(float64(read)/b.Elapsed().Seconds(), "entries/s")
-			b.ReportMetric(float64(redisUsec(b, c))/float64(b.N), "redis-µs/page")
 		})
 	}
 }

@@ -61,6 +61,10 @@ type timeline struct {
 	lua  *rueidis.Lua
 	tb   int
 	xb   int
+	win  *window // the directory's window pageOut reads from
+	// whole makes pageOut read the whole directory into its window, and
+	// keep it while the directory does not change.
+	whole bool
 }
 
 func newTimeline(tb testing.TB, c rueidis.Client, bound, indexSplit int) *timeline {
@@ -225,15 +229,21 @@ func (t *timeline) check(ctx context.Context, tb testing.TB, want map[uint64]int
 		}
 	}
 
-	for _, n := range []int{1, 3, 7, 50, -1, -3, -50} { // < 0: read outside a script
+	whole := *t
+	whole.whole, whole.win = true, nil
+	// n < 0: read outside a script; 1000 + n: from the whole directory.
+	for _, n := range []int{1, 3, 7, 50, -1, -3, -50, 1007} {
 		var got []tlEntry
 		var after *tlEntry
 		for {
 			var p []tlEntry
 			var err error
-			if n > 0 {
+			switch {
+			case n > 1000:
+				p, err = whole.pageOutside(ctx, n-1000, after)
+			case n > 0:
 				p, err = t.page(ctx, n, after)
-			} else {
+			default:
 				p, err = t.pageOutside(ctx, -n, after)
 			}
 			if err != nil {
@@ -243,7 +253,7 @@ func (t *timeline) check(ctx context.Context, tb testing.TB, want map[uint64]int
 			if len(got) > len(wantList) {
 				tb.Fatalf("pages of %d: more than %d entries: %v", n, len(wantList), head(got[len(wantList):]))
 			}
-			if len(p) < max(n, -n) {
+			if len(p) < max(n%1000, -n) {
 				break
 			}
 			after = &p[len(p)-1]
@@ -353,53 +363,118 @@ func TestTimeline(t *testing.T) {
 	}
 }
 
-// pageOut reads a page as pageLua does, by plain reads outside a script:
-// the directory's window of the chunks the page may need (with the
-// timeline's count of directory changes), then those chunks and the
-// count again, in one pipeline each. It reports false when the directory
-// changed in between (the caller reads again), and errors when the page
-// needs more chunks than the window holds (the caller reads on from the
-// last entry).
-func (t *timeline) pageOut(ctx context.Context, n int, after *tlEntry) ([]tlEntry, bool, error) {
+// window is a run of a timeline's directory, newest first, as read when
+// the count of its changes was gen: pageOut reads pages from it while the
+// count stays the same, so that a walk reads the directory once every
+// few pages.
+type window struct {
+	gen         string
+	dir         []string // the directory's members, newest first
+	upto        string   // dir[0] is the chunk of the bounds up to this one (read from it)
+	top, bottom bool     // dir holds the newest chunk, the oldest
+	one         bool     // the timeline was one chunk (dir is empty)
+}
+
+// windowSize is the most chunks a window holds: 64 chunks' bounds are
+// ~1.3 KB, and hold at least 2,048 entries (a quarter of 128 each).
+const windowSize = 64
+
+// chunks returns the window's run of chunk keys of timeline t from the
+// chunk that holds bound b ("": the newest), at most most of them, or
+// false when the window cannot tell (a newer chunk than it holds may hold
+// b), or has fewer than most chunks after b's and not the oldest.
+func (w *window) chunks(t *timeline, b string, most int) ([]string, bool) {
+	if w.one {
+		return []string{t.keys[0]}, true
+	}
+	if len(w.dir) == 0 || !w.top && (b == "" || b > w.upto) {
+		return nil, false
+	}
+	i := slices.IndexFunc(w.dir, func(dm string) bool { return b == "" || dm[:16] <= b })
+	if i < 0 {
+		if !w.bottom {
+			return nil, false
+		}
+		i = len(w.dir) - 1 // below the oldest bound: the oldest chunk
+	}
+	run := w.dir[i:min(len(w.dir), i+most)]
+	if len(run) < most && !w.bottom {
+		return nil, false
+	}
+	keys := make([]string, len(run))
+	for k, dm := range run {
+		if j := dm[16:]; j == "0" {
+			keys[k] = t.keys[0]
+		} else {
+			keys[k] = t.keys[0] + ":" + j
+		}
+	}
+	return keys, true
+}
+
+// readWindow reads the window of the directory from the chunk of bound b
+// ("": the newest).
+func (t *timeline) readWindow(ctx context.Context, b string) (*window, error) {
 	c := t.c
-	z, d, h := t.keys[0], t.keys[1], t.keys[2]
-	// Chunks hold at least a quarter of the bound but for the newest and
-	// the oldest: a window of that many chunks holds a page.
-	w := int64(n/(t.tb/4) + 3)
-	hi := "+"
-	if after != nil {
-		hi = "[" + string(binary.BigEndian.AppendUint64(nil, uint64(after.ms))) + member(after.id) + "\xff"
+	hi, size := "+", int64(windowSize)
+	if t.whole {
+		b, size = "", -1
+	} else if b != "" {
+		hi = "[" + b + "\xff"
 	}
 	rs := c.DoMulti(ctx,
-		c.B().Hmget().Key(h).Field("k", "g").Build(),
-		c.B().Zrevrangebylex().Key(d).Max(hi).Min("-").Limit(0, w).Build())
+		c.B().Hmget().Key(t.keys[2]).Field("k", "g").Build(),
+		c.B().Zrevrangebylex().Key(t.keys[1]).Max(hi).Min("-").Limit(0, size).Build())
 	fs, err := rs[0].ToArray()
 	if err != nil {
-		return nil, false, err
+		return nil, err
 	}
-	gen, _ := fs[1].ToString()
-	dir, err := rs[1].AsStrSlice()
-	if err != nil {
-		return nil, false, err
+	w := &window{top: b == "", upto: b}
+	w.gen, _ = fs[1].ToString()
+	if k, _ := fs[0].ToString(); k == "" {
+		w.one = true
+		return w, nil
 	}
-	keys := []string{z}
-	if k, _ := fs[0].ToString(); k != "" {
-		if len(dir) == 0 { // below the oldest bound: the oldest chunk
-			if dir, err = c.Do(ctx, c.B().Zrange().Key(d).Min("0").Max("0").Build()).AsStrSlice(); err != nil || len(dir) == 0 {
-				return nil, false, err
-			}
-		}
-		keys = keys[:0]
-		for _, dm := range dir {
-			if j := dm[16:]; j == "0" {
-				keys = append(keys, z)
-			} else {
-				keys = append(keys, z+":"+j)
-			}
-		}
+	if w.dir, err = rs[1].AsStrSlice(); err != nil {
+		return nil, err
+	}
+	w.bottom = t.whole || len(w.dir) < windowSize
+	if len(w.dir) == 0 { // below the oldest bound: the oldest chunk
+		w.dir, err = c.Do(ctx, c.B().Zrange().Key(t.keys[1]).Min("0").Max("0").Build()).AsStrSlice()
+	}
+	return w, err
+}
+
+// pageOut reads a page as tlPage does, by plain reads outside a script:
+// the chunks it needs, from the window of the directory the timeline last
+// read (again when it does not hold them), with the count of the
+// directory's changes after them, in one pipeline. It reports false when
+// the count is not the window's (the caller reads again), and errShort
+// when the page needs more chunks than it read (the caller reads on from
+// the last entry).
+func (t *timeline) pageOut(ctx context.Context, n int, after *tlEntry) ([]tlEntry, bool, error) {
+	c := t.c
+	var b string
+	if after != nil {
+		b = string(binary.BigEndian.AppendUint64(nil, uint64(after.ms))) + member(after.id)
 	}
 	// Enough chunks for a page if they are three quarters full, and one.
-	keys = keys[:min(len(keys), n/(t.tb*3/4)+2)]
+	most := n/(t.tb*3/4) + 2
+	var keys []string
+	ok := false
+	if t.win != nil {
+		keys, ok = t.win.chunks(t, b, most)
+	}
+	if !ok {
+		w, err := t.readWindow(ctx, b)
+		if err != nil {
+			return nil, false, err
+		}
+		t.win = w
+		if keys, ok = w.chunks(t, b, most); !ok {
+			return nil, false, fmt.Errorf("a window read from %x does not hold it", b)
+		}
+	}
 	var cmds rueidis.Commands
 	if after != nil {
 		s := strconv.FormatInt(after.ms, 10)
@@ -412,9 +487,10 @@ func (t *timeline) pageOut(ctx context.Context, n int, after *tlEntry) ([]tlEntr
 	for _, k := range keys[1:] {
 		cmds = append(cmds, c.B().Zrange().Key(k).Min("0").Max(strconv.Itoa(n-1)).Rev().Withscores().Build())
 	}
-	cmds = append(cmds, c.B().Hget().Key(h).Field("g").Build())
-	rs = c.DoMulti(ctx, cmds...)
-	if g, _ := rs[len(rs)-1].ToString(); g != gen {
+	cmds = append(cmds, c.B().Hget().Key(t.keys[2]).Field("g").Build())
+	rs := c.DoMulti(ctx, cmds...)
+	if g, _ := rs[len(rs)-1].ToString(); g != t.win.gen {
+		t.win = nil
 		return nil, false, nil
 	}
 	out := make([]tlEntry, 0, n)
@@ -433,7 +509,7 @@ func (t *timeline) pageOut(ctx context.Context, n int, after *tlEntry) ([]tlEntr
 			}
 		}
 	}
-	if len(out) < n && len(keys) < len(dir) {
+	if len(out) < n && len(keys) == most {
 		return out, true, errShort
 	}
 	return out, true, nil
