@@ -63,11 +63,15 @@ if check then
     if linking(e) and blocks(users[e[1]], e[3]) then return {BLOCKED} end
   end
 end
--- What the users' states make of an edge turned on (lib.lua's set). On a
--- Cluster only one user's state is here: the caller settles the other
--- side (effects.Pairs).
-local words = {}
-for i, uk in ipairs(users) do words[i] = redis.call('HGET', uk.h, H_STATE) end
+-- Each user's account state and tombstone horizon, in one HMGET. What the
+-- users' states make of an edge turned on (lib.lua's set): on a Cluster
+-- only one user's state is here, and the caller settles the other side
+-- (effects.Pairs).
+local words, hzs = {}, {}
+for i, uk in ipairs(users) do
+  local hv = redis.call('HMGET', uk.h, H_STATE, H_HORIZON)
+  words[i], hzs[i] = hv[1], hv[2]
+end
 if ARGV[A_REFUSE] == REFUSE_INACTIVE then
   for _, e in ipairs(effects) do
     local w = words[e[1]]
@@ -79,10 +83,9 @@ if ARGV[A_REFUSE] == REFUSE_INACTIVE then
 end
 local pair = pairState(words[1], words[2])
 local floors = {}
-for i, uk in ipairs(users) do
-  local hz = redis.call('HGET', uk.h, H_HORIZON)
+for i = 1, #users do
   floors[i] = ARGV[A_TOMBSTONE_HORIZON]
-  if hz and vless(floors[i], hz) then floors[i] = hz end
+  if hzs[i] and vless(floors[i], hzs[i]) then floors[i] = hzs[i] end
 end
 local changed, touched, refused = {}, {}, {}
 for i, e in ipairs(effects) do
