@@ -13,6 +13,7 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/followgraph/followgraph"
+	"github.com/followgraph/followgraph/internal/pause"
 )
 
 // Message is an event with its stream sequence. Sequences grow in the
@@ -128,7 +129,7 @@ func (l *Log) Consume(ctx context.Context, durable string, max int, wait time.Du
 					return err
 				}
 			}
-			sleep(ctx, retryDelay(failures))
+			_ = pause.For(ctx, retryDelay(failures))
 			continue
 		}
 		down.ok()
@@ -173,7 +174,7 @@ func (l *Log) consumer(ctx context.Context, durable string, max int, down *outag
 			return nil, unavailable(op, err)
 		}
 		down.failed(fmt.Errorf("creating the consumer: %w", err))
-		sleep(ctx, retryDelay(failures))
+		_ = pause.For(ctx, retryDelay(failures))
 	}
 }
 
@@ -385,15 +386,6 @@ func (l *Log) runHandle(ctx context.Context, msgs []jetstream.Msg, batch []Messa
 	close(done)
 	wg.Wait()
 	return err
-}
-
-func sleep(ctx context.Context, d time.Duration) {
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-ctx.Done():
-	case <-t.C:
-	}
 }
 
 // Pending returns how many events the persister has not yet

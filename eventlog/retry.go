@@ -12,6 +12,8 @@ import (
 
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
+
+	"github.com/followgraph/followgraph/internal/pause"
 )
 
 // Start-up against a log that is not there yet: Open, SetFedStore and
@@ -123,6 +125,6 @@ func (l *Log) retry(ctx context.Context, what string, try func(ctx context.Conte
 			return unavailable(what, err)
 		}
 		l.log.Warn("the event log is unavailable; trying again", "step", what, "try", tries, "retry_in", wait.String(), "err", err)
-		sleep(ctx, wait)
+		_ = pause.For(ctx, wait)
 	}
 }

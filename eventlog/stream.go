@@ -12,6 +12,8 @@ import (
 	"time"
 
 	"github.com/nats-io/nats.go/jetstream"
+
+	"github.com/followgraph/followgraph/internal/pause"
 )
 
 // createJitter is the most Open waits, at random, before it creates the
@@ -84,7 +86,7 @@ func (l *Log) ensureStream(ctx context.Context) error {
 			// creation while the first is in flight as another, with
 			// another creation time (Identity), which replicas may keep
 			// instead of the first's.
-			sleep(ctx, rand.N(createJitter))
+			_ = pause.For(ctx, rand.N(createJitter))
 			s, err = l.js.Stream(ctx, want.Name)
 			if errors.Is(err, jetstream.ErrStreamNotFound) {
 				s, err = l.js.CreateStream(ctx, want)

@@ -24,6 +24,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	fg "github.com/followgraph/followgraph"
+	"github.com/followgraph/followgraph/internal/pause"
 )
 
 // Backlog holds events the durable store has yet to apply. Oldest returns
@@ -195,7 +196,7 @@ func (p *Purger) purge(ctx context.Context, h Holder, bound fg.Version) (removed
 		if !more {
 			break
 		}
-		if err := sleep(ctx, max(time.Since(start), minPause)); err != nil {
+		if err := pause.For(ctx, max(time.Since(start), minPause)); err != nil {
 			return removed, err
 		}
 	}
@@ -221,20 +222,9 @@ func (p *Purger) Run(ctx context.Context) {
 		} else {
 			p.cfg.Logger.Debug("tombstones purged", "removed", n, "took", time.Since(start).String())
 		}
-		if sleep(ctx, p.cfg.Interval) != nil {
+		if pause.For(ctx, p.cfg.Interval) != nil {
 			return
 		}
-	}
-}
-
-func sleep(ctx context.Context, d time.Duration) error {
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-ctx.Done():
-		return ctx.Err()
-	case <-t.C:
-		return nil
 	}
 }
 

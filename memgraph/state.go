@@ -8,6 +8,7 @@ import (
 	"time"
 
 	fg "github.com/followgraph/followgraph"
+	"github.com/followgraph/followgraph/internal/pause"
 )
 
 // Account states (the domain's state.go; docs/design/memgraph.md,
@@ -515,12 +516,5 @@ func (p *pacer) wait(ctx context.Context, n int) error {
 	if d <= 0 {
 		return ctx.Err()
 	}
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-ctx.Done():
-		return ctx.Err()
-	case <-t.C:
-		return nil
-	}
+	return pause.For(ctx, d)
 }
