@@ -31,9 +31,9 @@
 --         here keeps them and t.h's fields current.
 
 -- tlOpen returns the timeline of the keys given, reading its numbers of
--- chunks from hv (nil: read them here) as {kf's, xf's}.
-local function tlOpen(z, d, h, x, kf, nf, gf, xf, hv)
-  hv = hv or redis.call('HMGET', h, kf, xf)
+-- chunks from t.h.
+local function tlOpen(z, d, h, x, kf, nf, gf, xf)
+  local hv = redis.call('HMGET', h, kf, xf)
   return {z = z, d = d, h = h, x = x, kf = kf, nf = nf, gf = gf, xf = xf,
     kc = tonumber(hv[1] or '1'), xc = tonumber(hv[2] or '1')}
 end
