@@ -9,8 +9,9 @@ import (
 // the high 44 bits are milliseconds since the Unix epoch, the low 20 bits a
 // counter that separates changes within one millisecond. An engine assigns
 // each change a version greater than every version it has issued or
-// applied, so the versions of one edge only grow, across unfollow and
-// refollow too, and a change's time is its version's millisecond part.
+// applied (NextVersion), so the versions of one edge only grow, across
+// unfollow and refollow too, and a change's time is its version's
+// millisecond part.
 type Version uint64
 
 // VersionCounterBits is the width of the counter part of a Version.
@@ -18,6 +19,40 @@ const VersionCounterBits = 20
 
 // VersionAt returns the smallest version of millisecond ms.
 func VersionAt(ms int64) Version { return Version(uint64(ms) << VersionCounterBits) }
+
+// RegionBits is the width of the low part of a version's counter that
+// names the region that issued it. Regions that each take writes and
+// exchange their events keep for each edge the change of the highest
+// version, so two of them must never issue the same version: each issues
+// only versions whose low RegionBits bits are its number, from 1 to
+// MaxRegion. Region 0 is a deployment without regions, whose versions may
+// have any counter.
+const RegionBits = 4
+
+// MaxRegion is the highest region number.
+const MaxRegion = 1<<RegionBits - 1
+
+// NextVersion returns the version of a change made at millisecond nowMs
+// by an engine whose clock is last (the greatest version it has issued or
+// applied) in region (0 to MaxRegion): the smallest version above last,
+// not below VersionAt(nowMs), and, unless region is 0, whose low
+// RegionBits bits are region. A region's counter so skips the other
+// regions' values, and may carry into the next millisecond, which keeps
+// the region: 1<<VersionCounterBits is a multiple of 1<<RegionBits.
+// Region 0 takes the next counter, as every deployment did before
+// regions: max(last+1, VersionAt(nowMs)).
+func NextVersion(last Version, nowMs int64, region int) Version {
+	v := max(last+1, VersionAt(nowMs))
+	if region > 0 {
+		v += (Version(region) - v) & MaxRegion
+	}
+	return v
+}
+
+// Region returns the low RegionBits bits of v: the region that issued v.
+// It means something only in a deployment with regions; in one without,
+// they are part of any counter.
+func (v Version) Region() int { return int(v & MaxRegion) }
 
 // Millis returns the millisecond part of v.
 func (v Version) Millis() int64 { return int64(uint64(v) >> VersionCounterBits) }

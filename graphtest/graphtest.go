@@ -7,7 +7,7 @@
 //	func TestGraph(t *testing.T) {
 //		graphtest.Run(t, func(tb testing.TB, opts graphtest.Options) followgraph.Graph {
 //			return memgraph.New(memgraph.WithClock(opts.Now), memgraph.WithMaxFollowing(opts.MaxFollowing),
-//				memgraph.WithHook(opts.Hook), memgraph.WithRefused(opts.Refused))
+//				memgraph.WithHook(opts.Hook), memgraph.WithRefused(opts.Refused), memgraph.WithRegion(opts.Region))
 //		})
 //	}
 //
@@ -36,6 +36,9 @@ type Options struct {
 	// older than its tombstone horizon (followgraph.Refusal); nil = none.
 	// Only the Horizon tests set one.
 	Refused func(followgraph.Refusal)
+	// Region is the region whose versions the engine issues (see
+	// followgraph.NextVersion); 0 = none. Only the Region tests set one.
+	Region int
 }
 
 // NewGraph builds a fresh, empty engine for one test; it registers its own cleanup with tb.Cleanup.
@@ -140,6 +143,10 @@ func Run(t *testing.T, newGraph NewGraph) {
 		{"Horizon", []test{
 			{"PurgeAndRefuse", s.testHorizonPurgeAndRefuse},
 			{"HiddenKept", s.testHorizonHiddenKept},
+		}},
+		{"Region", []test{
+			{"UniqueVersions", s.testRegionUniqueVersions},
+			{"None", s.testRegionNone},
 		}},
 	}
 	for _, group := range groups {

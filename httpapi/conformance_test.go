@@ -33,7 +33,8 @@ func TestConformance_States(t *testing.T) {
 // exchange against s. Its jobs run, unthrottled, until the test's cleanup.
 func overHTTP(s *spec) graphtest.NewGraph {
 	return func(tb testing.TB, o graphtest.Options) followgraph.Graph {
-		g := memgraph.New(memgraph.WithClock(o.Now), memgraph.WithMaxFollowing(o.MaxFollowing), memgraph.WithHook(o.Hook))
+		g := memgraph.New(memgraph.WithClock(o.Now), memgraph.WithMaxFollowing(o.MaxFollowing), memgraph.WithHook(o.Hook),
+			memgraph.WithRegion(o.Region))
 		graphtest.RunJobs(tb, g, 0)
 		srv := httptest.NewServer(httpapi.NewServer(g, httpapi.WithLogger(testLogger(tb))))
 		tb.Cleanup(srv.Close)

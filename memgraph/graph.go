@@ -64,6 +64,7 @@ type Graph struct {
 	now          func() time.Time
 	hook         fg.Hook
 	maxFollowing int
+	region       int // the region of the versions issued (WithRegion); 0: none
 
 	clock   atomic.Uint64 // the hybrid logical clock: the greatest version issued or applied
 	seed    maphash.Seed
@@ -133,6 +134,12 @@ type Option func(*Graph)
 // WithClock sets the clock that gives follow times (default time.Now).
 func WithClock(now func() time.Time) Option { return func(g *Graph) { g.now = now } }
 
+// WithRegion makes the graph issue only versions of region r, from 1 to
+// followgraph.MaxRegion (see followgraph.NextVersion), so that no other
+// region of the deployment issues the same; 0, the default, is a
+// deployment without regions. New panics on any other r.
+func WithRegion(r int) Option { return func(g *Graph) { g.region = r } }
+
 // WithHook sets the hook that receives every change before the write
 // returns (see followgraph.Hook). memgraph promises more: a change is made
 // visible only once its hook returned nil, so no read sees it while the
@@ -157,12 +164,16 @@ func WithRefused(f func(fg.Refusal)) Option {
 // WithMaxFollowing caps how many users one user may follow (0: no cap).
 func WithMaxFollowing(n int) Option { return func(g *Graph) { g.maxFollowing = n } }
 
-// New returns an empty graph.
+// New returns an empty graph. It panics on a region out of range (see
+// WithRegion), a mistake of configuration that it has no error to report.
 func New(opts ...Option) *Graph {
 	g := &Graph{now: time.Now, seed: maphash.MakeSeed(), jobs: jobs{wake: make(chan struct{}, 1)}, refused: func(fg.Refusal) {}}
 	g.dir.Store(new([]*[blockSize]node))
 	for _, o := range opts {
 		o(g)
+	}
+	if g.region < 0 || g.region > fg.MaxRegion {
+		panic(fmt.Sprintf("memgraph: region %d: it must be 0 (none) to %d", g.region, fg.MaxRegion))
 	}
 	return g
 }
@@ -417,14 +428,15 @@ func (s *stripe) clearPending(k edge, counts bool) {
 }
 
 // tick returns a new version, greater than every version issued or applied
-// so far and at least the clock's current millisecond.
+// so far, at least the clock's current millisecond, and of the graph's
+// region (fg.NextVersion).
 func (g *Graph) tick() fg.Version {
-	floor := uint64(fg.VersionAt(g.now().UnixMilli()))
+	now := g.now().UnixMilli()
 	for {
 		last := g.clock.Load()
-		v := max(last+1, floor)
-		if g.clock.CompareAndSwap(last, v) {
-			return fg.Version(v)
+		v := fg.NextVersion(fg.Version(last), now, g.region)
+		if g.clock.CompareAndSwap(last, uint64(v)) {
+			return v
 		}
 	}
 }

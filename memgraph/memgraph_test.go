@@ -16,8 +16,24 @@ import (
 
 func TestConformance(t *testing.T) {
 	graphtest.Run(t, func(tb testing.TB, o graphtest.Options) fg.Graph {
-		return New(WithClock(o.Now), WithMaxFollowing(o.MaxFollowing), WithHook(o.Hook), WithRefused(o.Refused))
+		return New(WithClock(o.Now), WithMaxFollowing(o.MaxFollowing), WithHook(o.Hook), WithRefused(o.Refused), WithRegion(o.Region))
 	})
+}
+
+// TestRegionRange: New refuses, by a panic, a region other than 0 (none)
+// to followgraph.MaxRegion.
+func TestRegionRange(t *testing.T) {
+	for _, r := range []int{-1, fg.MaxRegion + 1} {
+		func() {
+			defer func() {
+				if recover() == nil {
+					t.Errorf("New(WithRegion(%d)) did not panic", r)
+				}
+			}()
+			New(WithRegion(r))
+		}()
+	}
+	New(WithRegion(fg.MaxRegion))
 }
 
 // model is a plain map of edges to follow times: the reference answers.

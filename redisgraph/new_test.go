@@ -140,3 +140,18 @@ func TestLayoutRecorded(t *testing.T) {
 		})
 	}
 }
+
+// TestRegionRange: New refuses a region other than 0 (none) to
+// followgraph.MaxRegion, with an error naming the range.
+func TestRegionRange(t *testing.T) {
+	c := redistest.Standalone(t)
+	for _, r := range []int{-1, fg.MaxRegion + 1} {
+		g, err := New(t.Context(), c, WithPrefix(randomPrefix()), WithRegion(r))
+		if err == nil {
+			g.Close()
+		}
+		if err == nil || !strings.Contains(err.Error(), "0 (none) to "+strconv.Itoa(fg.MaxRegion)) {
+			t.Errorf("New(WithRegion(%d)) = %v; want an error naming the range", r, err)
+		}
+	}
+}

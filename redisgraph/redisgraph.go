@@ -87,6 +87,7 @@ type Graph struct {
 	ks           keyspace.Space // the keys, under the prefix (WithPrefix)
 	now          func() time.Time
 	maxFollowing int
+	region       int // the region of the versions issued (WithRegion); 0: none
 	outboxLimit  int
 	writeRate    string // per user and second, decimal; "0": no limit
 	writeBurst   string
@@ -137,6 +138,13 @@ func WithPrefix(p string) Option { return func(g *Graph) { g.ks = keyspace.New(p
 
 // WithClock sets the clock that gives follow times (default time.Now).
 func WithClock(now func() time.Time) Option { return func(g *Graph) { g.now = now } }
+
+// WithRegion makes the Graph issue only versions of region r, from 1 to
+// followgraph.MaxRegion (see followgraph.NextVersion), so that no other
+// region of the deployment issues the same; 0, the default, is a
+// deployment without regions; New refuses any other r. The Graphs on one
+// Redis give the same r, and two regions different ones.
+func WithRegion(r int) Option { return func(g *Graph) { g.region = r } }
 
 // WithWriteRate limits each user's follows and unfollows to perSecond,
 // with bursts of burst (0: no limit), across every Graph on the same
@@ -248,6 +256,8 @@ func New(ctx context.Context, client rueidis.Client, opts ...Option) (*Graph, er
 		return nil, fmt.Errorf("redisgraph: most members of a key %d: it must be at least 2", g.maxKey)
 	case g.cacheMin < 0:
 		return nil, fmt.Errorf("redisgraph: cache threshold %d: it must be 0 (never) or more", g.cacheMin)
+	case g.region < 0 || g.region > fg.MaxRegion:
+		return nil, fmt.Errorf("redisgraph: region %d: it must be 0 (none) to %d", g.region, fg.MaxRegion)
 	}
 	g.ks = keyspace.New(g.ks.Prefix(), client.Mode() == rueidis.ClientModeCluster)
 	switch {

@@ -22,7 +22,8 @@ func TestConformance(t *testing.T) {
 				t.Fatalf("Cluster() = %v on a %s Redis", g.Cluster(), m.Name)
 			}
 			graphtest.Run(t, func(tb testing.TB, o graphtest.Options) fg.Graph {
-				return newTestGraph(tb, c, WithClock(o.Now), WithMaxFollowing(o.MaxFollowing), WithHook(o.Hook), WithRefused(o.Refused), WithCacheThreshold(1))
+				return newTestGraph(tb, c, WithClock(o.Now), WithMaxFollowing(o.MaxFollowing), WithHook(o.Hook), WithRefused(o.Refused),
+					WithRegion(o.Region), WithCacheThreshold(1))
 			})
 		})
 	}
@@ -43,7 +44,7 @@ func TestConformanceChunked(t *testing.T) {
 			c := m.Client(t)
 			newGraph := func(tb testing.TB, o graphtest.Options) fg.Graph {
 				return newTestGraph(tb, c, WithClock(o.Now), WithMaxFollowing(o.MaxFollowing), WithHook(o.Hook), WithRefused(o.Refused),
-					WithCacheThreshold(1), WithMaxKeyMembers(chunkedMax))
+					WithRegion(o.Region), WithCacheThreshold(1), WithMaxKeyMembers(chunkedMax))
 			}
 			t.Run("Graph", func(t *testing.T) { graphtest.Run(t, newGraph) })
 			t.Run("States", func(t *testing.T) { graphtest.RunStates(t, newGraph) })
@@ -82,7 +83,7 @@ func TestConformanceSecondStepFaults(t *testing.T) {
 		var mu sync.Mutex
 		failed := map[string]int{}
 		return newTestGraph(tb, c, WithClock(o.Now), WithMaxFollowing(o.MaxFollowing), WithHook(o.Hook), WithRefused(o.Refused),
-			withSecondStepFault(func(e fg.Event) error {
+			WithRegion(o.Region), withSecondStepFault(func(e fg.Event) error {
 				mu.Lock()
 				defer mu.Unlock()
 				if failed[e.ID()] < effects.Attempts-1 && rand.IntN(2) == 0 {

@@ -135,7 +135,8 @@ func (g *Graph) SetState(ctx context.Context, user fg.UserID, s fg.State) (fg.Ac
 	before := g.ticket(user, 0)
 	now := max(g.now().UnixMilli(), 0)
 	call := scripts.State.Call(scripts.StateKeys{H: g.ks.User(user, layout.Counters), Outbox: g.ks.Outbox(user), Jobs: g.ks.Jobs(user)},
-		scripts.StateArgs{State: s.String(), Now: strconv.FormatInt(now, 10), OutboxLimit: strconv.Itoa(g.outboxLimit), User: user.String()})
+		scripts.StateArgs{State: s.String(), Now: strconv.FormatInt(now, 10), OutboxLimit: strconv.Itoa(g.outboxLimit), User: user.String(),
+			Region: strconv.Itoa(g.region)})
 	res, err := g.lua.Exec(ctx, call).ToArray()
 	if err != nil {
 		return fg.AccountState{}, errs.Wrap("state", err)

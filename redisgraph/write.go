@@ -139,7 +139,7 @@ func (g *Graph) liveArgs(op string, user, target fg.UserID, rate, private string
 	now := max(g.now().UnixMilli(), 0)
 	return scripts.ChangeArgs{Op: op, Member: wire.Member(target), Now: strconv.FormatInt(now, 10),
 		MaxFollowing: strconv.Itoa(g.maxFollowing), OutboxLimit: strconv.Itoa(g.outboxLimit), User: user.String(), Target: target.String(),
-		Rate: rate, Burst: g.writeBurst, UserMember: wire.Member(user), Private: private}
+		Rate: rate, Burst: g.writeBurst, UserMember: wire.Member(user), Private: private, Region: strconv.Itoa(g.region)}
 }
 
 // refused returns the error of a script's status that refused the change

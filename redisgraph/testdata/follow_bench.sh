@@ -15,7 +15,7 @@
 #          in the same atomic step, as the engine must, costs their design.
 #   ours:  the engine's follow script as the engine sends it on a standalone
 #          Redis (printed by redisgraph/internal/scripts/gen, for the
-#          default bound of a key; 8 keys, 11 arguments, no write rate):
+#          default bound of a key; 8 keys, 12 arguments, no write rate):
 #          what Redis alone can do with it, without the Go client.
 #
 # The URL defaults to $FOLLOWGRAPH_TEST_REDIS, then redis://127.0.0.1:6379;
@@ -64,7 +64,7 @@ ours)
 	# work for Redis. The time is now's, in ms, as a live follow's.
 	set -- 8 "${prefix}{$r}:out" "${prefix}{$r}:ov" "${prefix}{$r}:h" "${prefix}outbox" "${prefix}{$r}:rf" \
 		"${prefix}{$r}:in" "${prefix}{$r}:iv" "${prefix}{$r}:h" \
-		follow $r "$now" 0 100000000 $r $r 0 0 $r 0
+		follow $r "$now" 0 100000000 $r $r 0 0 $r 0 0
 	;;
 *)
 	echo "follow_bench.sh: unknown mode $mode: seeds, seeds-event or ours" >&2

@@ -27,13 +27,14 @@ func (k ChangeKeys) list() []string {
 	return trim([]string{k.Out, k.Ov, k.H, k.Outbox, k.Rf, k.Tin, k.Tiv, k.Th})
 }
 
-// ChangeArgs are lua/change.lua's (and, from Op to Private, lua/edge.lua's).
+// ChangeArgs are lua/change.lua's (and, from Op to Region, lua/edge.lua's).
 type ChangeArgs struct {
-	Op, Member, Now, MaxFollowing, OutboxLimit, User, Target, Rate, Burst, UserMember, Private string
+	Op, Member, Now, MaxFollowing, OutboxLimit, User, Target, Rate, Burst, UserMember, Private, Region string
 }
 
 func (a ChangeArgs) list() []string {
-	return []string{a.Op, a.Member, a.Now, a.MaxFollowing, a.OutboxLimit, a.User, a.Target, a.Rate, a.Burst, a.UserMember, a.Private}
+	return []string{a.Op, a.Member, a.Now, a.MaxFollowing, a.OutboxLimit, a.User, a.Target, a.Rate, a.Burst, a.UserMember, a.Private,
+		a.Region}
 }
 
 // EdgeKeys are lua/edge.lua's: the user's keys, the outbox stream of its
@@ -192,11 +193,11 @@ func (a PairSideArgs) list() []string { return []string{a.Step, a.Code, a.Member
 // StateKeys and StateArgs are lua/state.lua's.
 type (
 	StateKeys struct{ H, Outbox, Jobs string }
-	StateArgs struct{ State, Now, OutboxLimit, User string }
+	StateArgs struct{ State, Now, OutboxLimit, User, Region string }
 )
 
 func (k StateKeys) list() []string { return []string{k.H, k.Outbox, k.Jobs} }
-func (a StateArgs) list() []string { return []string{a.State, a.Now, a.OutboxLimit, a.User} }
+func (a StateArgs) list() []string { return []string{a.State, a.Now, a.OutboxLimit, a.User, a.Region} }
 
 // ApplyStateKeys and ApplyStateArgs are lua/applystate.lua's.
 type (

@@ -181,6 +181,41 @@ return out`
 	}
 }
 
+// TestNextVersion: lua/version.lua's nextv gives the version
+// followgraph.NextVersion does, for clocks behind, at and ahead of the
+// time, counters at the end of a millisecond, every region, and the time
+// 0 that lua/edge.lua raises a version with.
+func TestNextVersion(t *testing.T) {
+	c := redistest.Standalone(t)
+	src := luaVersion + `
+local out = {}
+for i = 1, #ARGV, 3 do out[#out + 1] = nextv(ARGV[i], tonumber(ARGV[i + 1]), tonumber(ARGV[i + 2])) end
+return out`
+	const ms = 1_764_000_000_000
+	var args, want []string
+	r := rand.New(rand.NewPCG(3, 4))
+	for i := range 3000 {
+		ctr := fg.Version(r.IntN(1 << fg.VersionCounterBits))
+		if i%3 == 0 {
+			ctr = 1<<fg.VersionCounterBits - 1 - fg.Version(r.IntN(40))
+		}
+		clk := fg.VersionAt(ms+int64(r.IntN(3))) + ctr
+		now := []int64{0, ms, ms + 1, ms + 2}[r.IntN(4)]
+		region := r.IntN(fg.MaxRegion + 1)
+		args = append(args, wire.VersionHex(clk), strconv.FormatInt(now, 10), strconv.Itoa(region))
+		want = append(want, wire.VersionHex(fg.NextVersion(clk, now, region)))
+	}
+	got, err := c.Do(t.Context(), c.B().Eval().Script(src).Numkeys(0).Arg(args...).Build()).AsStrSlice()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := range want {
+		if got[i] != want[i] {
+			t.Fatalf("nextv(%s, %s, %s) = %s, NextVersion %s", args[3*i], args[3*i+1], args[3*i+2], got[i], want[i])
+		}
+	}
+}
+
 // changeHeader returns the header of the follow script: the locals it
 // declares before its sources.
 func changeHeader() string {

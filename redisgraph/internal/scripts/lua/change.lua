@@ -20,7 +20,8 @@
 --       and TARGET t in decimal, RATE u's writes per second (0: no limit)
 --       and BURST their burst, USER_MEMBER u as a member (for the extra
 --       keys), PRIVATE '1' when the caller knows t is private (a Cluster:
---       redisgraph's Graph.Follow).
+--       redisgraph's Graph.Follow), REGION the region of the versions
+--       u's changes take (0: none; version.lua's nextv).
 --
 -- Returns a status first (layout.Status):
 -- {NONE, version}: nothing to change, version the edge's (ZERO if none);
@@ -113,7 +114,7 @@ if follow then
   -- to t, which is not in rf(u).
   if max > 0 and n + tonumber(hv[7] or '0') >= max then return {LIMIT} end
 end
-local v = nextv(hv[1], tonumber(ARGV[A_NOW]))
+local v = nextv(hv[1], tonumber(ARGV[A_NOW]), tonumber(ARGV[A_REGION]))
 local score, c = string.format('%d', vms(v)), vctr(v)
 -- A change that would bring a chunk to its split is edge.lua's, whose
 -- writes split (lib.lua's fit): a follow that adds to out(u) (and in(t)),

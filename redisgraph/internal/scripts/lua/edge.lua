@@ -37,7 +37,7 @@
 -- follow; {USER_INACTIVE}, {TARGET_INACTIVE}: refused by u's or t's
 -- account state. op is the op of the event (or of the edge found), since and
 -- expiry are ms (expiry 0: none). Nothing is changed unless CHANGED.
-local op, tm, um, now = ARGV[A_OP], ARGV[A_MEMBER], ARGV[A_USER_MEMBER], tonumber(ARGV[A_NOW])
+local op, tm, um, now, region = ARGV[A_OP], ARGV[A_MEMBER], ARGV[A_USER_MEMBER], tonumber(ARGV[A_NOW]), tonumber(ARGV[A_REGION])
 local uk = userKeys(K_USER)
 local tk = KEYS[K_TARGET] and userKeys(K_TARGET)
 local hv = redis.call('HMGET', uk.h, H_CLOCK, H_NFO, H_NRO, H_RATE_TOKENS, H_RATE_COUNTED, H_STATE)
@@ -165,9 +165,10 @@ end
 
 -- The change is made: first the outbox (see change.lua's XADD).
 if redis.call('XLEN', KEYS[K_OUTBOX]) >= tonumber(ARGV[A_OUTBOX_LIMIT]) then return {FULL} end
-local v = nextv(hv[1], now)
+local v = nextv(hv[1], now, region)
 -- The states of the edges of the effects on one side, those not needed
--- (lib.lua) left out, with v raised past their versions.
+-- (lib.lua) left out, with v raised past their versions: to the next of
+-- the region's after theirs (nextv at a time of 0, which never leads).
 local ekind = string.sub((string.gsub(eop, '^un', '')), 1, 1)
 local function states(keys, list, m)
   local out, kept = {}, {}
@@ -175,7 +176,7 @@ local function states(keys, list, m)
     local st = state(keys, e[1], m)
     if needed(e[1], e[2], st, ekind) then
       kept[#kept + 1], out[#kept + 1] = e, st
-      if not vless(st[1], v) then v = vnext(st[1]) end
+      if not vless(st[1], v) then v = nextv(st[1], 0, region) end
     end
   end
   return out, kept

@@ -2,13 +2,6 @@
 -- (change.lua, the script of every live follow and unfollow, does the
 -- work of set below inline, with fewer calls into Redis.)
 
--- vnext returns the version right after v.
-local function vnext(v)
-  local ms, c = vms(v), vctr(v) + 1
-  if c == 1048576 then ms, c = ms + 1, 0 end
-  return vfmt(ms, c)
-end
-
 -- userKeys returns the keys of one user, given from KEYS[base] in the
 -- order of USER_KEYS (layout.lua), by kind.
 local function userKeys(base)

@@ -9,7 +9,8 @@
 -- KEYS (scripts.StateKeys): H h(u), OUTBOX the outbox stream of u's slot,
 --       JOBS the jobs set of u's slot.
 -- ARGV (scripts.StateArgs): STATE the state's word, NOW the client's time
---       in ms (decimal), OUTBOX_LIMIT the outbox bound, USER u in decimal.
+--       in ms (decimal), OUTBOX_LIMIT the outbox bound, USER u in decimal,
+--       REGION the region of the versions u's changes take (0: none).
 --
 -- Returns {NONE, the state's version} when u already has the state
 -- (ZERO: never set); {TARGET_INACTIVE}: u is deleted, which is final;
@@ -21,7 +22,7 @@ local now = hv[2] or STATE_ACTIVE
 if now == word then return {NONE, hv[3] or ZERO} end
 if now == STATE_DELETED then return {TARGET_INACTIVE} end
 if redis.call('XLEN', KEYS[K_OUTBOX]) >= tonumber(ARGV[A_OUTBOX_LIMIT]) then return {FULL} end
-local v = nextv(hv[1], tonumber(ARGV[A_NOW]))
+local v = nextv(hv[1], tonumber(ARGV[A_NOW]), tonumber(ARGV[A_REGION]))
 local id = redis.call('XADD', KEYS[K_OUTBOX], 'NOMKSTREAM', '*', E_USER, ARGV[A_USER], E_TARGET, '0', E_OP, OP_STATE,
   E_STATE, word, E_VERSION, v)
 if not id then return {LOST} end

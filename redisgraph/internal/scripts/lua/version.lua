@@ -17,14 +17,16 @@ local function vless(a, b)
 end
 
 -- nextv returns the version of a change by a user whose clock is clk
--- (nil: none yet) at the client's time now (ms): now (counter 0) unless
--- the clock is already there, else one past the clock.
-local function nextv(clk, now)
-  if clk and vms(clk) >= now then
-    local c = vctr(clk) + 1
-    local ms = vms(clk)
-    if c == 1048576 then ms, c = ms + 1, 0 end
-    return vfmt(ms, c)
-  end
-  return vfmt(now, 0)
+-- (nil: none yet) at the client's time now (ms) in region (0: none), as
+-- followgraph.NextVersion: now (counter 0) unless the clock is already
+-- there, else one past the clock; in a region, the counter then rounded
+-- up to the next whose low 4 bits (followgraph.RegionBits) are region.
+-- The counter's carry into the next ms keeps them: 1048576 is a multiple
+-- of 16.
+local function nextv(clk, now, region)
+  local ms, c = now, 0
+  if clk and vms(clk) >= now then ms, c = vms(clk), vctr(clk) + 1 end
+  if region > 0 then c = c + (region - c) % 16 end
+  if c >= 1048576 then ms, c = ms + 1, c - 1048576 end
+  return vfmt(ms, c)
 end
