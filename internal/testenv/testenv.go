@@ -2,7 +2,7 @@
 // those that cannot run: with a message saying how to enable them when run
 // plainly, as a failure in CI (CI=true), where every test must run. It
 // also runs servers of a test's own: a NATS JetStream cluster
-// (NATSCluster).
+// (NATSCluster), and a TCP proxy a test can cut (Proxy).
 package testenv
 
 import (

@@ -505,7 +505,7 @@ func TestStore_Unavailable(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	p := storetest.NewProxy(t, u.Host)
+	p := testenv.NewProxy(t, u.Host)
 	u.Host = p.Addr()
 	s := openStore(t, u.String())
 	storetest.Apply(t, s, 1, storetest.Follow(1, 2, storetest.V(1)))

@@ -1,4 +1,4 @@
-package storetest
+package testenv
 
 import (
 	"io"
@@ -8,7 +8,7 @@ import (
 )
 
 // Proxy forwards TCP connections from a local address to a server, so
-// that a test can take the server away from a store: Stop closes its
+// that a test can take the server away from its clients: Stop closes its
 // listener and cuts every connection, Start listens again on the same
 // address.
 type Proxy struct {
