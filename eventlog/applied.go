@@ -38,7 +38,7 @@ const (
 )
 
 // appliedName returns the name of the applied window's stream.
-func (l *Log) appliedName() string { return l.cfg.Stream + "_APPLIED" }
+func (l *Log) appliedName() string { return l.name() + "_APPLIED" }
 
 // appliedSubject returns its subject, outside the stream's "<Subject>.>".
 func (l *Log) appliedSubject() string { return l.cfg.Subject + "_applied" }

@@ -102,6 +102,12 @@ type Config struct {
 	// persister applied, for AppliedWindow, for a hot copy that may come
 	// back behind the acknowledged changes (Redis after a failover).
 	KeepApplied bool
+	// Regions, when not nil, makes the log one region's of a deployment
+	// in several regions, each taking writes (region.go): events are
+	// published to the region's export stream, and the log sources both
+	// that stream and the other regions'. Nil is a deployment in one
+	// region, as before.
+	Regions *Regions
 }
 
 // Validate returns an error naming the first field that Open cannot use,
@@ -125,6 +131,11 @@ func (c Config) Validate() error {
 		return fmt.Errorf("eventlog: StartWait %s is negative", c.StartWait)
 	case c.Sync > SyncInterval:
 		return fmt.Errorf("eventlog: unknown sync policy %d", c.Sync)
+	}
+	if c.Regions != nil {
+		if err := c.Regions.Validate(c.URL == ""); err != nil {
+			return err
+		}
 	}
 	if c.Cluster != nil {
 		if _, err := c.Cluster.options(); err != nil {

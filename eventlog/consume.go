@@ -21,6 +21,9 @@ import (
 type Message struct {
 	Seq   uint64
 	Event followgraph.Event
+	// Foreign is true for an event of another region (Config.Regions),
+	// which the engine here has not applied.
+	Foreign bool
 }
 
 // Back-off of Consume after a failed batch: the batch is redelivered after
@@ -316,12 +319,12 @@ func (l *Log) handleBatch(ctx context.Context, durable string, raw []jetstream.M
 		}
 		seq := md.Sequence.Stream
 		last = max(last, seq)
-		e, err := decode(l.cfg.Subject, m.Subject(), m.Data())
+		e, foreign, err := l.decode(m.Subject(), m.Data())
 		if err != nil {
 			l.skipUndecodable(seq, m.Subject(), m.Data(), err)
 			continue
 		}
-		batch = append(batch, Message{Seq: seq, Event: e})
+		batch = append(batch, Message{Seq: seq, Event: e, Foreign: foreign})
 	}
 	// Redelivered messages can come back out of order: sort by sequence.
 	slices.SortFunc(batch, func(a, b Message) int { return cmp.Compare(a.Seq, b.Seq) })
@@ -452,7 +455,7 @@ func (l *Log) Oldest(ctx context.Context, durable string) (v followgraph.Version
 			return 0, false, nil
 		}
 		m := msgs[0]
-		if e, err := decode(l.cfg.Subject, m.Subject, m.Data); err == nil {
+		if e, _, err := l.decode(m.Subject, m.Data); err == nil {
 			return e.Version, true, nil
 		}
 		seq = m.Sequence

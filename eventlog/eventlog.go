@@ -150,6 +150,7 @@ type Log struct {
 	ncClosed chan struct{}
 	js       jetstream.JetStream
 	stream   jetstream.Stream
+	export   jetstream.Stream // the region's export stream (region.go); nil without Config.Regions
 	applied  jetstream.Stream // the applied window (applied.go); nil without Config.KeepApplied
 	token    string           // the embedded cluster node's client token
 

@@ -41,6 +41,9 @@ func (l *Log) publish(ctx context.Context, e followgraph.Event, id string) error
 	if err := e.Validate(); err != nil {
 		return fmt.Errorf("eventlog: publish: %w", err)
 	}
+	if r := l.cfg.Regions; r != nil && e.Version.Region() != r.ID(r.Name) {
+		return fmt.Errorf("eventlog: publish %s: its version is not region %s's (number %d): the engine must be given the region's number", id, r.Name, r.ID(r.Name))
+	}
 	op := "publish " + id
 	l.publishing.Add(1)
 	defer l.publishing.Add(-1)
@@ -65,7 +68,7 @@ func (l *Log) publish(ctx context.Context, e followgraph.Event, id string) error
 			giveUp = dl
 		}
 	}
-	subject, data := subjectOf(l.cfg.Subject, e.Op), encode(e)
+	subject, data := subjectOf(l.pubPrefix(), e.Op), encode(e)
 	send := func() (jetstream.PubAckFuture, error) {
 		// A message of its own each time: the library may still be
 		// sending the last one again (no responders).
@@ -120,11 +123,12 @@ func (l *Log) publish(ctx context.Context, e followgraph.Event, id string) error
 		case <-ctx.Done():
 			return unavailable(op, ctx.Err())
 		}
-		for {
+		for l.cfg.Regions == nil { // with regions, the sequence is the export stream's, not the log's
 			if seen := l.stored.Load(); ack.Sequence <= seen || l.stored.CompareAndSwap(seen, ack.Sequence) {
-				return nil
+				break
 			}
 		}
+		return nil
 	}
 }
 

@@ -65,12 +65,12 @@ func (l *Log) Replay(ctx context.Context, fn func(Message) error) error {
 				return nil
 			}
 			next = m.Sequence + 1
-			e, err := decode(l.cfg.Subject, m.Subject, m.Data)
+			e, foreign, err := l.decode(m.Subject, m.Data)
 			if err != nil {
 				l.skipUndecodable(m.Sequence, m.Subject, m.Data, err)
 				continue
 			}
-			if err := fn(Message{Seq: m.Sequence, Event: e}); err != nil {
+			if err := fn(Message{Seq: m.Sequence, Event: e, Foreign: foreign}); err != nil {
 				return fmt.Errorf("eventlog: replay: at seq %d: %w", m.Sequence, err)
 			}
 		}
@@ -84,7 +84,7 @@ func (l *Log) Replay(ctx context.Context, fn func(Message) error) error {
 func (l *Log) getBatch(ctx context.Context, from uint64) ([]*jetstream.RawStreamMsg, error) {
 	ctx, cancel := context.WithTimeout(ctx, readTimeout)
 	defer cancel()
-	batch, err := jetstreamext.GetBatch(ctx, l.js, l.cfg.Stream, replayBatch,
+	batch, err := jetstreamext.GetBatch(ctx, l.js, l.name(), replayBatch,
 		jetstreamext.GetBatchSeq(from), jetstreamext.GetBatchSubject(l.subject))
 	if err != nil {
 		return nil, fmt.Errorf("direct get from seq %d: %w", from, err)

@@ -43,6 +43,11 @@ func (l *Log) startServer() error {
 			return fmt.Errorf("eventlog: embedded server: %w", err)
 		}
 	}
+	if r := l.cfg.Regions; r != nil {
+		if err := r.apply(opts); err != nil {
+			return fmt.Errorf("eventlog: embedded server: %w", err)
+		}
+	}
 	srv, err := server.NewServer(opts)
 	if err != nil {
 		return fmt.Errorf("eventlog: embedded server: %w", err)

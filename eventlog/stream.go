@@ -54,8 +54,8 @@ func (l *Log) noStream(ctx context.Context, name string) error {
 
 // streamConfig is the configuration Open creates the stream with.
 func (l *Log) streamConfig() jetstream.StreamConfig {
-	return jetstream.StreamConfig{
-		Name:              l.cfg.Stream,
+	cfg := jetstream.StreamConfig{
+		Name:              l.name(),
 		Description:       "followgraph follow/unfollow events (package eventlog)",
 		Subjects:          []string{l.subject},
 		Retention:         jetstream.WorkQueuePolicy,
@@ -68,12 +68,22 @@ func (l *Log) streamConfig() jetstream.StreamConfig {
 		MaxMsgsPerSubject: -1,
 		AllowDirect:       true,
 	}
+	if l.cfg.Regions != nil { // it takes no publishes: it copies (region.go)
+		cfg.Subjects, cfg.Sources = nil, l.sources()
+		cfg.Description = "followgraph events of every region, for the persister (package eventlog)"
+	}
+	return cfg
 }
 
 // ensureStream finds or creates the stream and checks it, trying again
 // (retry) while the log is unavailable. Another node may create or
 // change the stream meanwhile: each try starts from the stream as it is.
 func (l *Log) ensureStream(ctx context.Context) error {
+	if l.cfg.Regions != nil {
+		if err := l.ensureExport(ctx); err != nil {
+			return err
+		}
+	}
 	want := l.streamConfig()
 	return l.retry(ctx, "stream "+want.Name, func(ctx context.Context) error {
 		s, err := l.js.Stream(ctx, want.Name)
@@ -150,6 +160,11 @@ func checkStream(got, want jetstream.StreamConfig) error {
 	if got.Sealed || got.NoAck || got.Mirror != nil {
 		bad = append(bad, "sealed, no-ack and mirror streams cannot take publishes")
 	}
+	if len(got.Sources) > 0 || len(want.Sources) > 0 {
+		if err := checkSources(got.Sources, want.Sources); err != nil {
+			bad = append(bad, err.Error())
+		}
+	}
 	if len(bad) == 0 {
 		return nil
 	}
@@ -192,7 +207,7 @@ func (l *Log) SetFedStore(ctx context.Context, id int64) (bool, error) {
 	}
 	kept := false
 	err := l.retry(ctx, "recording the store", func(ctx context.Context) error {
-		s, err := l.js.Stream(ctx, l.cfg.Stream)
+		s, err := l.js.Stream(ctx, l.name())
 		if err != nil {
 			return err
 		}

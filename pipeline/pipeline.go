@@ -9,6 +9,7 @@ package pipeline
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"log/slog"
 	"time"
@@ -29,13 +30,50 @@ type Store interface {
 type Message struct {
 	Seq   uint64
 	Event fg.Event
+	// Foreign is true for an event of another region, which the engine
+	// here has not applied (WithImport).
+	Foreign bool
 }
+
+// DefaultMaxOffset is Importer.MaxOffset's default: how far ahead of
+// this region's clock another region's event may be, CockroachDB's
+// default maximum clock offset.
+const DefaultMaxOffset = 500 * time.Millisecond
+
+// Importer is how the persister of a deployment in several regions
+// brings the events of the other regions into the engine
+// (docs/design/regions.md).
+type Importer struct {
+	// Apply applies events to the engine (followgraph.Applier's Apply).
+	Apply func(ctx context.Context, events []fg.Event) error
+	// Own makes the persister apply the region's own events as well: for
+	// an engine that keeps nothing across a restart (memgraph), whose
+	// Replay at start may miss the few events acknowledged just before
+	// it that the log had not copied yet.
+	Own bool
+	// MaxOffset is how far ahead of this region's clock another region's
+	// event may be (DefaultMaxOffset when 0). An event further ahead
+	// would move the engine's clock, and so every version issued here
+	// after it, into the future: its batch is held back, and tried again
+	// until the clock here has caught up within MaxOffset.
+	MaxOffset time.Duration
+	// Now is the clock (time.Now when nil).
+	Now func() time.Time
+}
+
+// ErrAhead is the error of a batch held back because an event of another
+// region is ahead of this region's clock by more than the max offset.
+var ErrAhead = errors.New("an event of another region is ahead of this region's clock by more than the max offset")
 
 // Persister applies batches of the log to a Store.
 type Persister struct {
 	store   Store
 	limiter *rate.Limiter // nil: unlimited
 	log     *slog.Logger
+	imp     *Importer // nil: one region
+
+	imported prometheus.Histogram
+	ahead    prometheus.Counter
 
 	batchSize prometheus.Histogram
 	rows      prometheus.Counter
@@ -58,6 +96,20 @@ func WithRate(perSecond float64, burst int) Option {
 		if perSecond > 0 {
 			p.limiter = rate.NewLimiter(rate.Limit(perSecond), max(burst, 1))
 		}
+	}
+}
+
+// WithImport makes the persister apply the other regions' events (and,
+// with Own, all) to the engine with im.Apply, before the store.
+func WithImport(im Importer) Option {
+	return func(p *Persister) {
+		if im.MaxOffset == 0 {
+			im.MaxOffset = DefaultMaxOffset
+		}
+		if im.Now == nil {
+			im.Now = time.Now
+		}
+		p.imp = &im
 	}
 }
 
@@ -109,12 +161,24 @@ func New(store Store, reg prometheus.Registerer, opts ...Option) *Persister {
 			Help:    "Time from each event's change (its version's time) to its batch's commit in the durable store.",
 			Buckets: []float64{.005, .01, .025, .05, .1, .25, .5, 1, 2.5, 5, 10, 30, 60},
 		}),
+		imported: prometheus.NewHistogram(prometheus.HistogramOpts{
+			Name:    "followgraph_region_lag_seconds",
+			Help:    "Time from each event of another region's change (its version's time) to its apply to the engine here: the replication lag between regions.",
+			Buckets: []float64{.005, .01, .025, .05, .1, .25, .5, 1, 2.5, 5, 10, 30, 60, 300, 3600},
+		}),
+		ahead: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "followgraph_region_ahead_total",
+			Help: "Batches held back because an event of another region was ahead of this region's clock by more than the max offset.",
+		}),
 	}
 	for _, o := range opts {
 		o(p)
 	}
 	if reg != nil {
 		reg.MustRegister(p.batchSize, p.rows, p.changed, p.failures, p.waits, p.waited, p.lag, p.eventLag, p.applied)
+		if p.imp != nil {
+			reg.MustRegister(p.imported, p.ahead)
+		}
 	}
 	return p
 }
@@ -136,6 +200,10 @@ func (p *Persister) Handle(ctx context.Context, batch []Message, last uint64) er
 		events[i] = m.Event
 		last = max(last, m.Seq)
 	}
+	if err := p.importBatch(ctx, batch); err != nil {
+		p.failures.Inc()
+		return err
+	}
 	start := time.Now()
 	changed, err := p.store.Apply(ctx, events, last)
 	p.applied.Observe(time.Since(start).Seconds())
@@ -153,6 +221,43 @@ func (p *Persister) Handle(ctx context.Context, batch []Message, last uint64) er
 	}
 	for _, m := range batch {
 		p.eventLag.Observe(now.Sub(m.Event.Time).Seconds())
+	}
+	return nil
+}
+
+// importBatch applies to the engine the events of batch that WithImport
+// names, once none of the other regions' is ahead of the clock by more
+// than the max offset. The engine applies before the store: a batch that
+// fails after it comes back, and applies again to no effect.
+func (p *Persister) importBatch(ctx context.Context, batch []Message) error {
+	if p.imp == nil {
+		return nil
+	}
+	now := p.imp.Now()
+	limit := now.Add(p.imp.MaxOffset).UnixMilli()
+	var events []fg.Event
+	for _, m := range batch {
+		if m.Foreign && m.Event.Version.Millis() > limit {
+			p.ahead.Inc()
+			p.log.Error("persister: batch held back: an event of another region is ahead of this region's clock; check the clocks",
+				"event", m.Event.ID(), "ahead", m.Event.Time.Sub(now), "max_offset", p.imp.MaxOffset)
+			return fmt.Errorf("pipeline: event %s is %s ahead: %w", m.Event.ID(), m.Event.Time.Sub(now), ErrAhead)
+		}
+		if m.Foreign || p.imp.Own {
+			events = append(events, m.Event)
+		}
+	}
+	if len(events) == 0 {
+		return nil
+	}
+	if err := p.imp.Apply(ctx, events); err != nil {
+		p.log.Error("persister: batch not applied to the engine; it will be redelivered", "events", len(events), "err", err)
+		return fmt.Errorf("pipeline: import: %w", err)
+	}
+	for _, m := range batch {
+		if m.Foreign {
+			p.imported.Observe(now.Sub(m.Event.Time).Seconds())
+		}
 	}
 	return nil
 }

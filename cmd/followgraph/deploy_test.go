@@ -142,6 +142,7 @@ func TestDeploy_MetricsExist(t *testing.T) {
 	url, prefix := testRedis(t)
 	names := exported(t, start(t, t.TempDir()))
 	maps.Copy(names, exported(t, start(t, t.TempDir(), "--redis", url, "--redis-prefix", prefix)))
+	maps.Copy(names, exported(t, start(t, t.TempDir(), "--region", "a", "--region-peers", "b")))
 
 	check := func(t *testing.T, where string, exprs []string) {
 		seen := 0

@@ -51,7 +51,8 @@ type engine struct {
 // refused is what its Apply calls with each change it refuses for being
 // older than its tombstone horizon.
 func memEngine(cfg Config, store durableStore, elog *eventlog.Log, reg prometheus.Registerer, refused func(fg.Refusal)) *engine {
-	g := memgraph.New(memgraph.WithHook(elog.Hook()), memgraph.WithMaxFollowing(cfg.MaxFollowing), memgraph.WithRefused(refused))
+	g := memgraph.New(memgraph.WithHook(elog.Hook()), memgraph.WithMaxFollowing(cfg.MaxFollowing), memgraph.WithRefused(refused),
+		memgraph.WithRegion(cfg.Regions.id()))
 	reg.MustRegister(
 		prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "followgraph_engine_users", Help: "Users known to the graph engine."},
 			func() float64 { return float64(g.Stats().Users) }),
@@ -103,7 +104,7 @@ func redisEngine(ctx context.Context, cfg Config, store durableStore, elog *even
 		redisgraph.WithMaxFollowing(cfg.MaxFollowing), redisgraph.WithHook(elog.Hook()), redisgraph.WithWriteGate(elog.Writable),
 		redisgraph.WithWriteRate(cfg.WriteRate, cfg.WriteBurst), // across the nodes, in Redis
 		redisgraph.WithOnLoss(func() { signal(lost) }), redisgraph.WithRefused(refused),
-		redisgraph.WithOnUnvouched(func(uint16) { signal(unvouched) }))...)
+		redisgraph.WithOnUnvouched(func(uint16) { signal(unvouched) }), redisgraph.WithRegion(cfg.Regions.id()))...)
 	if err != nil {
 		closeReplicas()
 		return nil, err

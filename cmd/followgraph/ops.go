@@ -76,7 +76,7 @@ func (c *opsConfig) expected(ctx context.Context, out io.Writer) (*memgraph.Grap
 	defer store.Close()
 	discard := slog.New(slog.DiscardHandler)
 	elog, err := recovery.OpenLog(ctx, store, eventlog.Config{Dir: filepath.Join(c.Data, "nats"), URL: c.NATS,
-		Stream: c.NATSStream, Subject: natsSubject(c.NATSStream), Logger: discard}, false, discard)
+		Stream: c.NATSStream, Subject: natsSubject(c.NATSStream), Logger: discard, Regions: c.Regions.regions()}, false, discard)
 	if err != nil {
 		return nil, 0, err
 	}

@@ -429,7 +429,7 @@ func shutdownRedisAtEnd(tb testing.TB, ports ...string) {
 
 // checkLeftNothing fails tb when the recipe left a server listening on
 // one of ports, a file in tmp (its TMPDIR) or in dir (its folder) beyond
-// keep, or the database db.
+// keep, or the database db ("": none).
 func checkLeftNothing(tb testing.TB, ports []string, tmp, dir string, keep []string, admin, db string) {
 	tb.Helper()
 	if open := listening(ports...); len(open) > 0 {
@@ -446,7 +446,7 @@ func checkLeftNothing(tb testing.TB, ports []string, tmp, dir string, keep []str
 			}
 		}
 	}
-	if databaseExists(tb, admin, db) {
+	if db != "" && databaseExists(tb, admin, db) {
 		tb.Errorf("after its clean-up, the database %s is still there", db)
 	}
 }
@@ -660,4 +660,52 @@ func TestRecipe_HA(t *testing.T) {
 		}
 	}
 	checkLeftNothing(t, ports, tmp, dir, []string{"followgraph"}, admin, db)
+}
+
+// TestRecipe_Regions runs docs/DEPLOY.md's two regions as written: a
+// follow written in each region is read back in the other, and both count
+// the two followers alike.
+func TestRecipe_Regions(t *testing.T) {
+	needCommands(t, "bash", "curl")
+	apiA, apiB, leaf := freePort(t), freePort(t), freePort(t)
+	dir, tmp, logs := recipeDir(t), t.TempDir(), t.TempDir()
+	env := []string{"api_a=" + apiA, "api_b=" + apiB, "leaf_port=" + leaf, "TMPDIR=" + tmp, "FGTEST_LOGS=" + logs}
+	script := docRecipe(t, "docs/DEPLOY.md", "regions") + docRecipe(t, "docs/DEPLOY.md", "regions-check") +
+		`cp "$regions"/*.log "$FGTEST_LOGS"/` + "\n" + // the test's own line: the logs, kept from the clean-up
+		docRecipe(t, "docs/DEPLOY.md", "regions-stop")
+	begin := time.Now()
+	run := startRecipe(t, dir, env, script)
+	run.wait(t, 2*time.Minute)
+	t.Logf("RECIPE | regions | ran in %.1f s", time.Since(begin).Seconds())
+
+	as := run.recorded(t)
+	if len(as) < 6 {
+		t.Fatalf("%d answers, want at least 6: %v\n%s", len(as), as, run.out)
+	}
+	for _, a := range append(as[:2:2], as[len(as)-2:]...) {
+		if a.code != http.StatusOK {
+			t.Errorf("%s: answered %d %s", a, a.code, a.body)
+		}
+	}
+	for _, a := range as[len(as)-2:] {
+		var c struct {
+			FollowerCount int64 `json:"follower_count"`
+		}
+		if err := json.Unmarshal([]byte(a.body), &c); err != nil || c.FollowerCount != 2 {
+			t.Errorf("%s: %s, want follower_count 2", a, a.body)
+		}
+	}
+	for _, region := range []string{"a", "b"} {
+		data, err := os.ReadFile(filepath.Join(logs, region+".log"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !strings.Contains(string(data), `"msg":"followgraph ready"`) {
+			t.Errorf("region %s did not log followgraph ready:\n%s", region, data)
+		}
+		for _, l := range errorLines(string(data)) {
+			t.Errorf("region %s logged an ERROR line: %s", region, l)
+		}
+	}
+	checkLeftNothing(t, []string{apiA, apiB, leaf}, tmp, dir, []string{"followgraph"}, "", "")
 }

@@ -30,6 +30,7 @@ import (
 	"github.com/followgraph/followgraph/httpapi"
 	"github.com/followgraph/followgraph/internal/secret"
 	"github.com/followgraph/followgraph/internal/tlsfiles"
+	"github.com/followgraph/followgraph/memgraph"
 	"github.com/followgraph/followgraph/pipeline"
 	"github.com/followgraph/followgraph/recovery"
 )
@@ -131,6 +132,9 @@ func (c Config) Validate() error {
 	if err := c.checkCluster(natsReplicas(c.servers, c.NATSReplicas), c.InsecureNoAuth); err != nil {
 		return err
 	}
+	if err := c.Regions.check(c.NATS == "", c.TombstoneRetention); err != nil {
+		return err
+	}
 	if err := c.Limits.Validate(); err != nil {
 		return fmt.Errorf("--write-timeout %s, --request-timeout %s, --write-request-timeout %s: %w",
 			c.Limits.WriteTimeout, c.Limits.RequestTimeout, c.Limits.WriteRequestTimeout, err)
@@ -207,6 +211,7 @@ the console, what to do when something goes wrong), docs/DEPLOY.md
 	f.StringVar(&cfg.RedisReplicas, "redis-replicas", "", "replicas that reads go to: redis://host:port[,...] (the replicas of a standalone --redis; the password is --redis's when a URL has none), or cluster (a Cluster's, as it lists them); a read there sees every change acknowledged before it")
 	f.IntVar(&cfg.NATSReplicas, "nats-replicas", 0, "replicas of the event stream when serve creates it on a NATS cluster, 1 to 5 (default 1; 3 with --nats-cluster)")
 	clusterFlags(f, &cfg.servers, &cfg.StartTimeout)
+	serveRegionFlags(f, &cfg.Regions)
 	f.StringVar(&cfg.Fsync, "fsync", "interval", "event log sync: interval (the default: survives a killed process) or always (also survives power loss, ~10x slower writes)")
 	f.Float64Var(&cfg.PersistRate, "persist-rate", 0, "most rows per second the persister writes into the durable store, to spare a shared database (0: unlimited); below the rate of writes, the log's backlog grows")
 	f.IntVar(&cfg.PersistBatch, "persist-batch", 1000, "most events the persister writes in one transaction")
@@ -243,14 +248,16 @@ the console, what to do when something goes wrong), docs/DEPLOY.md
 		"nats", "nats-stream", "nats-replicas", "nats-password-file", "fsync",
 		"nats-cluster", "nats-cluster-listen", "nats-cluster-password-file", "nats-node-name",
 		"db", "db-password-file")
-	group(f, 1, "Security: who may call the API, over what (docs/SECURITY.md)",
+	group(f, 1, "Regions: a deployment in several regions, each taking writes (docs/DEPLOY.md)",
+		"region", "region-peers", "region-listen", "region-link", "region-retention", "region-max-offset")
+	group(f, 2, "Security: who may call the API, over what (docs/SECURITY.md)",
 		"auth-tokens", "auth-jwt-keys", "auth-jwt-issuer", "auth-jwt-audience", "tls-cert", "tls-key", "tls-client-ca", "insecure-no-auth")
-	group(f, 2, "Limits: what clients and users may hold of the service",
+	group(f, 3, "Limits: what clients and users may hold of the service",
 		"request-timeout", "write-request-timeout", "read-timeout", "write-timeout", "idle-timeout", "max-connections",
 		"max-following", "write-rate", "write-burst", "memory-limit", "disk-reserve")
-	group(f, 3, "Tuning: the work in the background",
+	group(f, 4, "Tuning: the work in the background",
 		"persist-rate", "persist-batch", "persist-wait", "jobs-rate", "tombstone-retention")
-	group(f, 4, "Operations: the ports, the log, starting and stopping (docs/OPERATIONS.md)",
+	group(f, 5, "Operations: the ports, the log, starting and stopping (docs/OPERATIONS.md)",
 		"addr", "admin-addr", "log-level", "pprof", "start-timeout", "shutdown-timeout", "accept-data-loss")
 	return cmd
 }
@@ -366,7 +373,7 @@ func (m *Main) Run(ctx context.Context) (err error) {
 
 	reg := prometheus.NewRegistry()
 	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
-	registerLogMetrics(reg, elog)
+	registerLogMetrics(reg, elog, cfg.Regions.Region != "")
 	registerBuildInfo(reg)
 	m.refusals.Register(reg)
 	eng, err := m.engine(ctx, store, elog, reg)
@@ -398,7 +405,7 @@ func (m *Main) Run(ctx context.Context) (err error) {
 		m.logger.Info("followgraph ready", ready...)
 	}
 
-	m.startPersister(store, elog, reg)
+	m.startPersister(store, elog, eng, reg)
 	if err := m.startPurge(store, eng, elog, reg); err != nil {
 		return err
 	}
@@ -526,7 +533,7 @@ func (m *Main) openLog(ctx context.Context, store durableStore) (*eventlog.Log, 
 	elog, err := recovery.OpenLog(ctx, store, eventlog.Config{Dir: filepath.Join(cfg.Data, "nats"), URL: cfg.NATS, Replicas: natsReplicas(cfg.servers, cfg.NATSReplicas),
 		Cluster: cfg.natsCluster(), StartWait: cfg.StartTimeout,
 		Stream: cfg.NATSStream, Subject: natsSubject(cfg.NATSStream), Sync: sync, Logger: m.logger, DiskReserve: reserve,
-		KeepApplied: cfg.Redis != ""}, cfg.AcceptDataLoss, m.logger)
+		KeepApplied: cfg.Redis != "", Regions: cfg.Regions.regions()}, cfg.AcceptDataLoss, m.logger)
 	var other *recovery.OtherStream
 	if errors.As(err, &other) {
 		return nil, fmt.Errorf("refusing to start: %w.\nGive --nats-stream %s, the store's log (a store is fed by one log: a new stream needs a new store)", err, other.Fed)
@@ -672,9 +679,17 @@ func (m *Main) reloadOnHangup(ctx context.Context, a *auth.Authenticator) {
 
 // startPersister stores the log into the durable store, batch by batch,
 // until Close, which first lets it drain the log.
-func (m *Main) startPersister(store durableStore, elog *eventlog.Log, reg prometheus.Registerer) {
+func (m *Main) startPersister(store durableStore, elog *eventlog.Log, eng *engine, reg prometheus.Registerer) {
 	cfg := m.cfg
-	persister := pipeline.New(store, reg, pipeline.WithRate(cfg.PersistRate, max(cfg.PersistBatch, int(cfg.PersistRate))), pipeline.WithLogger(m.logger))
+	opts := []pipeline.Option{pipeline.WithRate(cfg.PersistRate, max(cfg.PersistBatch, int(cfg.PersistRate))), pipeline.WithLogger(m.logger)}
+	if cfg.Regions.Region != "" {
+		// The other regions' events reach the engine through the
+		// persister; memgraph, which keeps nothing across a restart,
+		// takes its own region's too (pipeline.Importer.Own).
+		_, own := eng.graph.(*memgraph.Graph)
+		opts = append(opts, pipeline.WithImport(pipeline.Importer{Apply: eng.graph.(fg.Applier).Apply, Own: own, MaxOffset: cfg.Regions.MaxOffset}))
+	}
+	persister := pipeline.New(store, reg, opts...)
 	ctx, stop := context.WithCancel(context.Background())
 	done := make(chan struct{})
 	go func() {
@@ -739,7 +754,7 @@ func (m *Main) Close() error {
 func messages(batch []eventlog.Message) []pipeline.Message {
 	out := make([]pipeline.Message, len(batch))
 	for i, m := range batch {
-		out[i] = pipeline.Message{Seq: m.Seq, Event: m.Event}
+		out[i] = pipeline.Message{Seq: m.Seq, Event: m.Event, Foreign: m.Foreign}
 	}
 	return out
 }
@@ -747,10 +762,13 @@ func messages(batch []eventlog.Message) []pipeline.Message {
 // registerLogMetrics exports how far the durable store is behind the log,
 // and how many messages of the log were not events (each is logged, and
 // skipped: never applied).
-func registerLogMetrics(reg prometheus.Registerer, elog *eventlog.Log) {
+func registerLogMetrics(reg prometheus.Registerer, elog *eventlog.Log, regions bool) {
 	reg.MustRegister(pipeline.NewBacklog(func(ctx context.Context) (uint64, time.Time, error) { return elog.Pending(ctx, persisterName) }),
 		prometheus.NewCounterFunc(prometheus.CounterOpts{Name: "followgraph_eventlog_undecodable_total", Help: "Messages met in the event log that were not events: logged and skipped, never applied."},
 			func() float64 { return float64(elog.Undecodable()) }))
+	if regions {
+		reg.MustRegister(sourcesCollector{elog})
+	}
 }
 
 // registerBuildInfo exports followgraph_build_info: the version, the Go

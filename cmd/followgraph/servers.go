@@ -31,6 +31,9 @@ type servers struct {
 	NATSStream    string
 	DB            string
 
+	// The deployment's regions (regions.go).
+	Regions regionConfig
+
 	// serve's embedded NATS cluster (natscluster.go).
 	NATSCluster       string
 	NATSClusterListen string
@@ -59,6 +62,7 @@ func (s *servers) flags(f *pflag.FlagSet, dataHelp, redisHelp string) {
 	f.StringVar(&s.RedisPasswordFile, "redis-password-file", "", "file holding the Redis password (instead of putting it in --redis)")
 	f.StringVar(&s.NATSPasswordFile, "nats-password-file", "", "file holding the NATS password of --nats's user, or its token when --nats names no user")
 	f.StringVar(&s.DBPasswordFile, "db-password-file", "", "file holding the database password of --db's user")
+	regionFlags(f, &s.Regions)
 }
 
 // check reports a Redis prefix, replicas or a --db that cannot work.

@@ -1,0 +1,178 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"math/rand/v2"
+	"sync"
+	"testing"
+	"time"
+
+	fg "github.com/followgraph/followgraph"
+	"github.com/followgraph/followgraph/internal/testenv"
+)
+
+// regionWriter writes follows and unfollows through one region's server
+// and remembers, for the edges it alone writes, the last change each
+// region acknowledged.
+type regionWriter struct {
+	region    string
+	followers []fg.UserID // whose edges it writes
+	targets   []fg.UserID // to whom
+	mine      bool        // it alone writes its followers' edges (else another region's writer does too)
+	acked     map[[2]fg.UserID]bool
+	unsure    map[[2]fg.UserID]bool // failed, not acknowledged since: either state is right
+	oks, errs int
+}
+
+func (w *regionWriter) run(stop <-chan struct{}, srv func() *server, seed uint64) {
+	rng := rand.New(rand.NewPCG(seed, 7))
+	for {
+		select {
+		case <-stop:
+			return
+		default:
+		}
+		e := [2]fg.UserID{w.followers[rng.IntN(len(w.followers))], w.targets[rng.IntN(len(w.targets))]}
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		var err error
+		on := rng.IntN(3) > 0
+		if on {
+			_, err = srv().client.Follow(ctx, e[0], e[1])
+		} else {
+			_, err = srv().client.Unfollow(ctx, e[0], e[1])
+		}
+		cancel()
+		if err != nil {
+			w.errs++
+			w.unsure[e] = true
+			time.Sleep(20 * time.Millisecond) // a server killed: wait for it
+			continue
+		}
+		w.oks++
+		w.acked[e] = on
+		delete(w.unsure, e)
+	}
+}
+
+// regionState is what a region's server says of users: their following
+// and followers lists and counts.
+func regionState(tb testing.TB, s *server, users []fg.UserID) string {
+	tb.Helper()
+	ctx := context.Background()
+	counts, err := s.client.Counts(ctx, users)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	out := fmt.Sprint(counts)
+	for _, u := range users {
+		out += fmt.Sprint(u, list(tb, func(r fg.PageRequest) (fg.Page, error) { return s.client.Following(ctx, u, r) }),
+			list(tb, func(r fg.PageRequest) (fg.Page, error) { return s.client.Followers(ctx, u, r) }))
+	}
+	return out
+}
+
+// TestServe_TwoRegions runs two regions, each a serve process with its
+// embedded engine, log and store, linked through a proxy this test cuts:
+// writers in both regions, on edges of their own and on edges the other
+// region writes too (conflicts on purpose); the link cut for ten seconds
+// and one region's server killed with SIGKILL and started again
+// meanwhile. Then both regions hold the same graph, every list and
+// count, with every edge written in one region alone as that region last
+// acknowledged it.
+func TestServe_TwoRegions(t *testing.T) {
+	leaf := freeAddr(t)
+	a := start(t, t.TempDir(), "--region", "a", "--region-peers", "b", "--region-listen", leaf)
+	p := testenv.NewProxy(t, leaf)
+	dataB := t.TempDir()
+	argsB := []string{"--region", "b", "--region-peers", "a", "--region-link", "nats-leaf://" + p.Addr()}
+	var mu sync.Mutex
+	b := start(t, dataB, argsB...)
+	serverB := func() *server { mu.Lock(); defer mu.Unlock(); return b }
+
+	ids := func(from, n int) []fg.UserID {
+		out := make([]fg.UserID, n)
+		for i := range out {
+			out[i] = fg.UserID(from + i)
+		}
+		return out
+	}
+	targets := ids(100, 12)
+	ws := []*regionWriter{
+		{region: "a", followers: ids(1, 6), targets: targets, mine: true},
+		{region: "b", followers: ids(11, 6), targets: targets, mine: true},
+		{region: "a", followers: ids(21, 3), targets: targets},
+		{region: "b", followers: ids(21, 3), targets: targets},
+	}
+	stop := make(chan struct{})
+	var wg sync.WaitGroup
+	for i, w := range ws {
+		w.acked, w.unsure = map[[2]fg.UserID]bool{}, map[[2]fg.UserID]bool{}
+		srv := func() *server { return a }
+		if w.region == "b" {
+			srv = serverB
+		}
+		wg.Add(1)
+		go func() { defer wg.Done(); w.run(stop, srv, uint64(i)) }()
+	}
+	time.Sleep(3 * time.Second)
+	p.Stop()
+	t.Log("link cut")
+	time.Sleep(4 * time.Second)
+	mu.Lock()
+	b.kill()
+	mu.Unlock()
+	t.Log("region b's server killed")
+	nb := start(t, dataB, argsB...)
+	mu.Lock()
+	b = nb
+	mu.Unlock()
+	time.Sleep(4 * time.Second)
+	p.Start()
+	healed := time.Now()
+	t.Log("link back")
+	time.Sleep(2 * time.Second)
+	close(stop)
+	wg.Wait()
+	writes := 0
+	for _, w := range ws {
+		writes += w.oks
+		t.Logf("writer of region %s on %v: %d acknowledged, %d failed", w.region, w.followers, w.oks, w.errs)
+	}
+
+	users := append(append(ids(1, 6), ids(11, 6)...), append(ids(21, 3), targets...)...)
+	var sa, sb string
+	deadline := time.Now().Add(2 * time.Minute)
+	for {
+		sa, sb = regionState(t, a, users), regionState(t, b, users)
+		if sa == sb {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the regions differ 2 minutes after the link came back:\na: %s\nb: %s", sa, sb)
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	t.Logf("%d writes; both regions equal %s after the link came back", writes, time.Since(healed).Round(10*time.Millisecond))
+
+	ctx := context.Background()
+	for _, w := range ws {
+		if !w.mine {
+			continue
+		}
+		for e, on := range w.acked {
+			if w.unsure[e] {
+				continue
+			}
+			for _, s := range []*server{a, b} {
+				got, err := s.client.IsFollowing(ctx, e[0], e[1])
+				if err != nil {
+					t.Fatal(err)
+				}
+				if got.Following != on {
+					t.Errorf("%d→%d: region %s acknowledged following=%v last, found %v", e[0], e[1], w.region, on, got.Following)
+				}
+			}
+		}
+	}
+}
