@@ -113,6 +113,30 @@ func (l *Log) LastSeq(ctx context.Context) (uint64, error) {
 	return info.State.LastSeq, nil
 }
 
+// Settled returns a sequence of the log up to which every event is in
+// the engine, as a Redis checkpoint claims (recovery's KeepCheckpoints).
+// In one region that is LastSeq: a change is made in the engine before its
+// event is published. With regions, another region's event reaches the
+// engine only when the persister applies it, after it is in the log: so
+// the sequence before the first event the log still holds, which the
+// persister has not acknowledged, or LastSeq when it holds none.
+func (l *Log) Settled(ctx context.Context) (uint64, error) {
+	if l.cfg.Regions == nil {
+		return l.LastSeq(ctx)
+	}
+	if l.closed.Load() {
+		return 0, unavailable("settled", errClosed)
+	}
+	info, err := l.stream.Info(ctx)
+	if err != nil {
+		return 0, unavailable("settled", err)
+	}
+	if st := info.State; st.Msgs > 0 && st.FirstSeq > 0 {
+		return min(st.LastSeq, st.FirstSeq-1), nil
+	}
+	return info.State.LastSeq, nil
+}
+
 // Since calls fn with every event whose sequence is above after that the
 // stream and the applied window hold (the stream's first, then the
 // window's, each in order; an event may come twice), and returns the

@@ -163,3 +163,37 @@ func TestRegions_Config(t *testing.T) {
 		t.Errorf("ID(a, b, c, d) = %s, want 1 2 3 0", got)
 	}
 }
+
+// TestSettled: in one region every event of the log is in the engine
+// already; with regions only those before the first the persister has
+// not acknowledged.
+func TestSettled(t *testing.T) {
+	for _, regions := range []*Regions{nil, {Name: "a", Peers: []string{"b"}}} {
+		l := openLog(t, Config{Dir: t.TempDir(), Regions: regions})
+		c := &regionClock{}
+		if regions != nil {
+			c.id = regions.ID("a")
+		}
+		for i := range 3 {
+			publish(t, l, fg.NewEvent(1, fg.UserID(2+i), fg.OpFollow, c.next()))
+		}
+		ctx := ctxTimeout(t, 30*time.Second)
+		waitFor(t, 10*time.Second, "the log to hold the 3 events", func() bool {
+			last, err := l.LastSeq(ctx)
+			return err == nil && last == 3
+		})
+		want := uint64(3)
+		if regions != nil {
+			want = 0
+		}
+		if got, err := l.Settled(ctx); err != nil || got != want {
+			t.Errorf("regions %v: Settled before the persister = %d, %v; want %d", regions != nil, got, err, want)
+		}
+		cons := startConsumer(t, l, "persister", 10, 50*time.Millisecond, nil)
+		waitFor(t, 10*time.Second, "the persister to take the 3 events", func() bool { return len(cons.handled()) == 3 })
+		waitFor(t, 10*time.Second, "Settled to reach 3", func() bool {
+			got, err := l.Settled(ctx)
+			return err == nil && got == 3
+		})
+	}
+}

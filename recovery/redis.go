@@ -354,7 +354,8 @@ func (r *Redis) rebuild(ctx context.Context) (bool, error) {
 }
 
 // KeepCheckpoints raises every vouched server's checkpoint to the log's
-// last sequence every interval, until ctx ends (redisgraph.Checkpoint).
+// settled sequence (eventlog.Log.Settled) every interval, until ctx ends
+// (redisgraph.Checkpoint).
 // A failure is tried again at the next tick.
 func (r *Redis) KeepCheckpoints(ctx context.Context, interval time.Duration) {
 	t := time.NewTicker(interval)
@@ -365,7 +366,7 @@ func (r *Redis) KeepCheckpoints(ctx context.Context, interval time.Duration) {
 			return
 		case <-t.C:
 		}
-		seq, err := r.Log.LastSeq(ctx)
+		seq, err := r.Log.Settled(ctx)
 		if err == nil {
 			err = r.Graph.Checkpoint(ctx, seq)
 		}

@@ -73,19 +73,34 @@ func regionState(tb testing.TB, s *server, users []fg.UserID) string {
 }
 
 // TestServe_TwoRegions runs two regions, each a serve process with its
-// embedded engine, log and store, linked through a proxy this test cuts:
+// own engine, log and store, linked through a proxy this test cuts:
 // writers in both regions, on edges of their own and on edges the other
 // region writes too (conflicts on purpose); the link cut for ten seconds
 // and one region's server killed with SIGKILL and started again
 // meanwhile. Then both regions hold the same graph, every list and
 // count, with every edge written in one region alone as that region last
-// acknowledged it.
+// acknowledged it. It runs on the embedded engine and SQLite, and on a
+// Redis and a PostgreSQL database of each region's (the NATS of each is
+// its serve's own).
 func TestServe_TwoRegions(t *testing.T) {
+	t.Run("Embedded", func(t *testing.T) { testTwoRegions(t, func(string) []string { return nil }) })
+	t.Run("RedisPostgres", func(t *testing.T) {
+		admin := testenv.Server(t, testenv.Postgres, testenv.PostgresHint)
+		url, prefix := testRedis(t)
+		dbs := map[string]string{"a": newDatabase(t, admin), "b": newDatabase(t, admin)}
+		testTwoRegions(t, func(region string) []string {
+			return []string{"--redis", url, "--redis-prefix", prefix + "-" + region, "--db", dbs[region]}
+		})
+	})
+}
+
+// testTwoRegions is TestServe_TwoRegions with the backends of each region.
+func testTwoRegions(t *testing.T, backends func(region string) []string) {
 	leaf := freeAddr(t)
-	a := start(t, t.TempDir(), "--region", "a", "--region-peers", "b", "--region-listen", leaf)
+	a := start(t, t.TempDir(), append([]string{"--region", "a", "--region-peers", "b", "--region-listen", leaf}, backends("a")...)...)
 	p := testenv.NewProxy(t, leaf)
 	dataB := t.TempDir()
-	argsB := []string{"--region", "b", "--region-peers", "a", "--region-link", "nats-leaf://" + p.Addr()}
+	argsB := append([]string{"--region", "b", "--region-peers", "a", "--region-link", "nats-leaf://" + p.Addr()}, backends("b")...)
 	var mu sync.Mutex
 	b := start(t, dataB, argsB...)
 	serverB := func() *server { mu.Lock(); defer mu.Unlock(); return b }
