@@ -129,13 +129,19 @@ func (s serverLogger) error(msg string) {
 		s.l.Debug(msg)
 		return
 	}
-	if slices.ContainsFunc(peerGone, func(p string) bool { return strings.Contains(msg, p) }) {
+	if slices.ContainsFunc(peerGone, func(p string) bool { return strings.Contains(msg, p) }) ||
+		strings.HasPrefix(msg, "Error trying to connect as leafnode") {
 		s.l.Warn(msg)
 		return
 	}
 	s.l.Error(msg)
 }
 
+// A leafnode link that cannot be made is another region out of reach (a
+// link cut, that region down, or started after this one): this region goes
+// on, and followgraph_region_source_silent_seconds and its alert say it, so
+// the server's error is a warning.
+//
 // peerGone are in the errors the server logs when the other end of one of
 // its connections went away mid-write (a peer killed, a client gone): the
 // server drops that connection and goes on, a cluster elects around a lost

@@ -20,6 +20,7 @@ func TestServerLoggerLevels(t *testing.T) {
 		{false, "127.0.0.1:4 - rid:3 - Error reading: read tcp: connection reset by peer", "WARN", false},
 		{true, "Error trying to connect to route (attempt 3): dial tcp 127.0.0.1:6223: connect: connection refused", "DEBUG", false},
 		{false, "Error trying to connect to route (attempt 90): dial tcp 127.0.0.1:6223: connect: connection refused", "ERROR", false},
+		{false, `Error trying to connect as leafnode to remote server "127.0.0.1:46053" (attempt 1): dial tcp 127.0.0.1:46053: connect: connection refused`, "WARN", false},
 		{false, "JetStream resource limits exceeded: Critical write error: no space left on device", "ERROR", true},
 		{false, "Critical write error: write: broken pipe", "ERROR", true},
 	} {

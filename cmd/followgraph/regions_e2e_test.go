@@ -12,17 +12,19 @@ import (
 	"github.com/followgraph/followgraph/internal/testenv"
 )
 
-// regionWriter writes follows and unfollows through one region's server
-// and remembers, for the edges it alone writes, the last change each
-// region acknowledged.
+// regionWriter writes follows, unfollows, mutes and unmutes through one
+// region's server and remembers, for the edges it alone writes, the last
+// change acknowledged.
 type regionWriter struct {
-	region    string
-	followers []fg.UserID // whose edges it writes
-	targets   []fg.UserID // to whom
-	mine      bool        // it alone writes its followers' edges (else another region's writer does too)
-	acked     map[[2]fg.UserID]bool
-	unsure    map[[2]fg.UserID]bool // failed, not acknowledged since: either state is right
-	oks, errs int
+	region      string
+	followers   []fg.UserID           // whose edges it writes
+	targets     []fg.UserID           // to whom
+	mine        bool                  // it alone writes its followers' edges (else another region's writer does too)
+	acked       map[[2]fg.UserID]bool // follows
+	unsure      map[[2]fg.UserID]bool // failed, not acknowledged since: either state is right
+	muted       map[[2]fg.UserID]bool // mutes
+	unsureMutes map[[2]fg.UserID]bool
+	oks, errs   int
 }
 
 func (w *regionWriter) run(stop <-chan struct{}, srv func() *server, seed uint64) {
@@ -36,27 +38,36 @@ func (w *regionWriter) run(stop <-chan struct{}, srv func() *server, seed uint64
 		e := [2]fg.UserID{w.followers[rng.IntN(len(w.followers))], w.targets[rng.IntN(len(w.targets))]}
 		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 		var err error
-		on := rng.IntN(3) > 0
-		if on {
+		op := rng.IntN(6)
+		switch op {
+		case 0, 1, 2:
 			_, err = srv().client.Follow(ctx, e[0], e[1])
-		} else {
+		case 3:
 			_, err = srv().client.Unfollow(ctx, e[0], e[1])
+		case 4:
+			_, err = srv().client.Mute(ctx, e[0], e[1], 0)
+		case 5:
+			_, err = srv().client.Unmute(ctx, e[0], e[1])
 		}
 		cancel()
+		acked, unsure := w.acked, w.unsure
+		if op >= 4 {
+			acked, unsure = w.muted, w.unsureMutes
+		}
 		if err != nil {
 			w.errs++
-			w.unsure[e] = true
+			unsure[e] = true
 			time.Sleep(20 * time.Millisecond) // a server killed: wait for it
 			continue
 		}
 		w.oks++
-		w.acked[e] = on
-		delete(w.unsure, e)
+		acked[e] = op < 3 || op == 4
+		delete(unsure, e)
 	}
 }
 
-// regionState is what a region's server says of users: their following
-// and followers lists and counts.
+// regionState is what a region's server says of users: their following,
+// followers and mutes lists, and their counts.
 func regionState(tb testing.TB, s *server, users []fg.UserID) string {
 	tb.Helper()
 	ctx := context.Background()
@@ -67,15 +78,16 @@ func regionState(tb testing.TB, s *server, users []fg.UserID) string {
 	out := fmt.Sprint(counts)
 	for _, u := range users {
 		out += fmt.Sprint(u, list(tb, func(r fg.PageRequest) (fg.Page, error) { return s.client.Following(ctx, u, r) }),
-			list(tb, func(r fg.PageRequest) (fg.Page, error) { return s.client.Followers(ctx, u, r) }))
+			list(tb, func(r fg.PageRequest) (fg.Page, error) { return s.client.Followers(ctx, u, r) }),
+			list(tb, func(r fg.PageRequest) (fg.Page, error) { return s.client.Links(ctx, fg.ListMutes, u, r) }))
 	}
 	return out
 }
 
 // TestServe_TwoRegions runs two regions, each a serve process with its
 // own engine, log and store, linked through a proxy this test cuts:
-// writers in both regions, on edges of their own and on edges the other
-// region writes too (conflicts on purpose); the link cut for ten seconds
+// writers of follows and mutes in both regions, on edges of their own and
+// on edges the other region writes too (conflicts on purpose); the link cut for ten seconds
 // and one region's server killed with SIGKILL and started again
 // meanwhile. Then both regions hold the same graph, every list and
 // count, with every edge written in one region alone as that region last
@@ -123,6 +135,7 @@ func testTwoRegions(t *testing.T, backends func(region string) []string) {
 	var wg sync.WaitGroup
 	for i, w := range ws {
 		w.acked, w.unsure = map[[2]fg.UserID]bool{}, map[[2]fg.UserID]bool{}
+		w.muted, w.unsureMutes = map[[2]fg.UserID]bool{}, map[[2]fg.UserID]bool{}
 		srv := func() *server { return a }
 		if w.region == "b" {
 			srv = serverB
@@ -186,6 +199,20 @@ func testTwoRegions(t *testing.T, backends func(region string) []string) {
 				}
 				if got.Following != on {
 					t.Errorf("%d→%d: region %s acknowledged following=%v last, found %v", e[0], e[1], w.region, on, got.Following)
+				}
+			}
+		}
+		for e, on := range w.muted {
+			if w.unsureMutes[e] {
+				continue
+			}
+			for _, s := range []*server{a, b} {
+				got, err := s.client.Link(ctx, fg.KindMute, e[0], e[1])
+				if err != nil {
+					t.Fatal(err)
+				}
+				if got.On != on {
+					t.Errorf("%d mutes %d: region %s acknowledged %v last, found %v", e[0], e[1], w.region, on, got.On)
 				}
 			}
 		}
