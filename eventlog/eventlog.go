@@ -151,6 +151,7 @@ type Log struct {
 	js       jetstream.JetStream
 	stream   jetstream.Stream
 	export   jetstream.Stream // the region's export stream (region.go); nil without Config.Regions
+	linked   chan struct{}    // closed when linkPeers has returned; nil without Config.Regions
 	applied  jetstream.Stream // the applied window (applied.go); nil without Config.KeepApplied
 	token    string           // the embedded cluster node's client token
 
@@ -285,6 +286,10 @@ func (l *Log) open(ctx context.Context) error {
 	if err := l.ensureStream(ctx); err != nil {
 		return err
 	}
+	if l.cfg.Regions != nil {
+		l.linked = make(chan struct{})
+		go l.linkPeers()
+	}
 	if l.cfg.KeepApplied {
 		return l.ensureApplied(ctx)
 	}
@@ -348,6 +353,9 @@ func (l *Log) close() error {
 	close(l.closing)
 	if l.watched != nil {
 		<-l.watched
+	}
+	if l.linked != nil {
+		<-l.linked
 	}
 	var errs []error
 	// Publishes whose callers still wait get their answer first. A publish

@@ -252,44 +252,133 @@ func (l *Log) exportConfig() jetstream.StreamConfig {
 	}
 }
 
-// sources are what the log sources with regions: the region's export
-// stream, and each peer's, filtered on the peer's own events. Each starts
-// at the first event its stream holds: a source that has no position yet
-// (new, or its state lost) would otherwise start at the time of the log's
-// last message, and skip what the export stream holds from before it
-// (the events a region took before the other's log was made, say).
-func (l *Log) sources() []*jetstream.StreamSource {
-	r := l.cfg.Regions
-	out := []*jetstream.StreamSource{{Name: l.exportName(), OptStartSeq: 1}}
-	for _, p := range r.Peers {
-		out = append(out, &jetstream.StreamSource{Name: l.exportName(), FilterSubject: l.cfg.Subject + "." + p + ".>", OptStartSeq: 1,
-			External: &jetstream.ExternalStream{APIPrefix: "$JS." + p + ".API"}})
-	}
-	return out
+// localSource is the log's source of the region's own export stream, and
+// peerSource its source of peer's, filtered on the peer's own events.
+// Each starts at the first event its stream holds: a source that has no
+// position yet (new, or its state lost) would otherwise start at the time
+// of the log's last message, and skip what the export stream holds from
+// before it (the events a region took before the other's log was made,
+// say).
+func (l *Log) localSource() *jetstream.StreamSource {
+	return &jetstream.StreamSource{Name: l.exportName(), OptStartSeq: 1}
 }
 
-// checkSources returns an error unless the log sources what the regions
-// say.
-func checkSources(got, want []*jetstream.StreamSource) error {
-	key := func(s *jetstream.StreamSource) string {
-		k := s.Name + " " + s.FilterSubject
-		if s.External != nil {
-			k += " " + s.External.APIPrefix
-		}
-		return k
+func (l *Log) peerSource(peer string) *jetstream.StreamSource {
+	return &jetstream.StreamSource{Name: l.exportName(), FilterSubject: l.cfg.Subject + "." + peer + ".>", OptStartSeq: 1,
+		External: &jetstream.ExternalStream{APIPrefix: "$JS." + peer + ".API"}}
+}
+
+// sourceKey names a source by what makes it the same source to the
+// server: its stream, filter and domain.
+func sourceKey(s *jetstream.StreamSource) string {
+	k := s.Name + " " + s.FilterSubject
+	if s.External != nil {
+		k += " " + s.External.APIPrefix
 	}
-	var g, w []string
+	return k
+}
+
+// checkSources returns an error unless the log's sources are its own
+// region's export stream and some of the peers' (linkPeers adds the
+// others once they answer).
+func (l *Log) checkSources(got []*jetstream.StreamSource) error {
+	allowed := map[string]bool{sourceKey(l.localSource()): true}
+	for _, p := range l.cfg.Regions.Peers {
+		allowed[sourceKey(l.peerSource(p))] = true
+	}
+	local := false
 	for _, s := range got {
-		g = append(g, key(s))
+		k := sourceKey(s)
+		if !allowed[k] {
+			return fmt.Errorf("a source %q that is not a region's of this deployment", k)
+		}
+		local = local || k == sourceKey(l.localSource())
 	}
-	for _, s := range want {
-		w = append(w, key(s))
+	if !local {
+		return fmt.Errorf("no source of the region's export stream %s", l.exportName())
 	}
-	slices.Sort(g)
-	slices.Sort(w)
-	if !slices.Equal(g, w) {
-		return fmt.Errorf("sources %q, want %q", g, w)
+	return nil
+}
+
+// linkInterval is how often linkPeers looks for the peers it has not
+// linked yet.
+const linkInterval = time.Second
+
+// linkPeers adds to the log, until the log closes, the source of each
+// peer region whose export stream answers, once. The log is made with
+// its own region's source only: a source whose stream does not answer
+// (the other region not started yet, or out of reach) is tried again by
+// the server after a back-off that grows by 10 s a failure up to 2
+// minutes, so that a region started before the other would copy the
+// other's first events minutes late. A source added once the stream
+// answers starts at once; after that the server keeps it, and resumes it
+// after a partition.
+func (l *Log) linkPeers() {
+	defer close(l.linked)
+	for {
+		missing, err := l.unlinked()
+		if err == nil && len(missing) == 0 {
+			return
+		}
+		for _, p := range missing {
+			if err := l.link(p); err != nil {
+				l.log.Debug("the other region's export stream does not answer yet", "region", p, "err", err)
+			}
+		}
+		select {
+		case <-l.closing:
+			return
+		case <-time.After(linkInterval):
+		}
 	}
+}
+
+// unlinked returns the peers the log does not source yet.
+func (l *Log) unlinked() ([]string, error) {
+	ctx, cancel := context.WithTimeout(context.Background(), linkInterval)
+	defer cancel()
+	s, err := l.js.Stream(ctx, l.name())
+	if err != nil {
+		return nil, err
+	}
+	have := map[string]bool{}
+	for _, src := range s.CachedInfo().Config.Sources {
+		have[sourceKey(src)] = true
+	}
+	var missing []string
+	for _, p := range l.cfg.Regions.Peers {
+		if !have[sourceKey(l.peerSource(p))] {
+			missing = append(missing, p)
+		}
+	}
+	return missing, nil
+}
+
+// link adds peer's source to the log if peer's export stream answers.
+func (l *Log) link(peer string) error {
+	ctx, cancel := context.WithTimeout(context.Background(), linkInterval)
+	defer cancel()
+	js, err := jetstream.NewWithDomain(l.nc, peer)
+	if err != nil {
+		return err
+	}
+	if _, err := js.Stream(ctx, l.exportName()); err != nil {
+		return err
+	}
+	s, err := l.js.Stream(ctx, l.name()) // as it is now: another node may have linked it
+	if err != nil {
+		return err
+	}
+	cfg := s.CachedInfo().Config
+	src := l.peerSource(peer)
+	if slices.ContainsFunc(cfg.Sources, func(s *jetstream.StreamSource) bool { return sourceKey(s) == sourceKey(src) }) {
+		return nil
+	}
+	cfg.Sources = append(cfg.Sources, src)
+	if _, err := l.js.UpdateStream(ctx, cfg); err != nil {
+		return err
+	}
+	l.log.Info("copying the other region's events", "region", peer)
 	return nil
 }
 

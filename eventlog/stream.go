@@ -69,7 +69,7 @@ func (l *Log) streamConfig() jetstream.StreamConfig {
 		AllowDirect:       true,
 	}
 	if l.cfg.Regions != nil { // it takes no publishes: it copies (region.go)
-		cfg.Subjects, cfg.Sources = nil, l.sources()
+		cfg.Subjects, cfg.Sources = nil, []*jetstream.StreamSource{l.localSource()}
 		cfg.Description = "followgraph events of every region, for the persister (package eventlog)"
 	}
 	return cfg
@@ -111,7 +111,13 @@ func (l *Log) ensureStream(ctx context.Context) error {
 			return err
 		}
 		got := s.CachedInfo().Config
-		if err := checkStream(got, want); err != nil {
+		err = checkStream(got, want)
+		if err == nil && l.cfg.Regions != nil {
+			if err = l.checkSources(got.Sources); err != nil {
+				err = fmt.Errorf("eventlog: stream %s exists but cannot be the region's log: %w; delete it or configure another stream name", want.Name, err)
+			}
+		}
+		if err != nil {
 			return final{err}
 		}
 		if !got.AllowDirect { // Replay reads with batched direct gets
@@ -160,10 +166,8 @@ func checkStream(got, want jetstream.StreamConfig) error {
 	if got.Sealed || got.NoAck || got.Mirror != nil {
 		bad = append(bad, "sealed, no-ack and mirror streams cannot take publishes")
 	}
-	if len(got.Sources) > 0 || len(want.Sources) > 0 {
-		if err := checkSources(got.Sources, want.Sources); err != nil {
-			bad = append(bad, err.Error())
-		}
+	if len(got.Sources) > 0 && len(want.Sources) == 0 {
+		bad = append(bad, "a stream that sources others takes no publishes: it is a region's (--region)")
 	}
 	if len(bad) == 0 {
 		return nil
