@@ -61,21 +61,18 @@ func (c *Cluster) options() (clusterOptions, error) {
 	if o.name == "" || strings.ContainsAny(o.name, " \t\r\n") {
 		return o, fmt.Errorf("eventlog: cluster name %q: it must have no spaces", o.name)
 	}
-	host, port, err := net.SplitHostPort(c.Listen)
+	host, port, err := hostPort(c.Listen)
 	if err != nil {
-		return o, fmt.Errorf("eventlog: cluster listen address %q: want host:port: %w", c.Listen, err)
+		return o, fmt.Errorf("eventlog: cluster listen address %w", err)
 	}
-	if o.port, err = strconv.Atoi(port); err != nil || o.port < 1 || o.port > 65535 {
-		return o, fmt.Errorf("eventlog: cluster listen address %q: the port must be 1 to 65535", c.Listen)
-	}
-	o.host = host
+	o.host, o.port = host, port
 	if o.node == "" {
 		if host == "" || net.ParseIP(host) != nil && net.ParseIP(host).IsUnspecified() {
 			if host, err = os.Hostname(); err != nil {
 				return o, fmt.Errorf("eventlog: naming the cluster node after the host: %w", err)
 			}
 		}
-		o.node = net.JoinHostPort(host, port)
+		o.node = net.JoinHostPort(host, strconv.Itoa(port))
 	}
 	if strings.ContainsAny(o.node, " \t\r\n") {
 		return o, fmt.Errorf("eventlog: cluster node name %q: it must have no spaces", o.node)

@@ -143,17 +143,17 @@ type Log struct {
 	log     *slog.Logger
 	subject string // "<prefix>.>"
 
-	unlock   func() error           // releases Dir (embedded mode)
-	srv      *server.Server         // nil in external mode
-	jsConfig server.JetStreamConfig // the embedded server's, to reopen its store with
-	nc       *nats.Conn
-	ncClosed chan struct{}
-	js       jetstream.JetStream
-	stream   jetstream.Stream
-	export   jetstream.Stream // the region's export stream (region.go); nil without Config.Regions
-	linked   chan struct{}    // closed when linkPeers has returned; nil without Config.Regions
-	applied  jetstream.Stream // the applied window (applied.go); nil without Config.KeepApplied
-	token    string           // the embedded cluster node's client token
+	unlock    func() error           // releases Dir (embedded mode)
+	srv       *server.Server         // nil in external mode
+	jsConfig  server.JetStreamConfig // the embedded server's, to reopen its store with
+	nc        *nats.Conn
+	ncClosed  chan struct{}
+	js        jetstream.JetStream
+	stream    jetstream.Stream
+	linked    chan struct{}    // closed when linkPeers has returned; nil without Config.Regions
+	regionIDs map[string]int   // every region's number, by name (Regions.ID); nil without Config.Regions
+	applied   jetstream.Stream // the applied window (applied.go); nil without Config.KeepApplied
+	token     string           // the embedded cluster node's client token
 
 	opening   time.Time     // when Open began
 	waitUntil time.Time     // Config.StartWait after opening: retry tries until then
@@ -214,6 +214,9 @@ func Open(ctx context.Context, cfg Config) (*Log, error) {
 		subject:   cfg.Subject + ".>",
 		ncClosed:  make(chan struct{}),
 		ackWait:   defaultAckWait,
+	}
+	if cfg.Regions != nil {
+		l.regionIDs = cfg.Regions.ids()
 	}
 	if err := l.open(ctx); err != nil {
 		l.Close()

@@ -41,8 +41,8 @@ func (l *Log) publish(ctx context.Context, e followgraph.Event, id string) error
 	if err := e.Validate(); err != nil {
 		return fmt.Errorf("eventlog: publish: %w", err)
 	}
-	if r := l.cfg.Regions; r != nil && e.Version.Region() != r.ID(r.Name) {
-		return fmt.Errorf("eventlog: publish %s: its version is not region %s's (number %d): the engine must be given the region's number", id, r.Name, r.ID(r.Name))
+	if r := l.cfg.Regions; r != nil && e.Version.Region() != l.regionIDs[r.Name] {
+		return fmt.Errorf("eventlog: publish %s: its version is not region %s's (number %d): the engine must be given the region's number", id, r.Name, l.regionIDs[r.Name])
 	}
 	op := "publish " + id
 	l.publishing.Add(1)
@@ -123,12 +123,20 @@ func (l *Log) publish(ctx context.Context, e followgraph.Event, id string) error
 		case <-ctx.Done():
 			return unavailable(op, ctx.Err())
 		}
-		for l.cfg.Regions == nil { // with regions, the sequence is the export stream's, not the log's
-			if seen := l.stored.Load(); ack.Sequence <= seen || l.stored.CompareAndSwap(seen, ack.Sequence) {
-				break
-			}
+		if l.cfg.Regions == nil { // with regions, the sequence is the export stream's, not the log's
+			l.noteStored(ack.Sequence)
 		}
 		return nil
+	}
+}
+
+// noteStored raises the highest sequence a Publish was acknowledged with
+// to seq.
+func (l *Log) noteStored(seq uint64) {
+	for {
+		if seen := l.stored.Load(); seq <= seen || l.stored.CompareAndSwap(seen, seq) {
+			return
+		}
 	}
 }
 

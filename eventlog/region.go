@@ -15,6 +15,7 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/followgraph/followgraph"
+	"github.com/followgraph/followgraph/internal/secret"
 )
 
 // Regions make the log one region's of a deployment in several regions,
@@ -38,7 +39,7 @@ import (
 // Why not source the other region's work queue: its persister's
 // acknowledgement removes an event that the other region has not copied
 // yet, and a source whose consumer went away during a long partition
-// finds it gone (nats-server#3207; checked here with a cut of 35 s).
+// finds it gone (nats-server#3207).
 // An export stream with limits retention keeps every event for Retention
 // whoever read it.
 //
@@ -123,6 +124,15 @@ func (r *Regions) all() []string {
 	return all
 }
 
+// ids returns every region's number (ID), by name.
+func (r *Regions) ids() map[string]int {
+	m := map[string]int{}
+	for i, name := range r.all() {
+		m[name] = i + 1
+	}
+	return m
+}
+
 // ID returns the number of region name among the deployment's regions,
 // 1 to followgraph.MaxRegion: its place among their names in byte
 // order, so that every region, configured with the same names, gives each
@@ -130,13 +140,7 @@ func (r *Regions) all() []string {
 // (followgraph.NextVersion), and an event from a peer whose version does
 // not is refused as undecodable: regions configured differently. 0 for a
 // name that is not a region's.
-func (r *Regions) ID(name string) int {
-	i, ok := slices.BinarySearch(r.all(), name)
-	if !ok {
-		return 0
-	}
-	return i + 1
-}
+func (r *Regions) ID(name string) int { return r.ids()[name] }
 
 func (r *Regions) retention() time.Duration {
 	if r.Retention == 0 {
@@ -157,6 +161,7 @@ func validToken(s string) bool {
 	return true
 }
 
+// hostPort splits addr, a host:port to listen on, and checks its port.
 func hostPort(addr string) (string, int, error) {
 	host, port, err := net.SplitHostPort(addr)
 	if err != nil {
@@ -172,17 +177,9 @@ func hostPort(addr string) (string, int, error) {
 func linkURL(s string) (*url.URL, error) {
 	u, err := url.Parse(s)
 	if err != nil || u.Scheme != "nats-leaf" && u.Scheme != "tls" || u.Host == "" {
-		return nil, fmt.Errorf("eventlog: region link %q: want nats-leaf://host:port", redact(s))
+		return nil, fmt.Errorf("eventlog: region link %q: want nats-leaf://host:port", secret.Redact(s))
 	}
 	return u, nil
-}
-
-// redact returns s, a URL, without the password it may hold.
-func redact(s string) string {
-	if u, err := url.Parse(s); err == nil && u.User != nil {
-		return u.Redacted()
-	}
-	return s
 }
 
 // apply configures the embedded server as the region's: its domain, and
@@ -398,7 +395,6 @@ func (l *Log) ensureExport(ctx context.Context) error {
 			return final{fmt.Errorf("eventlog: stream %s exists but cannot be the region's export stream: subjects %q and retention %s, want %q and limits",
 				want.Name, got.Subjects, got.Retention, want.Subjects)}
 		}
-		l.export = s
 		return nil
 	})
 }
@@ -413,7 +409,7 @@ func (l *Log) decode(subject string, data []byte) (followgraph.Event, bool, erro
 	}
 	rest, _ := strings.CutPrefix(subject, l.cfg.Subject+".")
 	origin, _, _ := strings.Cut(rest, ".")
-	id := r.ID(origin)
+	id := l.regionIDs[origin]
 	if id == 0 {
 		return followgraph.Event{}, false, fmt.Errorf("subject %q names no region of this deployment (%s)", subject, strings.Join(r.all(), ", "))
 	}

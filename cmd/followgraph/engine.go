@@ -28,6 +28,10 @@ import (
 // the in-process engine and Redis.
 type engine struct {
 	graph fg.Graph
+	// volatile: the engine keeps nothing across a restart (memgraph), so
+	// that it is loaded at start, and with regions takes its own region's
+	// events from the persister too (pipeline.Importer.Own).
+	volatile bool
 	// recover brings the engine up to date before the service is ready.
 	recover func(ctx context.Context) error
 	stats   func() []any // for the ready log line
@@ -60,8 +64,9 @@ func memEngine(cfg Config, store durableStore, elog *eventlog.Log, reg prometheu
 			func() float64 { return float64(g.Stats().Edges) }),
 	)
 	return &engine{
-		graph:   g,
-		recover: func(ctx context.Context) error { return recovery.Load(ctx, g, store, elog) },
+		graph:    g,
+		volatile: true,
+		recover:  func(ctx context.Context) error { return recovery.Load(ctx, g, store, elog) },
 		stats: func() []any {
 			st := g.Stats()
 			return []any{"users", st.Users, "edges", st.Edges}

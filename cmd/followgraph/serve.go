@@ -30,7 +30,6 @@ import (
 	"github.com/followgraph/followgraph/httpapi"
 	"github.com/followgraph/followgraph/internal/secret"
 	"github.com/followgraph/followgraph/internal/tlsfiles"
-	"github.com/followgraph/followgraph/memgraph"
 	"github.com/followgraph/followgraph/pipeline"
 	"github.com/followgraph/followgraph/recovery"
 )
@@ -684,10 +683,9 @@ func (m *Main) startPersister(store durableStore, elog *eventlog.Log, eng *engin
 	opts := []pipeline.Option{pipeline.WithRate(cfg.PersistRate, max(cfg.PersistBatch, int(cfg.PersistRate))), pipeline.WithLogger(m.logger)}
 	if cfg.Regions.Region != "" {
 		// The other regions' events reach the engine through the
-		// persister; memgraph, which keeps nothing across a restart,
-		// takes its own region's too (pipeline.Importer.Own).
-		_, own := eng.graph.(*memgraph.Graph)
-		opts = append(opts, pipeline.WithImport(pipeline.Importer{Apply: eng.graph.(fg.Applier).Apply, Own: own, MaxOffset: cfg.Regions.MaxOffset}))
+		// persister (and its own region's, for an engine that keeps
+		// nothing across a restart: pipeline.Importer.Own).
+		opts = append(opts, pipeline.WithImport(pipeline.Importer{Apply: eng.graph.(fg.Applier).Apply, Own: eng.volatile, MaxOffset: cfg.Regions.MaxOffset}))
 	}
 	persister := pipeline.New(store, reg, opts...)
 	ctx, stop := context.WithCancel(context.Background())
