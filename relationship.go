@@ -152,7 +152,12 @@ type Effect struct {
 // change does with it:
 //
 //   - a follow also ends the follow request of the same direction (an
-//     approval is a follow);
+//     approval is a follow), and so does an unfollow: a request stands
+//     only while it is newer than every change of the follow of its
+//     direction, which is what the stores keep (one edge row for both).
+//     Within one region a request never meets an unfollow (no request is
+//     made while following); between regions it can, and each must end
+//     as the others do, whatever the order the two changes arrive in;
 //   - a block also ends the follows and the follow requests between the
 //     two, both ways, in the same change.
 func (e Event) Effects(yield func(Effect) bool) {
@@ -165,7 +170,7 @@ func (e Event) Effects(yield func(Effect) bool) {
 		return
 	}
 	switch e.Op {
-	case OpFollow:
+	case OpFollow, OpUnfollow:
 		yield(Effect{KindRequest, u, t, false})
 	case OpBlock:
 		_ = yield(Effect{KindFollow, u, t, false}) &&

@@ -337,7 +337,7 @@ type found struct {
 }
 
 func (w write) followResult() fg.FollowResult {
-	return fg.FollowResult{Created: w.e.Op != 0, Since: fg.Millis(w.since), Requested: w.requested}
+	return fg.FollowResult{Created: w.e.Op != 0 && w.e.Op != fg.OpUnrequest, Since: fg.Millis(w.since), Requested: w.requested}
 }
 
 // change makes the change that decide, called under the locks of u and t

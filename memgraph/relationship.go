@@ -155,10 +155,11 @@ func (r *rels) setPrivate(on bool, v fg.Version) {
 // unless it has a version of e's or higher, and keeps the indexes at b.
 // The caller holds the stripes of a and b.
 //
-// A request has no tombstone of a follow's: a follow (an approval) ends
-// the request of its direction only when there is one. Instead a request
-// is turned on only above the follow edge's own version too, so one older
-// than a follow that arrives after it stays off.
+// A request has no tombstone of a follow's: a follow (an approval) or an
+// unfollow ends the request of its direction only when there is one.
+// Instead a request is turned on only above the follow edge's own
+// version too, so one older than a follow or unfollow that arrives after
+// it stays off.
 func (g *Graph) setLink(k fg.Kind, a, b uint32, on bool, e fg.Event) {
 	sa, sb := g.stripe(a), g.stripe(b)
 	ra := sa.relsOf(a)
@@ -170,7 +171,7 @@ func (g *Graph) setLink(k fg.Kind, a, b uint32, on bool, e fg.Event) {
 		if on && e.Version <= g.followVersion(a, b) {
 			return
 		}
-		if !on && e.Op == fg.OpFollow && cur.v == 0 {
+		if !on && e.Op.Kind() == fg.KindFollow && cur.v == 0 {
 			return
 		}
 	}
@@ -449,7 +450,8 @@ func (g *Graph) Approve(ctx context.Context, user, requester fg.UserID) (fg.Foll
 		}
 		at, cur, live := g.find(r, u)
 		w := write{hint: found{at: at, v: cur, live: live, ok: true}}
-		switch l := g.stripe(r).relsOf(r).link(fg.KindRequest, u); {
+		l := g.stripe(r).relsOf(r).link(fg.KindRequest, u)
+		switch {
 		case live:
 			w.since = cur.Millis()
 		case g.hidden(fg.KindFollow, r, u): // hidden (state.go): followed as stored
@@ -459,6 +461,12 @@ func (g *Graph) Approve(ctx context.Context, user, requester fg.UserID) (fg.Foll
 			w.since = w.e.Version.Millis()
 		default:
 			return write{}, errNoRequest(requester, user)
+		}
+		if w.e.Op == 0 && l.on {
+			// Followed, and asked to follow too: a request made in one
+			// region while the other approved an earlier one (Mend).
+			// The request ends; the follow stays as it is.
+			w.e = fg.NewEvent(requester, user, fg.OpUnrequest, g.tick())
 		}
 		return w, nil
 	})

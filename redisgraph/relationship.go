@@ -110,7 +110,7 @@ func (g *Graph) approve(ctx context.Context, user, requester fg.UserID, rate str
 	if err != nil {
 		return fg.FollowResult{}, err
 	}
-	return fg.FollowResult{Created: r.changed, Since: r.since}, nil
+	return fg.FollowResult{Created: r.changed && r.op == fg.OpFollow, Since: r.since}, nil
 }
 
 // RemoveFollower ends follower's follow of user, or rejects its request;

@@ -89,6 +89,10 @@ if follow == (s ~= false) then
   if s then return {NONE, vfmt(tonumber(s), 0)} end
   return {NONE, ZERO}
 end
+-- An unfollow by a u with requests out is edge.lua's: it ends the request
+-- of its direction too (followgraph.Event.Effects), which only regions
+-- leave beside a follow (followgraph.Mend).
+if not follow and hv[7] and hv[7] ~= '0' then return {SLOW} end
 -- A follow between u and a t with a block either way, a request or a
 -- mute between them (t in rf(u); looked up only when u has blocks or
 -- requests out at all), or of a private target, is edge.lua's: its checks

@@ -6,7 +6,8 @@
 --                     follow is a request, an unfollow that finds a
 --                     request withdraws it (op unrequest)
 --   block, unblock, mute, unmute   u → t
---   approve           t's request to u becomes the follow t → u
+--   approve           t's request to u becomes the follow t → u (when t
+--                     follows u already: the request ends, op unrequest)
 --   remove            ends the follow t → u, or t's request (unrequest)
 --   private, public   u's setting (t is '0')
 --   undo              ends the edge of kind A_UNDO_KIND (KIND_FOLLOW or
@@ -82,7 +83,9 @@ if op == OP_FOLLOW or op == OP_UNFOLLOW then
   local f = state(uk, 'fo', tm)
   if op == OP_UNFOLLOW then
     if f[2] then
-      mine, theirs = {{'fo', false}}, {{'fi', false}}
+      -- and the request of this direction, if regions left one beside the
+      -- follow (followgraph.Event.Effects; dropped when there is none)
+      mine, theirs = {{'fo', false}, {'ro', false}}, {{'fi', false}, {'ri', false}}
     else
       local r = state(uk, 'ro', tm)
       if not r[2] then return none(f) end
@@ -133,10 +136,18 @@ elseif op == OP_APPROVE or op == OP_REMOVE then
   eu, et = et, eu
   local f = state(uk, 'fi', tm)
   if op == OP_APPROVE then
-    if f[2] then return none(f, OP_FOLLOW) end
     local r = state(uk, 'ri', tm)
-    if not r[2] then charge() return {NOREQUEST} end
-    eop, mine, theirs = OP_FOLLOW, {{'fi', true}, {'ri', false}}, {{'fo', true}, {'ro', false}}
+    if f[2] then
+      if not r[2] then return none(f, OP_FOLLOW) end
+      -- Followed, and asked to follow too: a request made in one region
+      -- while another approved an earlier one (followgraph.Mend). The
+      -- request ends; the follow stays as it is.
+      eop, mine, theirs = OP_UNREQUEST, {{'ri', false}}, {{'ro', false}}
+      since = tonumber(f[4])
+    else
+      if not r[2] then charge() return {NOREQUEST} end
+      eop, mine, theirs = OP_FOLLOW, {{'fi', true}, {'ri', false}}, {{'fo', true}, {'ro', false}}
+    end
   elseif f[2] then
     eop, mine, theirs = OP_UNFOLLOW, {{'fi', false}}, {{'fo', false}}
   else
