@@ -143,14 +143,19 @@ type Log struct {
 	log     *slog.Logger
 	subject string // "<prefix>.>"
 
-	unlock    func() error           // releases Dir (embedded mode)
-	srv       *server.Server         // nil in external mode
-	jsConfig  server.JetStreamConfig // the embedded server's, to reopen its store with
-	nc        *nats.Conn
-	ncClosed  chan struct{}
-	js        jetstream.JetStream
-	stream    jetstream.Stream
-	linked    chan struct{}    // closed when linkPeers has returned; nil without Config.Regions
+	unlock   func() error           // releases Dir (embedded mode)
+	srv      *server.Server         // nil in external mode
+	jsConfig server.JetStreamConfig // the embedded server's, to reopen its store with
+	nc       *nats.Conn
+	ncClosed chan struct{}
+	js       jetstream.JetStream
+	stream   jetstream.Stream
+	linked   chan struct{} // closed when linkPeers has returned; nil without Config.Regions
+	// configMu serialises this process's changes of the log's stream
+	// configuration (SetFedStore's metadata, link's sources): each reads
+	// the configuration, changes one thing and writes it all back, and
+	// two at once would undo each other's.
+	configMu  sync.Mutex
 	regionIDs map[string]int   // every region's number, by name (Regions.ID); nil without Config.Regions
 	applied   jetstream.Stream // the applied window (applied.go); nil without Config.KeepApplied
 	token     string           // the embedded cluster node's client token

@@ -298,24 +298,31 @@ func (l *Log) checkSources(got []*jetstream.StreamSource) error {
 }
 
 // linkInterval is how often linkPeers looks for the peers it has not
-// linked yet.
-const linkInterval = time.Second
+// linked yet; once all are, it looks every linkedInterval.
+const (
+	linkInterval   = time.Second
+	linkedInterval = 10 * time.Second
+)
 
 // linkPeers adds to the log, until the log closes, the source of each
-// peer region whose export stream answers, once. The log is made with
+// peer region whose export stream answers. The log is made with
 // its own region's source only: a source whose stream does not answer
 // (the other region not started yet, or out of reach) is tried again by
 // the server after a back-off that grows by 10 s a failure up to 2
 // minutes, so that a region started before the other would copy the
 // other's first events minutes late. A source added once the stream
 // answers starts at once; after that the server keeps it, and resumes it
-// after a partition.
+// after a partition. Once every peer is linked it looks again every
+// linkedInterval: another node of the region that changed the log's
+// configuration at the same moment (SetFedStore) may have written it
+// back without a source just added.
 func (l *Log) linkPeers() {
 	defer close(l.linked)
 	for {
+		wait := linkInterval
 		missing, err := l.unlinked()
 		if err == nil && len(missing) == 0 {
-			return
+			wait = linkedInterval
 		}
 		for _, p := range missing {
 			if err := l.link(p); err != nil {
@@ -325,7 +332,7 @@ func (l *Log) linkPeers() {
 		select {
 		case <-l.closing:
 			return
-		case <-time.After(linkInterval):
+		case <-time.After(wait):
 		}
 	}
 }
@@ -362,6 +369,8 @@ func (l *Log) link(peer string) error {
 	if _, err := js.Stream(ctx, l.exportName()); err != nil {
 		return err
 	}
+	l.configMu.Lock()
+	defer l.configMu.Unlock()
 	s, err := l.js.Stream(ctx, l.name()) // as it is now: another node may have linked it
 	if err != nil {
 		return err

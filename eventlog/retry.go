@@ -73,6 +73,9 @@ func transient(err error) bool {
 		context.DeadlineExceeded, nats.ErrTimeout, nats.ErrNoResponders, jetstream.ErrNoStreamResponse,
 		jetstream.ErrAsyncPublishTimeout, nats.ErrNoServers, nats.ErrDisconnected, nats.ErrConnectionReconnecting,
 		nats.ErrStaleConnection, nats.ErrReconnectBufExceeded, errNoLeader, io.EOF, syscall.ECONNREFUSED, syscall.ECONNRESET,
+		// An update of the log's configuration answered with other sources
+		// than it sent: another node changed them at the same moment.
+		jetstream.ErrStreamSourceNotSupported,
 	} {
 		if errors.Is(err, t) {
 			return true

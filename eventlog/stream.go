@@ -211,6 +211,8 @@ func (l *Log) SetFedStore(ctx context.Context, id int64) (bool, error) {
 	}
 	kept := false
 	err := l.retry(ctx, "recording the store", func(ctx context.Context) error {
+		l.configMu.Lock()
+		defer l.configMu.Unlock()
 		s, err := l.js.Stream(ctx, l.name())
 		if err != nil {
 			return err
