@@ -147,6 +147,7 @@ func Run(t *testing.T, newGraph NewGraph) {
 		{"Region", []test{
 			{"UniqueVersions", s.testRegionUniqueVersions},
 			{"None", s.testRegionNone},
+			{"Mend", s.testRegionMend},
 		}},
 	}
 	for _, group := range groups {

@@ -832,26 +832,7 @@ func (s suite) testHookConcurrentReplay(t *testing.T) {
 			for i := range ops {
 				a := followgraph.UserID(1 + rng.IntN(users))
 				b := 1 + (a-1+followgraph.UserID(1+rng.IntN(users-1)))%users
-				var err error
-				switch rng.IntN(10) {
-				case 0, 1, 2:
-					_, err = src.g.Follow(src.ctx, a, b)
-				case 3:
-					_, err = src.g.Unfollow(src.ctx, a, b)
-				case 4:
-					_, err = src.g.Block(src.ctx, a, b)
-				case 5:
-					_, err = src.g.Unblock(src.ctx, a, b)
-				case 6:
-					_, err = src.g.Mute(src.ctx, a, b, time.Duration(rng.IntN(2))*time.Hour)
-				case 7:
-					_, err = src.g.Approve(src.ctx, a, b)
-				case 8:
-					_, err = src.g.RemoveFollower(src.ctx, a, b)
-				case 9:
-					_, err = src.g.SetPrivate(src.ctx, a, rng.IntN(2) == 0)
-				}
-				if code := followgraph.ErrorCode(err); err != nil && code != followgraph.EBlocked && code != followgraph.ENoRequest {
+				if err := RandomWrite(src.ctx, src.g, rng, a, b); err != nil {
 					t.Errorf("worker %d, write %d on %d, %d: %v", w, i, a, b, err)
 					return
 				}

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	fg "github.com/followgraph/followgraph"
+	"github.com/followgraph/followgraph/graphtest"
 )
 
 // describe writes every answer g gives about users: counts, settings,
@@ -64,26 +65,7 @@ func TestGraph_LoadLinks(t *testing.T) {
 		if a == b {
 			continue
 		}
-		var err error
-		switch rng.IntN(12) {
-		case 0, 1, 2, 3:
-			_, err = src.Follow(ctx, a, b)
-		case 4, 5:
-			_, err = src.Unfollow(ctx, a, b)
-		case 6:
-			_, err = src.Block(ctx, a, b)
-		case 7:
-			_, err = src.Unblock(ctx, a, b)
-		case 8:
-			_, err = src.Mute(ctx, a, b, time.Duration(rng.IntN(3))*time.Hour)
-		case 9:
-			_, err = src.Approve(ctx, a, b)
-		case 10:
-			_, err = src.RemoveFollower(ctx, a, b)
-		case 11:
-			_, err = src.SetPrivate(ctx, a, rng.IntN(2) == 0)
-		}
-		if code := fg.ErrorCode(err); err != nil && code != fg.EBlocked && code != fg.ENoRequest {
+		if err := graphtest.RandomWrite(ctx, src, rng, a, b); err != nil {
 			t.Fatal(err)
 		}
 		now = now.Add(time.Duration(rng.IntN(3)) * time.Millisecond)

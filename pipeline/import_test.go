@@ -60,3 +60,35 @@ func TestPersister_Import(t *testing.T) {
 		now = now.Add(-100 * time.Millisecond)
 	}
 }
+
+// TestPersister_Mend: another region's follow made while this region's
+// block of the pair was on its way there outlives the block in both
+// (highest version wins per edge); the persister mends it here, by an
+// unfollow of this region's, and counts it.
+func TestPersister_Mend(t *testing.T) {
+	ctx := context.Background()
+	var mine []fg.Event
+	engine := memgraph.New(memgraph.WithRegion(1), memgraph.WithHook(func(_ context.Context, e fg.Event) error {
+		mine = append(mine, e)
+		return nil
+	}))
+	reg := prometheus.NewRegistry()
+	mend := func(ctx context.Context, events []fg.Event) (int, error) { return fg.Mend(ctx, engine, events) }
+	p := pipeline.New(openStore(t), reg, pipeline.WithImport(pipeline.Importer{Apply: engine.Apply, Mend: mend}))
+	if _, err := engine.Block(ctx, 1, 2); err != nil {
+		t.Fatal(err)
+	}
+	follow := fg.NewEvent(2, 1, fg.OpFollow, mine[0].Version+1) // region 2's, made before it saw the block
+	if err := p.Handle(ctx, []pipeline.Message{{Seq: 2, Event: follow, Foreign: true}}, 0); err != nil {
+		t.Fatal(err)
+	}
+	if e, _ := engine.IsFollowing(ctx, 2, 1); e.Following {
+		t.Error("2 follows 1, who blocks it, after the persister took the other region's follow")
+	}
+	if len(mine) != 2 || mine[1].Op != fg.OpUnfollow || mine[1].Version <= follow.Version {
+		t.Errorf("this region's events: %+v, want the block and an unfollow 2→1 above the follow's version", mine)
+	}
+	if got := metric(t, reg, "followgraph_region_mended_total"); got != 1 {
+		t.Errorf("followgraph_region_mended_total = %v, want 1", got)
+	}
+}

@@ -46,6 +46,11 @@ const DefaultMaxOffset = 500 * time.Millisecond
 type Importer struct {
 	// Apply applies events to the engine (followgraph.Applier's Apply).
 	Apply func(ctx context.Context, events []fg.Event) error
+	// Mend, when not nil, restores the rules between kinds after the
+	// other regions' events of a batch are applied, by writes of this
+	// region (followgraph.Mend on the engine), and returns how many it
+	// made.
+	Mend func(ctx context.Context, events []fg.Event) (int, error)
 	// Own makes the persister apply the region's own events as well: for
 	// an engine that keeps nothing across a restart (memgraph), whose
 	// Replay at start may miss the few events acknowledged just before
@@ -74,6 +79,7 @@ type Persister struct {
 
 	imported prometheus.Histogram
 	ahead    prometheus.Counter
+	mended   prometheus.Counter
 
 	batchSize prometheus.Histogram
 	rows      prometheus.Counter
@@ -170,6 +176,10 @@ func New(store Store, reg prometheus.Registerer, opts ...Option) *Persister {
 			Name: "followgraph_region_ahead_total",
 			Help: "Batches held back because an event of another region was ahead of this region's clock by more than the max offset.",
 		}),
+		mended: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "followgraph_region_mended_total",
+			Help: "Writes made here to restore the rules between kinds that another region's concurrent changes broke (a follow across a block, a request to a public account).",
+		}),
 	}
 	for _, o := range opts {
 		o(p)
@@ -177,7 +187,7 @@ func New(store Store, reg prometheus.Registerer, opts ...Option) *Persister {
 	if reg != nil {
 		reg.MustRegister(p.batchSize, p.rows, p.changed, p.failures, p.waits, p.waited, p.lag, p.eventLag, p.applied)
 		if p.imp != nil {
-			reg.MustRegister(p.imported, p.ahead)
+			reg.MustRegister(p.imported, p.ahead, p.mended)
 		}
 	}
 	return p
@@ -227,7 +237,7 @@ func (p *Persister) Handle(ctx context.Context, batch []Message, last uint64) er
 
 // importBatch applies to the engine the events of batch that WithImport
 // names, once none of the other regions' is ahead of the clock by more
-// than the max offset. The engine applies before the store: a batch that
+// than the max offset, and mends after the other regions' (Importer.Mend). The engine applies before the store: a batch that
 // fails after it comes back, and applies again to no effect.
 func (p *Persister) importBatch(ctx context.Context, batch []Message) error {
 	if p.imp == nil {
@@ -235,7 +245,7 @@ func (p *Persister) importBatch(ctx context.Context, batch []Message) error {
 	}
 	now := p.imp.Now()
 	limit := now.Add(p.imp.MaxOffset).UnixMilli()
-	var events []fg.Event
+	var events, foreign []fg.Event
 	for _, m := range batch {
 		if m.Foreign && m.Event.Version.Millis() > limit {
 			p.ahead.Inc()
@@ -246,6 +256,9 @@ func (p *Persister) importBatch(ctx context.Context, batch []Message) error {
 		if m.Foreign || p.imp.Own {
 			events = append(events, m.Event)
 		}
+		if m.Foreign {
+			foreign = append(foreign, m.Event)
+		}
 	}
 	if len(events) == 0 {
 		return nil
@@ -253,6 +266,14 @@ func (p *Persister) importBatch(ctx context.Context, batch []Message) error {
 	if err := p.imp.Apply(ctx, events); err != nil {
 		p.log.Error("persister: batch not applied to the engine; it will be redelivered", "events", len(events), "err", err)
 		return fmt.Errorf("pipeline: import: %w", err)
+	}
+	if p.imp.Mend != nil && len(foreign) > 0 {
+		n, err := p.imp.Mend(ctx, foreign)
+		p.mended.Add(float64(n))
+		if err != nil {
+			p.log.Error("persister: another region's changes applied, not yet mended; the batch will be redelivered", "events", len(foreign), "err", err)
+			return fmt.Errorf("pipeline: mend: %w", err)
+		}
 	}
 	for _, m := range batch {
 		if m.Foreign {

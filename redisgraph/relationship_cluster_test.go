@@ -9,6 +9,7 @@ import (
 	"testing"
 
 	fg "github.com/followgraph/followgraph"
+	"github.com/followgraph/followgraph/graphtest"
 	"github.com/followgraph/followgraph/redisgraph/internal/layout"
 	"github.com/followgraph/followgraph/redisgraph/internal/redistest"
 	"github.com/followgraph/followgraph/redisgraph/internal/wire"
@@ -215,26 +216,7 @@ func TestClusterRelationshipConvergence(t *testing.T) {
 				if a == b {
 					continue
 				}
-				var err error
-				switch rng.IntN(9) {
-				case 0, 1:
-					_, err = g.Follow(ctx, a, b)
-				case 2:
-					_, err = g.Unfollow(ctx, a, b)
-				case 3:
-					_, err = g.Block(ctx, a, b)
-				case 4:
-					_, err = g.Unblock(ctx, a, b)
-				case 5:
-					_, err = g.Approve(ctx, a, b)
-				case 6:
-					_, err = g.RemoveFollower(ctx, a, b)
-				case 7:
-					_, err = g.SetPrivate(ctx, a, rng.IntN(2) == 0)
-				case 8:
-					_, err = g.Mute(ctx, a, b, 0)
-				}
-				if c := fg.ErrorCode(err); err != nil && c != fg.EBlocked && c != fg.ENoRequest {
+				if err := graphtest.RandomWrite(ctx, g, rng, a, b); err != nil {
 					t.Errorf("%d, %d: %v", a, b, err)
 					return
 				}

@@ -14,12 +14,14 @@ import (
 
 // regionWriter writes follows, unfollows, mutes and unmutes through one
 // region's server and remembers, for the edges it alone writes, the last
-// change acknowledged.
+// change acknowledged; or, a blocker, blocks and unblocks of followers by
+// targets.
 type regionWriter struct {
 	region      string
 	followers   []fg.UserID           // whose edges it writes
 	targets     []fg.UserID           // to whom
 	mine        bool                  // it alone writes its followers' edges (else another region's writer does too)
+	blocker     bool                  // it writes blocks of followers by targets instead
 	acked       map[[2]fg.UserID]bool // follows
 	unsure      map[[2]fg.UserID]bool // failed, not acknowledged since: either state is right
 	muted       map[[2]fg.UserID]bool // mutes
@@ -39,6 +41,22 @@ func (w *regionWriter) run(stop <-chan struct{}, srv func() *server, seed uint64
 		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 		var err error
 		op := rng.IntN(6)
+		if w.blocker {
+			if rng.IntN(2) == 0 {
+				_, err = srv().client.Block(ctx, e[1], e[0])
+			} else {
+				_, err = srv().client.Unblock(ctx, e[1], e[0])
+			}
+			cancel()
+			if err != nil {
+				w.errs++
+				time.Sleep(20 * time.Millisecond)
+			} else {
+				w.oks++
+			}
+			time.Sleep(20 * time.Millisecond) // fewer blocks than follows
+			continue
+		}
 		switch op {
 		case 0, 1, 2:
 			_, err = srv().client.Follow(ctx, e[0], e[1])
@@ -67,7 +85,7 @@ func (w *regionWriter) run(stop <-chan struct{}, srv func() *server, seed uint64
 }
 
 // regionState is what a region's server says of users: their following,
-// followers and mutes lists, and their counts.
+// followers, mutes and blocks lists, and their counts.
 func regionState(tb testing.TB, s *server, users []fg.UserID) string {
 	tb.Helper()
 	ctx := context.Background()
@@ -79,7 +97,8 @@ func regionState(tb testing.TB, s *server, users []fg.UserID) string {
 	for _, u := range users {
 		out += fmt.Sprint(u, list(tb, func(r fg.PageRequest) (fg.Page, error) { return s.client.Following(ctx, u, r) }),
 			list(tb, func(r fg.PageRequest) (fg.Page, error) { return s.client.Followers(ctx, u, r) }),
-			list(tb, func(r fg.PageRequest) (fg.Page, error) { return s.client.Links(ctx, fg.ListMutes, u, r) }))
+			list(tb, func(r fg.PageRequest) (fg.Page, error) { return s.client.Links(ctx, fg.ListMutes, u, r) }),
+			list(tb, func(r fg.PageRequest) (fg.Page, error) { return s.client.Links(ctx, fg.ListBlocks, u, r) }))
 	}
 	return out
 }
@@ -87,10 +106,12 @@ func regionState(tb testing.TB, s *server, users []fg.UserID) string {
 // TestServe_TwoRegions runs two regions, each a serve process with its
 // own engine, log and store, linked through a proxy this test cuts:
 // writers of follows and mutes in both regions, on edges of their own and
-// on edges the other region writes too (conflicts on purpose); the link cut for ten seconds
-// and one region's server killed with SIGKILL and started again
-// meanwhile. Then both regions hold the same graph, every list and
-// count, with every edge written in one region alone as that region last
+// on edges the other region writes too, and of blocks of the latter's
+// followers by their targets in both regions (conflicts on purpose); the
+// link cut for 30 seconds and one region's server killed with SIGKILL and
+// started again meanwhile. Then both regions hold the same graph, every
+// list and count, no follow stands across a block, and every edge
+// written in one region alone is as that region last
 // acknowledged it. It runs on the embedded engine and SQLite, and on a
 // Redis and a PostgreSQL database of each region's (the NATS of each is
 // its serve's own).
@@ -130,6 +151,8 @@ func testTwoRegions(t *testing.T, backends func(region string) []string) {
 		{region: "b", followers: ids(11, 6), targets: targets, mine: true},
 		{region: "a", followers: ids(21, 3), targets: targets},
 		{region: "b", followers: ids(21, 3), targets: targets},
+		{region: "a", followers: ids(21, 3), targets: targets, blocker: true},
+		{region: "b", followers: ids(21, 3), targets: targets, blocker: true},
 	}
 	stop := make(chan struct{})
 	var wg sync.WaitGroup
@@ -145,8 +168,9 @@ func testTwoRegions(t *testing.T, backends func(region string) []string) {
 	}
 	time.Sleep(3 * time.Second)
 	p.Stop()
+	cut := time.Now()
 	t.Log("link cut")
-	time.Sleep(4 * time.Second)
+	time.Sleep(14 * time.Second)
 	mu.Lock()
 	b.kill()
 	mu.Unlock()
@@ -155,7 +179,7 @@ func testTwoRegions(t *testing.T, backends func(region string) []string) {
 	mu.Lock()
 	b = nb
 	mu.Unlock()
-	time.Sleep(4 * time.Second)
+	time.Sleep(time.Until(cut.Add(30 * time.Second)))
 	p.Start()
 	healed := time.Now()
 	t.Log("link back")
@@ -183,7 +207,29 @@ func testTwoRegions(t *testing.T, backends func(region string) []string) {
 	}
 	t.Logf("%d writes; both regions equal %s after the link came back", writes, time.Since(healed).Round(10*time.Millisecond))
 
+	// No follow across a block: each region mended what the other's
+	// concurrent follows and blocks left (followgraph.Mend).
 	ctx := context.Background()
+	blocks := 0
+	for _, f := range ids(21, 3) {
+		rel, err := a.client.Relations(ctx, f, targets)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, r := range rel {
+			if r.BlockedBy {
+				blocks++
+				if r.Relation != fg.RelationNone {
+					t.Errorf("%d follows %d (%s) while %d blocks it", f, r.ID, r.Relation, r.ID)
+				}
+			}
+		}
+	}
+	if blocks == 0 {
+		t.Error("no block stands at the end: the test checks nothing of blocks")
+	}
+	t.Logf("%d blocks stand, none across a follow", blocks)
+
 	for _, w := range ws {
 		if !w.mine {
 			continue

@@ -685,7 +685,10 @@ func (m *Main) startPersister(store durableStore, elog *eventlog.Log, eng *engin
 		// The other regions' events reach the engine through the
 		// persister (and its own region's, for an engine that keeps
 		// nothing across a restart: pipeline.Importer.Own).
-		opts = append(opts, pipeline.WithImport(pipeline.Importer{Apply: eng.graph.(fg.Applier).Apply, Own: eng.volatile, MaxOffset: cfg.Regions.MaxOffset}))
+		// Each region mends what the others' concurrent changes break
+		// of the rules between kinds (followgraph.Mend).
+		mend := func(ctx context.Context, events []fg.Event) (int, error) { return fg.Mend(ctx, eng.graph, events) }
+		opts = append(opts, pipeline.WithImport(pipeline.Importer{Apply: eng.graph.(fg.Applier).Apply, Mend: mend, Own: eng.volatile, MaxOffset: cfg.Regions.MaxOffset}))
 	}
 	persister := pipeline.New(store, reg, opts...)
 	ctx, stop := context.WithCancel(context.Background())

@@ -1,0 +1,197 @@
+package graphtest
+
+import (
+	"context"
+	"fmt"
+	"math/rand/v2"
+	"reflect"
+	"testing"
+	"time"
+
+	"github.com/followgraph/followgraph"
+)
+
+// RandomWrite makes a random write of a with b: a follow (three times in
+// ten), an unfollow, a block, an unblock, a mute (for an hour or for
+// ever), an approval, a removal, or a change of a's private setting. A
+// refusal for a block or for no request is no error.
+func RandomWrite(ctx context.Context, g followgraph.Graph, rng *rand.Rand, a, b followgraph.UserID) error {
+	var err error
+	switch rng.IntN(10) {
+	case 0, 1, 2:
+		_, err = g.Follow(ctx, a, b)
+	case 3:
+		_, err = g.Unfollow(ctx, a, b)
+	case 4:
+		_, err = g.Block(ctx, a, b)
+	case 5:
+		_, err = g.Unblock(ctx, a, b)
+	case 6:
+		_, err = g.Mute(ctx, a, b, time.Duration(rng.IntN(2))*time.Hour)
+	case 7:
+		_, err = g.Approve(ctx, a, b)
+	case 8:
+		_, err = g.RemoveFollower(ctx, a, b)
+	case 9:
+		_, err = g.SetPrivate(ctx, a, rng.IntN(2) == 0)
+	}
+	if code := followgraph.ErrorCode(err); code == followgraph.EBlocked || code == followgraph.ENoRequest {
+		return nil
+	}
+	return err
+}
+
+// mendRegion is one region of testRegionMend's model: an engine of its
+// own, every event its writes made, in order, and how many of the other
+// region's it has taken.
+type mendRegion struct {
+	f    *fixture
+	r    *recorder
+	out  []followgraph.Event
+	took int
+}
+
+// write makes one random write (RandomWrite) among users 1 to n, moving
+// the clock on by 0 to 2 ms first.
+func (x *mendRegion) write(rng *rand.Rand, n int) {
+	f := x.f
+	f.advance(int64(rng.IntN(3)))
+	u := followgraph.UserID(rng.IntN(n) + 1)
+	v := followgraph.UserID(rng.IntN(n-1) + 1)
+	if v >= u {
+		v++
+	}
+	if err := RandomWrite(f.ctx, f.g, rng, u, v); err != nil {
+		f.tb.Fatal(err)
+	}
+	x.out = append(x.out, x.r.take()...)
+}
+
+// take applies the next k events of from's (all: k < 0), in the order
+// they were made, as a persister does with what its log sources from the
+// other region, and mends after them (followgraph.Mend).
+func (x *mendRegion) take(from *mendRegion, k int) {
+	f := x.f
+	end := len(from.out)
+	if k >= 0 {
+		end = min(end, x.took+k)
+	}
+	batch := from.out[x.took:end]
+	x.took = end
+	if len(batch) == 0 {
+		return
+	}
+	if err := f.g.(followgraph.Applier).Apply(f.ctx, batch); err != nil {
+		f.tb.Fatalf("Apply(%s): %v", formatEvents(batch), err)
+	}
+	if _, err := followgraph.Mend(f.ctx, f.g, batch); err != nil {
+		f.tb.Fatalf("Mend(%s): %v", formatEvents(batch), err)
+	}
+	x.out = append(x.out, x.r.take()...)
+}
+
+// testRegionMend is the model of two regions taking writes at once
+// (docs/design/regions.md): random follows, unfollows, blocks, unblocks,
+// privacy changes, approvals and removals in both, among a few users so
+// that they conflict on purpose, each region taking the other's events
+// in order at random moments, as their link comes and goes, and mending
+// after them. Once both have taken everything, both answer every read
+// alike, the counts equal the lists, and no follow or request stands
+// across a block, nor a request to a public account or of a follower.
+func (s suite) testRegionMend(t *testing.T) {
+	const users, writes = 6, 200
+	for seed := range uint64(12) {
+		t.Run(fmt.Sprint(seed), func(t *testing.T) {
+			rng := rand.New(rand.NewPCG(seed, 41))
+			a, b := s.mendRegion(t, 1), s.mendRegion(t, 2)
+			if _, ok := a.f.g.(followgraph.Applier); !ok {
+				t.Skip("engine does not implement followgraph.Applier")
+			}
+			for range writes {
+				x, y := a, b
+				if rng.IntN(2) == 1 {
+					x, y = b, a
+				}
+				if rng.IntN(8) == 0 {
+					x.take(y, rng.IntN(6))
+				} else {
+					x.write(rng, users)
+				}
+			}
+			for a.took < len(b.out) || b.took < len(a.out) {
+				a.take(b, -1)
+				b.take(a, -1)
+			}
+			va, vb := a.f.views(users), b.f.views(users)
+			for i := range va {
+				if !reflect.DeepEqual(va[i], vb[i]) {
+					t.Fatalf("user %d differs between the regions:\na: %+v\nb: %+v", i+1, va[i], vb[i])
+				}
+			}
+			for i, v := range va {
+				for _, r := range v.rel {
+					if (r.Blocking || r.BlockedBy) && (!r.FollowingSince.IsZero() || !r.FollowedBySince.IsZero() || r.Requested || r.RequestedBy) {
+						t.Errorf("%d and %d: a follow or request across a block: %+v", i+1, r.ID, r)
+					}
+					if r.Requested && (!va[r.ID-1].private || !r.FollowingSince.IsZero()) {
+						t.Errorf("%d asks to follow %d, which is public or which it follows: %+v", i+1, r.ID, r)
+					}
+				}
+			}
+		})
+	}
+}
+
+func (s suite) mendRegion(t *testing.T, region int) *mendRegion {
+	r := &recorder{}
+	return &mendRegion{f: s.fixtureWith(t, Options{Hook: r.hook, Region: region}), r: r}
+}
+
+// userView is all that reads answer about one user.
+type userView struct {
+	private   bool
+	counts    followgraph.Counts
+	rel       []followgraph.RelationInfo
+	following []followgraph.Entry
+	followers []followgraph.Entry
+	requests  []followgraph.Entry
+}
+
+// views reads users 1 to n, and checks that each one's counts are its
+// lists' lengths.
+func (f *fixture) views(n int) []userView {
+	f.tb.Helper()
+	ids := make([]followgraph.UserID, n)
+	for i := range ids {
+		ids[i] = followgraph.UserID(i + 1)
+	}
+	all := followgraph.PageRequest{Limit: followgraph.MaxLimit}
+	views := make([]userView, n)
+	for i, u := range ids {
+		s, err := f.g.Settings(f.ctx, u)
+		f.check(err)
+		c, err := f.g.Counts(f.ctx, []followgraph.UserID{u})
+		f.check(err)
+		rel, err := f.g.Relations(f.ctx, u, ids)
+		f.check(err)
+		fo, err := f.g.Following(f.ctx, u, all)
+		f.check(err)
+		fr, err := f.g.Followers(f.ctx, u, all)
+		f.check(err)
+		rq, err := f.g.Links(f.ctx, followgraph.ListFollowRequests, u, all)
+		f.check(err)
+		if c[0].FollowingCount != int64(len(fo.Entries)) || c[0].FollowerCount != int64(len(fr.Entries)) ||
+			c[0].FollowRequests != int64(len(rq.Entries)) {
+			f.tb.Errorf("user %d: counts %+v, lists of %d, %d and %d", u, c[0], len(fo.Entries), len(fr.Entries), len(rq.Entries))
+		}
+		views[i] = userView{s.Private, c[0], rel, fo.Entries, fr.Entries, rq.Entries}
+	}
+	return views
+}
+
+func (f *fixture) check(err error) {
+	f.tb.Helper()
+	if err != nil {
+		f.tb.Fatal(err)
+	}
+}
