@@ -148,6 +148,7 @@ func Run(t *testing.T, newGraph NewGraph) {
 			{"UniqueVersions", s.testRegionUniqueVersions},
 			{"None", s.testRegionNone},
 			{"Mend", s.testRegionMend},
+			{"UnblockMeetsFollow", s.testRegionUnblockMeetsFollow},
 		}},
 	}
 	for _, group := range groups {

@@ -195,3 +195,46 @@ func (f *fixture) check(err error) {
 		f.tb.Fatal(err)
 	}
 }
+
+// testRegionUnblockMeetsFollow: region 1's follow 1→2 made between region
+// 2's block of 1 by 2 and its unblock, both of which region 1 takes in
+// one batch, after region 2 took the follow. The follow is newer than the
+// block that would have ended it, and no block stands: in both regions 1
+// follows 2. And a follow older than the block that region 2 takes after
+// the unblock stays ended in both, as the block ended it.
+func (s suite) testRegionUnblockMeetsFollow(t *testing.T) {
+	a, b := s.mendRegion(t, 1), s.mendRegion(t, 2)
+	if _, ok := a.f.g.(followgraph.Applier); !ok {
+		t.Skip("engine does not implement followgraph.Applier")
+	}
+	f := func(x *mendRegion, w func() error) {
+		t.Helper()
+		if err := w(); err != nil {
+			t.Fatal(err)
+		}
+		x.out = append(x.out, x.r.take()...)
+		a.f.advance(1)
+		b.f.advance(1)
+	}
+	ga, gb, ctx := a.f.g, b.f.g, a.f.ctx
+	f(a, func() error { _, err := ga.Follow(ctx, 3, 2); return err }) // older than the block
+	f(b, func() error { _, err := gb.Block(ctx, 2, 1); return err })
+	f(b, func() error { _, err := gb.Block(ctx, 2, 3); return err })
+	f(a, func() error { _, err := ga.Follow(ctx, 1, 2); return err }) // newer than the block
+	f(b, func() error { _, err := gb.Unblock(ctx, 2, 1); return err })
+	f(b, func() error { _, err := gb.Unblock(ctx, 2, 3); return err })
+	b.take(a, -1)
+	a.take(b, -1)
+	for a.took < len(b.out) || b.took < len(a.out) {
+		a.take(b, -1)
+		b.take(a, -1)
+	}
+	for i, x := range []*mendRegion{a, b} {
+		if e, err := x.f.g.IsFollowing(ctx, 1, 2); err != nil || !e.Following {
+			t.Errorf("region %d: 1 follows 2 = %v, %v; want true: the follow is newer than the block, and no block stands", i+1, e.Following, err)
+		}
+		if e, err := x.f.g.IsFollowing(ctx, 3, 2); err != nil || e.Following {
+			t.Errorf("region %d: 3 follows 2 = %v, %v; want false: the block ended the follow", i+1, e.Following, err)
+		}
+	}
+}

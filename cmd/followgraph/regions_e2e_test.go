@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"math/rand/v2"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -116,21 +117,24 @@ func regionState(tb testing.TB, s *server, users []fg.UserID) string {
 // Redis and a PostgreSQL database of each region's (the NATS of each is
 // its serve's own).
 func TestServe_TwoRegions(t *testing.T) {
-	t.Run("Embedded", func(t *testing.T) { testTwoRegions(t, func(string) []string { return nil }) })
+	t.Run("Embedded", func(t *testing.T) { testTwoRegions(t, func(string) []string { return nil }, false) })
 	t.Run("RedisPostgres", func(t *testing.T) {
 		admin := testenv.Server(t, testenv.Postgres, testenv.PostgresHint)
 		url, prefix := testRedis(t)
 		dbs := map[string]string{"a": newDatabase(t, admin), "b": newDatabase(t, admin)}
 		testTwoRegions(t, func(region string) []string {
 			return []string{"--redis", url, "--redis-prefix", prefix + "-" + region, "--db", dbs[region]}
-		})
+		}, true)
 	})
 }
 
-// testTwoRegions is TestServe_TwoRegions with the backends of each region.
-func testTwoRegions(t *testing.T, backends func(region string) []string) {
+// testTwoRegions is TestServe_TwoRegions with the backends of each region;
+// with reconcile, once both are stopped, followgraph reconcile finds no
+// difference between each region's Redis and its store and log.
+func testTwoRegions(t *testing.T, backends func(region string) []string, reconcile bool) {
 	leaf := freeAddr(t)
-	a := start(t, t.TempDir(), append([]string{"--region", "a", "--region-peers", "b", "--region-listen", leaf}, backends("a")...)...)
+	dataA := t.TempDir()
+	a := start(t, dataA, append([]string{"--region", "a", "--region-peers", "b", "--region-listen", leaf}, backends("a")...)...)
 	p := testenv.NewProxy(t, leaf)
 	dataB := t.TempDir()
 	argsB := append([]string{"--region", "b", "--region-peers", "a", "--region-link", "nats-leaf://" + p.Addr()}, backends("b")...)
@@ -262,5 +266,19 @@ func testTwoRegions(t *testing.T, backends func(region string) []string) {
 				}
 			}
 		}
+	}
+
+	if !reconcile {
+		return
+	}
+	a.stop(t)
+	b.stop(t)
+	for _, r := range [][3]string{{"a", "b", dataA}, {"b", "a", dataB}} {
+		out := runBinary(t, append([]string{"reconcile", "--data", r[2], "--region", r[0], "--region-peers", r[1]}, backends(r[0])...)...)
+		if !strings.Contains(out, "differences: 0 ") {
+			t.Errorf("reconcile of region %s: %s", r[0], out)
+			continue
+		}
+		t.Logf("reconcile of region %s: %s", r[0], out[strings.Index(out, "differences: "):])
 	}
 }

@@ -3,11 +3,12 @@
 -- second step of a change on a Cluster (the other user's side), and the
 -- settling of the outbox. Writes no outbox event.
 --
--- An effect that turns on a follow or a request is not written when a
--- block between the two, either way, has a version at least the event's
--- (the block ended it), nor a request when the follow of its direction
--- has (the follow ended it): so the effects that end an edge of which a
--- side has no record need leave no tombstone (lib.lua's needed).
+-- An effect that turns on a follow or a request is not written while a
+-- block between the two stands, either way, with a version at least the
+-- event's (the block ended it), nor a request when the follow of its
+-- direction has (the follow ended it): so the end of a request of which a
+-- side has no record needs no tombstone (lib.lua's needed). A block's
+-- ends are tombstones, which decide once no block stands.
 --
 -- KEYS (scripts.EffectsKeys): USER the keys of a user (lib.lua's
 --       userKeys), and OTHER those of a second one, if any.
@@ -97,8 +98,11 @@ for i, e in ipairs(effects) do
     refused[#refused + 1], refused[#refused + 2] = i - 1, floors[e[1]]
   end
   if write and linking(e) then
-    local _, newest = blocks(uk, m)
-    write = vless(newest, v)
+    -- A block that stands and is newer, or whose unblock is, refuses it
+    -- (regions mend a follow newer than a block that stands: followgraph.Mend);
+    -- once no block stands, its tombstone decides, which the block wrote.
+    local standing, newest = blocks(uk, m)
+    write = not standing or vless(newest, v)
     if write and string.sub(code, 1, 1) == KIND_REQUEST then write = vless(state(uk, KIND_FOLLOW .. string.sub(code, 2), m)[1], v) end
   end
   if write then

@@ -139,15 +139,17 @@ local function expiry(uk, m) return tonumber(redis.call('HGET', ck(uk, 'mx', m),
 
 -- needed reports whether an effect (side code, on) of an event of kind
 -- ekind (a kind's letter) must be written over the edge's state st, given
--- that st's version is older than the event's: not when it turns off an
--- edge of another kind (a follow's end of the request, a block's end of
--- the follows) of which the side has no record at all, so that a follow
--- does not leave a tombstone of a request that never was. No event of an
--- older version can then bring that edge back: effects.lua does not turn
--- on a follow or request older than a block between the two, or a request
--- older than the follow of its direction.
+-- that st's version is older than the event's: not when a follow or an
+-- unfollow turns off the request of its direction of which the side has
+-- no record at all, so that a follow does not leave a tombstone of a
+-- request that never was. No event of an older version can then bring
+-- that request back: effects.lua does not turn on a request older than
+-- the follow of its direction. A block's ends of the follows and requests
+-- between the two are written, tombstones included: an older follow of
+-- another region's that arrives after an unblock stays ended, as the
+-- block ended it (followgraph.Event.Effects).
 local function needed(code, on, st, ekind)
-  return on or st[1] ~= ZERO or string.sub(code, 1, 1) == ekind
+  return on or st[1] ~= ZERO or string.sub(code, 1, 1) == ekind or ekind == KIND_BLOCK
 end
 
 -- flagOf (layout.lua) has the bits of the flags of the other kinds in a
