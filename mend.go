@@ -103,7 +103,9 @@ func mendPair(ctx context.Context, g Graph, a, b UserID) (int, error) {
 			if err != nil {
 				return n, mendErr(err, "ending %d→%d across a block", d.user, d.target)
 			}
-			n += count(removed)
+			if removed {
+				n++
+			}
 		case d.follows && d.asks:
 			// Approving a request of a follower ends the request.
 			if _, err := g.Approve(ctx, d.target, d.user); err != nil {
@@ -139,11 +141,4 @@ func mendErr(err error, format string, args ...any) error {
 		return nil
 	}
 	return fmt.Errorf("followgraph: mend: %s: %w", fmt.Sprintf(format, args...), err)
-}
-
-func count(b bool) int {
-	if b {
-		return 1
-	}
-	return 0
 }

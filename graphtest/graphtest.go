@@ -149,6 +149,7 @@ func Run(t *testing.T, newGraph NewGraph) {
 			{"None", s.testRegionNone},
 			{"Mend", s.testRegionMend},
 			{"UnblockMeetsFollow", s.testRegionUnblockMeetsFollow},
+			{"RequestMeetsUnfollow", s.testRegionRequestMeetsUnfollow},
 		}},
 	}
 	for _, group := range groups {

@@ -237,8 +237,9 @@ func (p *Persister) Handle(ctx context.Context, batch []Message, last uint64) er
 
 // importBatch applies to the engine the events of batch that WithImport
 // names, once none of the other regions' is ahead of the clock by more
-// than the max offset, and mends after the other regions' (Importer.Mend). The engine applies before the store: a batch that
-// fails after it comes back, and applies again to no effect.
+// than the max offset, and mends after the other regions' (Importer.Mend).
+// The engine applies before the store: a batch that fails after it comes
+// back, and applies again to no effect.
 func (p *Persister) importBatch(ctx context.Context, batch []Message) error {
 	if p.imp == nil {
 		return nil
